@@ -1,0 +1,1 @@
+"""synopsis: keep long-running LLM agents inside their model's context window."""

@@ -1,0 +1,51 @@
+"""Exceptions raised by synopsis.
+
+Every error subclasses a builtin so callers can catch what they already know::
+
+    SynopsisError (Exception)
+    ├── ConversationError (ValueError)      input no provider would accept, or not a history
+    │   └── UnknownFormatError              detect() could not name the format
+    ├── ConfigurationError (ValueError)     an option out of range or of the wrong type
+    └── VocabularyError (RuntimeError)      a bundled tokenizer file is missing or corrupt
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "ConversationError",
+    "SynopsisError",
+    "UnknownFormatError",
+    "VocabularyError",
+]
+
+
+class SynopsisError(Exception):
+    """Base of every error synopsis raises on purpose."""
+
+
+class ConversationError(SynopsisError, ValueError):
+    """A history that is malformed or that a provider would reject.
+
+    ``index`` is the position of the offending message (``None`` when the whole input is at
+    fault) and ``rule`` a stable identifier such as ``"message.role"`` or ``"openai.C1"``.
+    """
+
+    def __init__(self, message: str, *, index: int | None = None, rule: str = "input") -> None:
+        self.index = index
+        self.rule = rule
+        self.detail = message
+        where = f"message {index}: " if index is not None else ""
+        super().__init__(f"{where}{message} [{rule}]")
+
+
+class UnknownFormatError(ConversationError):
+    """The input's wire format could not be recognised."""
+
+
+class ConfigurationError(SynopsisError, ValueError):
+    """An option is out of range, of the wrong type, or inconsistent with another."""
+
+
+class VocabularyError(SynopsisError, RuntimeError):
+    """A bundled tokenizer vocabulary is missing, or its sha256 does not match."""

@@ -1,0 +1,331 @@
+"""OpenAI Chat Completions messages (plain dicts) <-> the message model.
+
+Covers the ``developer`` role, content-part lists (text, image_url, input_audio, file,
+refusal), ``tool_calls`` (function and custom), the legacy ``function_call`` / ``function``
+role, and ``name``. Unknown keys are kept and written back, so decode then encode gives equal
+JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from synopsis.errors import ConversationError
+from synopsis.formats._common import (
+    Wire,
+    expect_list,
+    expect_mapping,
+    expect_str,
+    hint,
+    optional_str,
+    own_extra,
+    rest,
+)
+from synopsis.messages import (
+    MediaPart,
+    Message,
+    OpaquePart,
+    Part,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    thaw,
+)
+
+__all__ = ["FORMAT", "decode", "encode", "encode_message"]
+
+FORMAT = "openai"
+_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+_LEGACY_PREFIX = "function:"
+
+
+# ---------------------------------------------------------------- decode
+
+
+def _decode_block(block: Any, index: int) -> Part:
+    block = expect_mapping(block, index, "content part")
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise ConversationError(
+            "content part needs a string 'type'", index=index, rule="message.content"
+        )
+    if kind == "text":
+        return TextPart(expect_str(block, "text", index, "message.content"), rest(block, ("type", "text")))
+    if kind == "image_url":
+        inner = expect_mapping(block.get("image_url"), index, "image_url")
+        return MediaPart(
+            kind="image",
+            url=expect_str(inner, "url", index, "message.content"),
+            extra={**rest(block, ("type", "image_url")), "image_url": rest(inner, ("url",))},
+        )
+    if kind == "input_audio":
+        inner = expect_mapping(block.get("input_audio"), index, "input_audio")
+        fmt = optional_str(inner, "format", index, "message.content")
+        return MediaPart(
+            kind="audio",
+            data=optional_str(inner, "data", index, "message.content"),
+            media_type=f"audio/{fmt}" if fmt else None,
+            extra={
+                **rest(block, ("type", "input_audio")),
+                "input_audio": rest(inner, ("data", "format")),
+            },
+        )
+    if kind == "file":
+        inner = expect_mapping(block.get("file"), index, "file")
+        return MediaPart(
+            kind="file",
+            data=optional_str(inner, "file_data", index, "message.content"),
+            filename=optional_str(inner, "filename", index, "message.content"),
+            extra={**rest(block, ("type", "file")), "file": rest(inner, ("file_data", "filename"))},
+        )
+    text = block.get("refusal") if kind == "refusal" else block.get("text")
+    return OpaquePart(kind=kind, raw=block, text=text if isinstance(text, str) else "")
+
+
+def _decode_content(item: Mapping[str, Any], index: int) -> tuple[tuple[Part, ...], str]:
+    """Parts of ``content`` and the shape it had: string, parts, null or absent."""
+    if "content" not in item:
+        return (), "absent"
+    content = item["content"]
+    if content is None:
+        return (), "null"
+    if isinstance(content, str):
+        return (TextPart(content),), "string"
+    if isinstance(content, list):
+        return tuple(_decode_block(b, index) for b in content), "parts"
+    raise ConversationError(
+        f"'content' must be a string, a list of parts or null, got {type(content).__name__}",
+        index=index,
+        rule="message.content",
+    )
+
+
+def _decode_call(call: Any, index: int) -> ToolCallPart:
+    call = expect_mapping(call, index, "tool call")
+    call_id = expect_str(call, "id", index, "tool_call.id")
+    kind = call.get("type", "function")
+    if kind not in ("function", "custom"):
+        raise ConversationError(
+            f"tool call type {kind!r} is not supported", index=index, rule="tool_call.type"
+        )
+    body = expect_mapping(call.get(kind), index, f"tool call '{kind}'")
+    name = expect_str(body, "name", index, "tool_call.name")
+    args_key = "arguments" if kind == "function" else "input"
+    args = body.get(args_key, "")
+    if not isinstance(args, str | Mapping):
+        raise ConversationError(
+            f"tool call {args_key} must be a string", index=index, rule="tool_call.arguments"
+        )
+    extra = {**rest(call, ("id", kind)), kind: rest(body, ("name", args_key))}
+    return ToolCallPart(call_id=call_id, name=name, arguments=args, extra=extra)
+
+
+def _decode_one(item: Any, index: int) -> Message:
+    item = expect_mapping(item, index)
+    role = item.get("role")
+    if not isinstance(role, str) or role not in _ROLES:
+        raise ConversationError(
+            f"unknown role {role!r}; expected one of {sorted(_ROLES)}",
+            index=index,
+            rule="message.role",
+        )
+    name = optional_str(item, "name", index, "message.name")
+    parts, form = _decode_content(item, index)
+    wire: dict[str, Any] = {"format": FORMAT, "content": form}
+
+    if role in ("tool", "function"):
+        if role == "tool":
+            call_id = expect_str(item, "tool_call_id", index, "tool.call_id")
+            extra = rest(item, ("role", "content", "tool_call_id", "name"))
+        else:
+            if name is None:
+                raise ConversationError(
+                    "a 'function' message needs a 'name'", index=index, rule="function.name"
+                )
+            call_id, wire["legacy"] = _LEGACY_PREFIX + name, True
+            extra = rest(item, ("role", "content", "name"))
+        content: str | tuple[TextPart | MediaPart, ...]
+        if form == "parts":
+            bad = [p for p in parts if not isinstance(p, TextPart | MediaPart)]
+            if bad:
+                raise ConversationError(
+                    "tool message content may hold only text and media parts",
+                    index=index,
+                    rule="message.content",
+                )
+            content = tuple(p for p in parts if isinstance(p, TextPart | MediaPart))
+        else:
+            content = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
+        result = ToolResultPart(call_id=call_id, content=content, name=name)
+        return Message(Role.TOOL, (result,), name=name, extra=extra, wire=wire)
+
+    calls: list[ToolCallPart] = []
+    known = ["role", "content", "name"]
+    if role == "assistant":
+        if "tool_calls" in item and item["tool_calls"] is not None:
+            raw_calls = expect_list(item["tool_calls"], index, "'tool_calls'", "tool_calls.type")
+            calls = [_decode_call(c, index) for c in raw_calls]
+            wire["tool_calls"] = "list"
+            known.append("tool_calls")
+        if item.get("function_call") is not None:
+            fc = expect_mapping(item["function_call"], index, "function_call")
+            fname = expect_str(fc, "name", index, "tool_call.name")
+            calls.append(
+                ToolCallPart(
+                    call_id=_LEGACY_PREFIX + fname,
+                    name=fname,
+                    arguments=fc.get("arguments", ""),
+                    extra=rest(fc, ("name", "arguments")),
+                )
+            )
+            wire["legacy"] = True
+            known.append("function_call")
+    return Message(
+        Role(role), (*parts, *calls), name=name, extra=rest(item, known), wire=wire
+    )
+
+
+def decode(items: Sequence[Any]) -> tuple[Message, ...]:
+    """Decode a list of chat-completions message dicts. Raises ``ConversationError`` naming the
+    message index and rule for anything that is not a chat-completions message."""
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise ConversationError("a history must be a list of messages", rule="history.type")
+    return tuple(_decode_one(item, i) for i, item in enumerate(items))
+
+
+# ---------------------------------------------------------------- encode
+
+
+def _encode_block(part: Part, message: Message) -> dict[str, Any]:
+    extra = own_extra(message, FORMAT, getattr(part, "extra", {}))
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text, **extra}
+    if isinstance(part, MediaPart):
+        if part.kind == "image":
+            url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
+            inner = {"url": url, **extra.pop("image_url", {})}
+            return {"type": "image_url", "image_url": inner, **extra}
+        if part.kind == "audio" and part.data is not None:
+            fmt = (part.media_type or "audio/wav").split("/", 1)[-1]
+            inner = {"data": part.data, "format": fmt, **extra.pop("input_audio", {})}
+            return {"type": "input_audio", "input_audio": inner, **extra}
+        if part.kind == "file" or part.data is not None:
+            inner = {**extra.pop("file", {})}
+            if part.data is not None:
+                inner["file_data"] = part.data
+            if part.filename is not None:
+                inner["filename"] = part.filename
+            return {"type": "file", "file": inner, **extra}
+        return {"type": "text", "text": part.placeholder}
+    if isinstance(part, OpaquePart):
+        if message.wire.get("format") == FORMAT:
+            return dict(thaw(part.raw))
+        return {"type": "text", "text": part.text or f"[{part.kind}]"}
+    raise AssertionError(f"not a content part: {type(part).__name__}")  # pragma: no cover
+
+
+def _encode_content(message: Message, parts: Sequence[Part], form: str | None) -> Any:
+    """Content in the shape it arrived in, or the plainest shape for new messages."""
+    if form == "absent" and not parts:
+        return _ABSENT
+    if form == "null" and not parts:
+        return None
+    if form == "string" and len(parts) == 1 and isinstance(parts[0], TextPart):
+        return parts[0].text
+    if form is None and all(isinstance(p, TextPart) and not p.extra for p in parts):
+        if not parts:
+            return None if message.role is Role.ASSISTANT else ""
+        if len(parts) == 1:
+            assert isinstance(parts[0], TextPart)
+            return parts[0].text
+    return [_encode_block(p, message) for p in parts]
+
+
+_ABSENT: Any = object()
+
+
+def _with_content(out: dict[str, Any], content: Any) -> dict[str, Any]:
+    if content is not _ABSENT:
+        out["content"] = content
+    return out
+
+
+def _encode_result(
+    result: ToolResultPart, message: Message, extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    form = hint(message, FORMAT, "content")
+    content: Any
+    if isinstance(result.content, str):
+        content = None if form == "null" and not result.content else result.content
+        if form == "absent" and not result.content:
+            content = _ABSENT
+    else:
+        content = [_encode_block(p, message) for p in result.content]
+    if hint(message, FORMAT, "legacy") and result.call_id.startswith(_LEGACY_PREFIX):
+        out: dict[str, Any] = {"role": "function", "name": result.name or message.name or ""}
+        return _with_content(out, content) | extra
+    out = {"role": "tool"}
+    _with_content(out, content)
+    out["tool_call_id"] = result.call_id
+    if message.name is not None and message.role is Role.TOOL:
+        out["name"] = message.name
+    return out | extra
+
+
+def _encode_call(call: ToolCallPart, message: Message) -> dict[str, Any]:
+    extra = own_extra(message, FORMAT, call.extra)
+    kind = "custom" if "custom" in extra else "function"
+    args_key = "arguments" if kind == "function" else "input"
+    args: Any = call.arguments
+    if isinstance(args, Mapping):
+        args = thaw(args) if message.wire.get("format") == FORMAT else call.arguments_text
+    body = {"name": call.name, args_key: args, **extra.pop(kind, {})}
+    if not extra and message.wire.get("format") != FORMAT:
+        extra = {"type": "function"}
+    return {"id": call.call_id, **extra, kind: body}
+
+
+def encode_message(message: Message) -> list[dict[str, Any]]:
+    """One model message as one or more chat-completions messages (results held in a user
+    message, as Anthropic and Gemini keep them, become ``tool`` messages first)."""
+    extra = own_extra(message, FORMAT, message.extra)
+    form = hint(message, FORMAT, "content")
+    results = message.tool_results
+    if message.role is Role.TOOL or results:
+        out = [_encode_result(r, message, extra if message.role is Role.TOOL else {}) for r in results]
+        others = [p for p in message.parts if not isinstance(p, ToolResultPart)]
+        if others and message.role is not Role.TOOL:
+            user = {"role": "user", "content": _encode_content(message, others, None)}
+            out.append(user | extra)
+        return out
+
+    visible = [p for p in message.parts if not isinstance(p, ToolCallPart | ReasoningPart)]
+    msg: dict[str, Any] = {"role": message.role.value}
+    _with_content(msg, _encode_content(message, visible, form))
+    if message.name is not None:
+        msg["name"] = message.name
+    calls = message.tool_calls
+    if message.role is Role.ASSISTANT:
+        legacy = bool(hint(message, FORMAT, "legacy"))
+        regular = [c for c in calls if not (legacy and c.call_id.startswith(_LEGACY_PREFIX))]
+        if regular or hint(message, FORMAT, "tool_calls") == "list":
+            msg["tool_calls"] = [_encode_call(c, message) for c in regular]
+        for c in calls:
+            if legacy and c.call_id.startswith(_LEGACY_PREFIX):
+                args = c.arguments if isinstance(c.arguments, str) else c.arguments_text
+                msg["function_call"] = {
+                    "name": c.name,
+                    "arguments": args,
+                    **own_extra(message, FORMAT, c.extra),
+                }
+    return [msg | extra]
+
+
+def encode(messages: Sequence[Message]) -> Wire:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        out.extend(encode_message(m))
+    return Wire(out)

@@ -1,0 +1,305 @@
+"""The provider-neutral message model: frozen values that every other module works on.
+
+A converter (``synopsis.formats``) turns a provider's wire shape into these values and back.
+Fields the model does not name are kept in ``extra`` (on messages and on parts) so that a
+round trip gives back equal JSON. Nothing here mutates; functions return new tuples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "EMPTY",
+    "MediaPart",
+    "Message",
+    "OpaquePart",
+    "Part",
+    "ReasoningPart",
+    "Role",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "content_hash",
+    "message_id",
+    "message_ids",
+    "message_text",
+    "thaw",
+]
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[str, Any]:
+    return EMPTY
+
+
+def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not value:
+        return EMPTY
+    if isinstance(value, MappingProxyType):
+        return value
+    return MappingProxyType(dict(value))
+
+
+class Role(StrEnum):
+    """Who speaks. ``TOOL`` carries results in OpenAI-style histories; Anthropic and Gemini
+    carry results inside ``USER`` messages, which the model represents as they are."""
+
+    SYSTEM = "system"
+    DEVELOPER = "developer"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", _frozen(self.extra))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A request by the model to run a tool.
+
+    ``arguments`` is kept as the provider sent it: a JSON text for OpenAI (which may not even
+    parse), a mapping for Anthropic and Gemini.
+    """
+
+    call_id: str
+    name: str
+    arguments: str | Mapping[str, Any] = ""
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", _frozen(self.extra))
+        if isinstance(self.arguments, Mapping) and not isinstance(
+            self.arguments, MappingProxyType
+        ):
+            object.__setattr__(self, "arguments", MappingProxyType(dict(self.arguments)))
+
+    @property
+    def arguments_text(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(_thaw(self.arguments), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """An image, audio clip, document or file, referenced rather than inlined in the model.
+
+    ``token_estimate`` is what the provider is expected to charge for it; ``None`` lets the
+    token counter apply its default for the kind.
+    """
+
+    kind: Literal["image", "audio", "document", "file", "video"]
+    media_type: str | None = None
+    url: str | None = None
+    data: str | None = None
+    filename: str | None = None
+    token_estimate: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", _frozen(self.extra))
+
+    @property
+    def placeholder(self) -> str:
+        """A short, deterministic stand-in used when media must be rendered as text."""
+        where = self.filename or self.url or (self.media_type or self.kind)
+        if self.url and self.url.startswith("data:"):
+            where = self.media_type or self.kind
+        approx = f", ~{self.token_estimate} tokens" if self.token_estimate else ""
+        return f"[{self.kind}: {where}{approx}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """The answer to a tool call. ``content`` is a plain string when the wire had one, else the
+    parts the provider allows inside a result (text and media)."""
+
+    call_id: str
+    content: str | tuple[TextPart | MediaPart, ...] = ""
+    is_error: bool = False
+    name: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", _frozen(self.extra))
+        if not isinstance(self.content, str):
+            object.__setattr__(self, "content", tuple(self.content))
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(
+            p.text if isinstance(p, TextPart) else p.placeholder for p in self.content
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """Model thinking. Opaque: signatures and encrypted content must go back byte-identical, so
+    nothing in synopsis edits one; it is kept whole or dropped whole."""
+
+    text: str = ""
+    signature: str | None = None
+    encrypted: str | None = None
+    redacted: bool = False
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", _frozen(self.extra))
+
+
+@dataclass(frozen=True, slots=True)
+class OpaquePart:
+    """A block or item the model does not interpret (server tool blocks, provider compaction
+    items, citations-only blocks). Kept verbatim; ``text`` is what counting and rendering see."""
+
+    kind: str
+    raw: Mapping[str, Any]
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "raw", _frozen(self.raw))
+
+
+Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart | MediaPart | ReasoningPart | OpaquePart
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One turn of a conversation.
+
+    ``id`` is the caller's own id when the wire carried one (Responses items do); otherwise
+    ``None``, and :func:`message_id` derives a stable one from position and content.
+    ``extra`` holds top-level wire fields the model does not name. ``wire`` holds the
+    converter's notes on the original shape (its format, whether content was a bare string),
+    which an exact round trip needs; it is not part of the message's identity.
+    """
+
+    role: Role
+    parts: tuple[Part, ...] = ()
+    id: str | None = None
+    name: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    wire: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+        object.__setattr__(self, "extra", _frozen(self.extra))
+        object.__setattr__(self, "wire", _frozen(self.wire))
+        if not isinstance(self.role, Role):
+            object.__setattr__(self, "role", Role(self.role))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+
+    @property
+    def has_reasoning(self) -> bool:
+        return any(isinstance(p, ReasoningPart) for p in self.parts)
+
+    @property
+    def text(self) -> str:
+        return message_text(self)
+
+
+def _thaw(value: Any) -> Any:
+    """Turn read-only mappings back into plain JSON values."""
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Public form of :func:`_thaw`, used by the converters."""
+    return _thaw(value)
+
+
+def message_text(message: Message) -> str:
+    """All human-readable text of a message, parts joined by newlines (media as placeholders,
+    tool calls as ``name(arguments)``)."""
+    out: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            out.append(part.text)
+        elif isinstance(part, ToolCallPart):
+            out.append(f"{part.name}({part.arguments_text})")
+        elif isinstance(part, ToolResultPart):
+            out.append(part.text)
+        elif isinstance(part, MediaPart):
+            out.append(part.placeholder)
+        elif isinstance(part, ReasoningPart):
+            out.append(part.text)
+        else:
+            out.append(part.text)
+    return "\n".join(s for s in out if s)
+
+
+def _part_key(part: Part) -> Any:
+    if isinstance(part, TextPart):
+        return ["t", part.text, _thaw(part.extra)]
+    if isinstance(part, ToolCallPart):
+        return ["c", part.call_id, part.name, _thaw(part.arguments), _thaw(part.extra)]
+    if isinstance(part, ToolResultPart):
+        content = (
+            part.content if isinstance(part.content, str) else [_part_key(p) for p in part.content]
+        )
+        return ["r", part.call_id, content, part.is_error, part.name, _thaw(part.extra)]
+    if isinstance(part, MediaPart):
+        return [
+            "m",
+            part.kind,
+            part.media_type,
+            part.url,
+            part.data,
+            part.filename,
+            _thaw(part.extra),
+        ]
+    if isinstance(part, ReasoningPart):
+        return ["z", part.text, part.signature, part.encrypted, part.redacted, _thaw(part.extra)]
+    return ["o", part.kind, _thaw(part.raw), part.text]
+
+
+def content_hash(message: Message) -> str:
+    """sha256 (hex) of a canonical JSON form of the message: equal messages hash equal."""
+    key = [
+        message.role.value,
+        message.name,
+        message.id,
+        [_part_key(p) for p in message.parts],
+        _thaw(message.extra),
+    ]
+    blob = json.dumps(key, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def message_id(message: Message, position: int) -> str:
+    """The caller's id if the message has one, else ``m{position}-{first 12 hex of hash}``."""
+    if message.id:
+        return message.id
+    return f"m{position}-{content_hash(message)[:12]}"
+
+
+def message_ids(messages: Sequence[Message]) -> tuple[str, ...]:
+    return tuple(message_id(m, i) for i, m in enumerate(messages))
