@@ -1,0 +1,72 @@
+"""Which tool result answers which tool call.
+
+Real transcripts reuse call ids: a later call can carry the id of an earlier, finished one.
+So a result pairs with the nearest *open* call of the same id before it (the most recent
+message holding such a call), and within one message with the first such call (parallel calls
+that share an id are answered in order). Pure and linear in the number of parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from synopsis.messages import Message, ToolCallPart, ToolResultPart
+
+__all__ = ["Location", "Pairing", "pair_tool_calls"]
+
+Location = tuple[int, int]
+"""(message index, part index)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """The pairing of a history's tool calls and results.
+
+    ``result_of[call]`` lists the results answering a call (normally one); ``call_of[result]``
+    is the call a result answers; ``orphans`` are results with no open call before them;
+    ``open_calls`` are calls that no result answers, in order.
+    """
+
+    result_of: dict[Location, list[Location]] = field(default_factory=dict)
+    call_of: dict[Location, Location] = field(default_factory=dict)
+    orphans: tuple[Location, ...] = ()
+    open_calls: tuple[Location, ...] = ()
+    calls: tuple[Location, ...] = ()
+
+    def call_part(self, messages: Sequence[Message], loc: Location) -> ToolCallPart:
+        part = messages[loc[0]].parts[loc[1]]
+        assert isinstance(part, ToolCallPart)
+        return part
+
+    def result_part(self, messages: Sequence[Message], loc: Location) -> ToolResultPart:
+        part = messages[loc[0]].parts[loc[1]]
+        assert isinstance(part, ToolResultPart)
+        return part
+
+
+def pair_tool_calls(messages: Sequence[Message]) -> Pairing:
+    # id -> open calls in order of appearance; the nearest message's first call wins.
+    waiting: dict[str, list[Location]] = {}
+    result_of: dict[Location, list[Location]] = {}
+    call_of: dict[Location, Location] = {}
+    orphans: list[Location] = []
+    calls: list[Location] = []
+    for mi, message in enumerate(messages):
+        for pi, part in enumerate(message.parts):
+            if isinstance(part, ToolCallPart):
+                waiting.setdefault(part.call_id, []).append((mi, pi))
+                result_of[(mi, pi)] = []
+                calls.append((mi, pi))
+            elif isinstance(part, ToolResultPart):
+                queue = waiting.get(part.call_id)
+                if not queue:
+                    orphans.append((mi, pi))
+                    continue
+                latest = queue[-1][0]
+                pick = next(k for k, loc in enumerate(queue) if loc[0] == latest)
+                call = queue.pop(pick)
+                result_of[call].append((mi, pi))
+                call_of[(mi, pi)] = call
+    open_calls = tuple(c for c in calls if not result_of[c])
+    return Pairing(result_of, call_of, tuple(orphans), open_calls, tuple(calls))

@@ -1,0 +1,107 @@
+"""Validate a history against a provider's message rules, and repair what is unambiguous.
+
+``validate`` and ``repair`` take a history in any supported format (or ``Message`` values)
+and, for ``repair``, give it back in the same format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from synopsis.formats import FormatName, decode, encode
+from synopsis.messages import Message
+from synopsis.validation.profiles import (
+    ANTHROPIC,
+    GEMINI,
+    OPENAI,
+    OPENAI_STRICT,
+    PROFILES,
+    RESPONSES,
+    Profile,
+    ProviderName,
+    get_profile,
+)
+from synopsis.validation.repair import NOT_COMPLETED, Fix, Repaired, repair_messages
+from synopsis.validation.rules import Problem, check
+
+__all__ = [
+    "ANTHROPIC",
+    "GEMINI",
+    "NOT_COMPLETED",
+    "OPENAI",
+    "OPENAI_STRICT",
+    "PROFILES",
+    "RESPONSES",
+    "Fix",
+    "Problem",
+    "Profile",
+    "ProviderName",
+    "RepairedList",
+    "Repaired",
+    "check",
+    "get_profile",
+    "repair",
+    "repair_messages",
+    "validate",
+]
+
+
+class RepairedList(list[Any]):
+    """The repaired history (a plain list in the caller's format) with what was done to it:
+    ``fixes``, and ``system``, the top-level system prompt for Anthropic and Gemini."""
+
+    fixes: tuple[Fix, ...]
+    system: Any
+
+    def __init__(self, items: Sequence[Any], fixes: tuple[Fix, ...], system: Any) -> None:
+        super().__init__(items)
+        self.fixes = fixes
+        self.system = system
+
+
+def _model(
+    messages: Any, format: FormatName | None, system: Any
+) -> tuple[FormatName, tuple[Message, ...]]:
+    decoded = decode(messages, format, system=system)
+    return decoded.format, decoded.messages
+
+
+def validate(
+    messages: Any,
+    provider: ProviderName | Profile = "openai",
+    *,
+    format: FormatName | None = None,
+    system: Any = None,
+) -> list[Problem]:
+    """Every rule of ``provider`` that ``messages`` breaks; ``[]`` when the target would accept
+    it. A trailing tool call still waiting for its result is valid (an agent mid-run).
+
+    Raises ``ConversationError`` when ``messages`` is not a history at all.
+    """
+    profile = get_profile(provider)
+    _, model = _model(messages, format, system)
+    return check(model, profile)
+
+
+def repair(
+    messages: Any,
+    provider: ProviderName | Profile = "openai",
+    *,
+    format: FormatName | None = None,
+    system: Any = None,
+    dangling: Literal["answer", "drop"] = "answer",
+) -> RepairedList:
+    """``messages`` with every unambiguous fix for ``provider`` applied, in the same format.
+
+    Orphaned results are removed; a dangling call in the middle is answered with a synthetic
+    "not completed" result (``dangling="answer"``) or dropped; results away from their call
+    are moved next to it; system messages are lifted where the target wants them first;
+    empty messages are dropped; same-role neighbours are merged where alternation is
+    required. ``.fixes`` lists each change; run :func:`validate` for what is left.
+    """
+    profile = get_profile(provider)
+    fmt, model = _model(messages, format, system)
+    fixed = repair_messages(model, profile, dangling=dangling)
+    wire = encode(fixed.messages, fmt)
+    return RepairedList(wire.messages, fixed.fixes, wire.system)

@@ -1,0 +1,276 @@
+"""Repair: only the fixes whose right answer is not in doubt, each one reported.
+
+Passes, in order: lift system messages where the target wants them first; drop orphaned
+results; move results that sit away from their call into the call's answer turn; answer (or
+drop) calls left dangling in the middle; drop empty messages; merge same-role neighbours where
+the target demands alternation. A trailing unfinished call (a live agent mid-run) is left as
+it is. Thinking blocks are never edited, merged or reordered. Every pass works on
+``(original index, message)`` pairs so each fix can name the message it touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from synopsis.messages import (
+    Message,
+    Part,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from synopsis.pairing import pair_tool_calls
+from synopsis.validation.profiles import Profile
+from synopsis.validation.rules import result_block, trailing_call_message
+
+__all__ = ["NOT_COMPLETED", "Fix", "Repaired", "repair_messages"]
+
+NOT_COMPLETED = "[synopsis] This tool call was not completed; no result was recorded."
+
+_SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
+Item = tuple[int | None, Message]
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """One change repair made. ``index`` is the message's position in the input (``None`` for
+    a message repair created)."""
+
+    index: int | None
+    action: str
+    detail: str
+
+    def __str__(self) -> str:
+        where = "new message" if self.index is None else f"message {self.index}"
+        return f"{where}: {self.action}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Repaired:
+    messages: tuple[Message, ...]
+    fixes: tuple[Fix, ...]
+
+
+def _text_only(m: Message) -> bool:
+    return all(isinstance(p, TextPart) for p in m.parts)
+
+
+def _lift_systems(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[Item]:
+    if profile.system == "anywhere" and profile.developer_role:
+        return items
+    head: list[Item] = []
+    body: list[Item] = []
+    leading = True
+    for k, (orig, m) in enumerate(items):
+        if m.role not in _SYSTEM_ROLES:
+            leading = False
+            body.append((orig, m))
+            continue
+        after_user = k > 0 and items[k - 1][1].role is Role.USER
+        if leading:
+            head.append((orig, m))
+        elif profile.system == "anywhere" or (profile.mid_system and after_user):
+            body.append((orig, m))
+        else:
+            fixes.append(Fix(orig, "lifted system message", "moved to the front"))
+            head.append((orig, m))
+    if not profile.developer_role:
+        for n, (orig, m) in enumerate(head):
+            if m.role is Role.DEVELOPER:
+                fixes.append(Fix(orig, "renamed role", "developer -> system"))
+                head[n] = (orig, replace(m, role=Role.SYSTEM))
+    if profile.system == "first_only" and len(head) > 1:
+        if all(_text_only(m) for _, m in head):
+            text = "\n\n".join(m.text for _, m in head)
+            merged = Message(Role.SYSTEM, (TextPart(text),), wire=head[0][1].wire)
+        else:
+            merged = Message(Role.SYSTEM, tuple(p for _, m in head for p in m.parts))
+        for orig, _ in head[1:]:
+            fixes.append(Fix(orig, "merged system message", "into the one leading system"))
+        head = [(head[0][0], merged)]
+    return head + body
+
+
+def _drop_parts(
+    items: list[Item], drop: set[tuple[int, int]], fixes: list[Fix], action: str
+) -> list[Item]:
+    out: list[Item] = []
+    for mi, (orig, m) in enumerate(items):
+        if not any(loc[0] == mi for loc in drop):
+            out.append((orig, m))
+            continue
+        kept: list[Part] = []
+        for pi, part in enumerate(m.parts):
+            if (mi, pi) in drop:
+                cid = getattr(part, "call_id", "")
+                fixes.append(Fix(orig, action, f"call id {cid!r}"))
+            else:
+                kept.append(part)
+        if kept and not all(isinstance(p, ReasoningPart) for p in kept):
+            out.append((orig, replace(m, parts=tuple(kept))))
+        elif kept:
+            fixes.append(Fix(orig, "dropped message", "only thinking was left, with no turn"))
+        else:
+            fixes.append(Fix(orig, "dropped message", "nothing left after the fix"))
+    return out
+
+
+def _settle_calls(
+    items: list[Item],
+    profile: Profile,
+    fixes: list[Fix],
+    dangling: Literal["answer", "drop"],
+) -> list[Item]:
+    """Orphans out; misplaced results moved next to their call; dangling calls answered."""
+    msgs = [m for _, m in items]
+    pairing = pair_tool_calls(msgs)
+    remove = set(pairing.orphans)
+    for loc in pairing.orphans:
+        fixes.append(Fix(items[loc[0]][0], "dropped orphaned result", "no earlier call"))
+    pending: dict[int, list[ToolResultPart]] = {}
+    if profile.results_adjacent:
+        blocks: dict[int, range] = {}
+        for call, results in pairing.result_of.items():
+            ci = call[0]
+            block = blocks.setdefault(ci, result_block(msgs, ci, profile))
+            for loc in results:
+                if loc[0] not in block:
+                    remove.add(loc)
+                    pending.setdefault(ci, []).append(pairing.result_part(msgs, loc))
+                    fixes.append(Fix(items[loc[0]][0], "moved result",
+                                     f"next to its call in message {items[ci][0]}"))
+    trailing = trailing_call_message(msgs, profile)
+    drop_calls: set[tuple[int, int]] = set()
+    for loc in pairing.open_calls:
+        if loc[0] == trailing:
+            continue
+        call = pairing.call_part(msgs, loc)
+        if dangling == "drop":
+            drop_calls.add(loc)
+        else:
+            synthetic = ToolResultPart(call.call_id, NOT_COMPLETED, is_error=True, name=call.name)
+            pending.setdefault(loc[0], []).append(synthetic)
+            fixes.append(Fix(items[loc[0]][0], "answered dangling call",
+                             f"{call.call_id!r} with a 'not completed' result"))
+    if not remove and not pending and not drop_calls:
+        return items
+    if drop_calls:
+        items = _drop_parts(items, drop_calls, fixes, "dropped dangling call")
+        # Indices moved; recompute everything on the shorter history.
+        return _settle_calls(items, profile, fixes, dangling)
+    # Only result parts go here; a message left empty by that goes too, so renumber.
+    kept: list[Item] = []
+    new_index: dict[int, int] = {}
+    for mi, (orig, m) in enumerate(items):
+        parts = tuple(p for pi, p in enumerate(m.parts) if (mi, pi) not in remove)
+        if parts or not m.parts:
+            new_index[mi] = len(kept)
+            kept.append((orig, m if len(parts) == len(m.parts) else replace(m, parts=parts)))
+    insert_at = {new_index[ci]: parts for ci, parts in pending.items()}
+    return _insert_results(kept, insert_at, profile)
+
+
+def _insert_results(
+    items: list[Item], pending: dict[int, list[ToolResultPart]], profile: Profile
+) -> list[Item]:
+    out: list[Item] = []
+    msgs = [m for _, m in items]
+    n = 0
+    while n < len(items):
+        out.append(items[n])
+        results = pending.get(n)
+        n += 1
+        if not results:
+            continue
+        # Follow the shape the answer already has; else the target's own style.
+        follows_tool = n < len(items) and msgs[n].role is Role.TOOL
+        if follows_tool or profile.result_style == "tool":
+            while n < len(items) and msgs[n].role is Role.TOOL:
+                out.append(items[n])
+                n += 1
+            out.extend((None, Message(Role.TOOL, (r,))) for r in results)
+        elif n < len(items) and msgs[n].role is Role.USER and msgs[n].tool_results:
+            orig, m = items[n]
+            lead = 0
+            while lead < len(m.parts) and isinstance(m.parts[lead], ToolResultPart):
+                lead += 1
+            parts = (*m.parts[:lead], *results, *m.parts[lead:])
+            out.append((orig, replace(m, parts=parts)))
+            n += 1
+        else:
+            out.append((None, Message(Role.USER, tuple(results))))
+    return out
+
+
+def _is_empty(m: Message, profile: Profile) -> bool:
+    if not m.parts:
+        return True
+    return profile.nonempty and all(
+        isinstance(p, TextPart) and not p.text.strip() for p in m.parts
+    )
+
+
+def _drop_empty(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[Item]:
+    out: list[Item] = []
+    for orig, m in items:
+        if _is_empty(m, profile):
+            fixes.append(Fix(orig, "dropped empty message", m.role.value))
+            continue
+        if profile.nonempty and any(
+            isinstance(p, TextPart) and not p.text.strip() for p in m.parts
+        ):
+            parts = tuple(p for p in m.parts if not (isinstance(p, TextPart) and not p.text.strip()))
+            fixes.append(Fix(orig, "dropped blank text", "empty text block removed"))
+            m = replace(m, parts=parts)
+        out.append((orig, m))
+    return out
+
+
+def _mergeable(a: Message, b: Message) -> bool:
+    if a.role is not b.role or a.role not in (Role.USER, Role.ASSISTANT):
+        return False
+    if a.tool_results or b.tool_results:
+        return False
+    if a.role is Role.ASSISTANT:
+        return not a.tool_calls and not b.has_reasoning
+    return True
+
+
+def _merge_neighbours(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[Item]:
+    if not profile.merge_same_role:
+        return items
+    out: list[Item] = []
+    for orig, m in items:
+        if out and _mergeable(out[-1][1], m):
+            prev_orig, prev = out[-1]
+            parts = (*prev.parts, *m.parts)
+            if _text_only(prev) and _text_only(m) and not any(
+                p.extra for p in parts if isinstance(p, TextPart)
+            ):
+                parts = (TextPart(f"{prev.text}\n\n{m.text}"),)
+            out[-1] = (prev_orig, replace(prev, parts=parts))
+            fixes.append(Fix(orig, "merged message", f"into the {m.role.value} message before"))
+            continue
+        out.append((orig, m))
+    return out
+
+
+def repair_messages(
+    messages: Sequence[Message],
+    profile: Profile,
+    *,
+    dangling: Literal["answer", "drop"] = "answer",
+) -> Repaired:
+    """Apply every unambiguous fix for ``profile``. What cannot be fixed without guessing
+    (a history that opens with the assistant, say) is left for :func:`check` to report."""
+    fixes: list[Fix] = []
+    items: list[Item] = list(enumerate(messages))
+    items = _lift_systems(items, profile, fixes)
+    items = _settle_calls(items, profile, fixes, dangling)
+    items = _drop_empty(items, profile, fixes)
+    items = _merge_neighbours(items, profile, fixes)
+    return Repaired(tuple(m for _, m in items), tuple(fixes))

@@ -1,0 +1,336 @@
+"""The checks: every rule of provider-rules.md, expressed on the message model.
+
+Rules are stated on the model as the target's converter would send it: consecutive tool
+messages become one Anthropic user turn, results held in a user message become OpenAI tool
+messages, and so on. Rule ids are ``<family>.<code>`` where the reference numbers the rule
+(``openai.C2``, ``anthropic.A1``) and a short slug otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from synopsis.messages import (
+    Message,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from synopsis.pairing import Pairing, pair_tool_calls
+from synopsis.validation.profiles import Profile
+
+__all__ = ["Problem", "check", "result_block", "trailing_call_message"]
+
+_SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
+
+# Rule codes per family for the pairing rules; the family's own numbering where it has one.
+_ORPHAN = {"openai": "C1", "responses": "R2", "anthropic": "A2", "gemini": "G2"}
+_MISSING = {"openai": "C2", "responses": "R1", "anthropic": "A1", "gemini": "G3"}
+_MISPLACED = {"openai": "C1", "responses": "R2", "anthropic": "A1", "gemini": "G2"}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One rule a history breaks. ``index`` is the message (``None`` for the whole history),
+    ``part`` the part within it when one part is at fault."""
+
+    index: int | None
+    rule: str
+    message: str
+    part: int | None = None
+    conservative: bool = False
+
+    def __str__(self) -> str:
+        where = "history" if self.index is None else f"message {self.index}"
+        if self.part is not None:
+            where += f" part {self.part}"
+        return f"{where}: {self.message} [{self.rule}]"
+
+
+def _has_results(m: Message) -> bool:
+    return any(isinstance(p, ToolResultPart) for p in m.parts)
+
+
+def _only_results(m: Message) -> bool:
+    return bool(m.parts) and all(isinstance(p, ToolResultPart) for p in m.parts)
+
+
+def result_block(messages: Sequence[Message], call_index: int, profile: Profile) -> range:
+    """The messages after ``call_index`` that the target reads as the answer turn."""
+    j = call_index + 1
+    n = len(messages)
+    if profile.result_block == "merged_user":
+        while j < n and messages[j].role in (Role.TOOL, Role.USER):
+            j += 1
+    elif profile.result_block == "single":
+        if j < n and messages[j].role is Role.USER:
+            j += 1
+        else:
+            while j < n and messages[j].role is Role.TOOL:
+                j += 1
+    else:
+        while j < n:
+            m = messages[j]
+            if m.role is Role.TOOL:
+                j += 1
+            elif m.role is Role.USER and _has_results(m):
+                j += 1
+                if not _only_results(m):
+                    break
+            else:
+                break
+    return range(call_index + 1, j)
+
+
+def trailing_call_message(
+    messages: Sequence[Message], profile: Profile, pairing: Pairing | None = None
+) -> int | None:
+    """The index of an assistant message whose calls may still be running: the last message
+    with calls, when everything after it is its own answer block (a live agent mid-run)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].tool_calls:
+            block = result_block(messages, i, profile)
+            if block.stop == len(messages) and all(
+                not messages[k].parts or _only_results(messages[k]) for k in block
+            ):
+                return i
+            return None
+    return None
+
+
+def _is_blank(part: object) -> bool:
+    return isinstance(part, TextPart) and not part.text.strip()
+
+
+class _Checker:
+    def __init__(self, messages: Sequence[Message], profile: Profile) -> None:
+        self.messages = messages
+        self.profile = profile
+        self.fam = profile.family
+        self.problems: list[Problem] = []
+
+    def add(
+        self,
+        index: int | None,
+        code: str,
+        text: str,
+        part: int | None = None,
+        *,
+        conservative: bool = False,
+        family: str | None = None,
+    ) -> None:
+        rule = f"{family or self.fam}.{code}"
+        self.problems.append(Problem(index, rule, text, part, conservative))
+
+    def run(self) -> list[Problem]:
+        if not self.messages:
+            self.add(None, "empty", "the history has no messages", family="history")
+            return self.problems
+        self.shapes()
+        pairing = pair_tool_calls(self.messages)
+        self.pairing_rules(pairing)
+        self.system_rules()
+        self.order_rules()
+        if self.profile.nonempty:
+            self.empty_rules()
+        if self.profile.thinking_rules:
+            self.thinking_rules()
+        if self.profile.reasoning_followed:
+            self.reasoning_rules()
+        return sorted(self.problems, key=lambda p: (-1 if p.index is None else p.index))
+
+    # -- the model's own shape: parts in roles that can carry them
+    def shapes(self) -> None:
+        for i, m in enumerate(self.messages):
+            seen: set[str] = set()
+            for k, part in enumerate(m.parts):
+                if isinstance(part, ToolCallPart):
+                    if m.role is not Role.ASSISTANT:
+                        self.add(i, "call_role", "only an assistant message can call a tool", k,
+                                 family="tool")
+                    if part.call_id in seen:
+                        code = "C3" if self.fam == "openai" else "duplicate_id"
+                        self.add(i, code, f"tool call id {part.call_id!r} is used twice in "
+                                 "one turn", k)
+                    seen.add(part.call_id)
+                elif isinstance(part, ToolResultPart) and m.role not in (Role.TOOL, Role.USER):
+                    self.add(i, "result_role", "a tool result must be in a tool or user "
+                             "message", k, family="tool")
+            if m.role is Role.TOOL and not _only_results(m):
+                self.add(i, "tool_message", "a tool message must hold tool results and "
+                         "nothing else", family="tool")
+            if (
+                self.profile.empty_tool_calls
+                and m.wire.get("format") == "openai"
+                and m.wire.get("tool_calls") == "list"
+                and not m.tool_calls
+            ):
+                self.add(i, "C4", "'tool_calls' is an empty array; expected at least one call",
+                         conservative=True)
+
+    # -- C1/C2, R1/R2, A1/A2, G2/G3
+    def pairing_rules(self, pairing: Pairing) -> None:
+        msgs, prof = self.messages, self.profile
+        for mi, pi in pairing.orphans:
+            cid = msgs[mi].parts[pi]
+            assert isinstance(cid, ToolResultPart)
+            self.add(mi, _ORPHAN[self.fam], f"tool result for {cid.call_id!r} answers no "
+                     "earlier tool call", pi)
+        trailing = trailing_call_message(msgs, prof, pairing)
+        for mi, pi in pairing.open_calls:
+            if mi == trailing:
+                continue
+            call = pairing.call_part(msgs, (mi, pi))
+            self.add(mi, _MISSING[self.fam], f"tool call {call.call_id!r} has no result"
+                     + (" in the next message" if prof.results_adjacent else ""), pi)
+        if not prof.results_adjacent:
+            return
+        blocks: dict[int, range] = {}
+        for call, results in pairing.result_of.items():
+            ci = call[0]
+            if ci not in blocks:
+                blocks[ci] = result_block(msgs, ci, prof)
+            for ri, rp in results:
+                if ri not in blocks[ci]:
+                    part = pairing.result_part(msgs, (ri, rp))
+                    self.add(ri, _MISPLACED[self.fam], f"tool result for {part.call_id!r} is "
+                             f"not in the turn right after its call (message {ci})", rp)
+        if prof.results_first:
+            for ci, block in blocks.items():
+                self.results_first(ci, block)
+
+    def results_first(self, ci: int, block: range) -> None:
+        other_seen = False
+        for k in block:
+            for pi, part in enumerate(self.messages[k].parts):
+                if isinstance(part, ToolResultPart):
+                    if other_seen:
+                        self.add(k, "A3", "tool_result blocks must come first in the user "
+                                 f"turn answering message {ci}", pi)
+                        return
+                else:
+                    other_seen = True
+
+    # -- system and developer messages
+    def system_rules(self) -> None:
+        prof = self.profile
+        leading = True
+        for i, m in enumerate(self.messages):
+            is_system = m.role in _SYSTEM_ROLES
+            if m.role is Role.DEVELOPER and not prof.developer_role:
+                self.add(i, "developer_role", "this target does not know the 'developer' "
+                         "role; use 'system'", family=prof.name)
+            if not is_system:
+                leading = False
+                continue
+            if prof.system == "first_only" and i > 0:
+                self.add(i, "system_position", "System message must be at the beginning.",
+                         family=prof.name)
+            elif prof.system == "leading" and not leading:
+                after_user = i > 0 and self.messages[i - 1].role is Role.USER
+                if not (prof.mid_system and after_user):
+                    self.add(i, "system_position", "a system message may only open the "
+                             "history (it becomes the top-level system prompt)")
+
+    # -- who may speak first, alternation, what a call turn follows
+    def order_rules(self) -> None:
+        prof, msgs = self.profile, self.messages
+        body = [i for i, m in enumerate(msgs) if m.role not in _SYSTEM_ROLES]
+        if not body and (prof.first_user or prof.nonempty):
+            self.add(None, "no_messages", "the history holds only system messages",
+                     family="history")
+            return
+        if prof.first_user and body and msgs[body[0]].role is not Role.USER:
+            self.add(body[0], "first_user", "the first message after the system prompt should "
+                     "be a user message", conservative=prof.family != "openai",
+                     family=prof.name)
+        if prof.alternation:
+            for a, b in zip(body, body[1:], strict=False):
+                ra, rb = msgs[a].role, msgs[b].role
+                if ra is rb and ra in (Role.USER, Role.ASSISTANT):
+                    self.add(b, "alternation", "Conversation roles must alternate "
+                             "user/assistant/user/assistant/...", family=prof.name)
+        if prof.call_after_user:
+            for n, i in enumerate(body):
+                if not msgs[i].tool_calls:
+                    continue
+                prev = msgs[body[n - 1]] if n else None
+                if prev is None or prev.role is Role.ASSISTANT:
+                    self.add(i, "G1", "Please ensure that function call turn comes immediately "
+                             "after a user turn or after a function response turn.")
+
+    # -- A4 and Gemini's non-empty parts
+    def empty_rules(self) -> None:
+        last = len(self.messages) - 1
+        for i, m in enumerate(self.messages):
+            if m.role in _SYSTEM_ROLES:
+                continue
+            final_ok = (
+                i == last and m.role is Role.ASSISTANT and self.profile.allow_empty_final_assistant
+            )
+            if not m.parts or all(_is_blank(p) for p in m.parts):
+                if not final_ok:
+                    code = "A4" if self.fam == "anthropic" else "empty"
+                    self.add(i, code, "all messages must have non-empty content except for the "
+                             "optional final assistant message")
+                continue
+            for k, part in enumerate(m.parts):
+                if _is_blank(part):
+                    self.add(i, "empty_text", "text content blocks must contain non-whitespace "
+                             "text", k)
+
+    # -- A6/A7/A8
+    def thinking_rules(self) -> None:
+        msgs, prof = self.messages, self.profile
+        last_assistant = max(
+            (i for i, m in enumerate(msgs) if m.role is Role.ASSISTANT), default=None
+        )
+        for i, m in enumerate(msgs):
+            if m.role is not Role.ASSISTANT:
+                continue
+            thinking = [k for k, p in enumerate(m.parts) if isinstance(p, ReasoningPart)]
+            if thinking and thinking[0] != 0:
+                self.add(i, "A6", "If an assistant message contains any thinking blocks, the "
+                         "first block must be thinking or redacted_thinking.", thinking[0])
+            if thinking and thinking[-1] == len(m.parts) - 1:
+                self.add(i, "A8", "The final block in an assistant message cannot be "
+                         "`thinking`.", thinking[-1])
+            if i == last_assistant and thinking and prof.thinking is False:
+                self.add(i, "A7", "When thinking is disabled, an `assistant` message in the "
+                         "final position cannot contain `thinking`.")
+        if prof.thinking and last_assistant is not None:
+            loop = self._current_tool_loop_start(last_assistant)
+            if loop is not None and not isinstance(msgs[loop].parts[0], ReasoningPart):
+                self.add(loop, "A6", "When `thinking` is enabled, a final `assistant` message "
+                         "must start with a thinking block.", 0)
+
+    def _current_tool_loop_start(self, last_assistant: int) -> int | None:
+        """The first assistant message of the tool loop still running at the end, if any."""
+        msgs = self.messages
+        start = None
+        for i in range(last_assistant, -1, -1):
+            m = msgs[i]
+            if m.role is Role.USER and not _has_results(m):
+                break
+            if m.role is Role.ASSISTANT and m.tool_calls and m.parts:
+                start = i
+        return start
+
+    # -- R3: a reasoning item stays with the item it produced
+    def reasoning_rules(self) -> None:
+        msgs = self.messages
+        for i, m in enumerate(msgs):
+            if not m.parts or not all(isinstance(p, ReasoningPart) for p in m.parts):
+                continue
+            nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+            if nxt is None or nxt.role is not Role.ASSISTANT:
+                self.add(i, "R3", "Item of type 'reasoning' was provided without its "
+                         "required following item.")
+
+
+def check(messages: Sequence[Message], profile: Profile) -> list[Problem]:
+    """Every problem ``messages`` has for ``profile``, in message order."""
+    return _Checker(messages, profile).run()
