@@ -51,9 +51,9 @@ _RESPONSES_TYPES = frozenset(
         "mcp_approval_response",
     }
 )
-_RESPONSES_PART_TYPES = frozenset(
-    {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
-)
+# "input_audio" and "refusal" parts have the same shape in chat completions, so they betray
+# nothing
+_RESPONSES_PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file"})
 _ANTHROPIC_BLOCKS = frozenset(
     {
         "tool_use",
@@ -79,15 +79,17 @@ class Decoded:
 
 def _item_format(item: Mapping[str, Any]) -> FormatName | None:
     """The format one list element betrays, or None when it fits several."""
-    if isinstance(item, Message):
-        return "synopsis"
     kind = item.get("type")
-    if isinstance(kind, str) and kind in _RESPONSES_TYPES:
+    if isinstance(kind, str) and (
+        kind in _RESPONSES_TYPES or kind.endswith(("_call", "_call_output"))
+    ):
         return "responses"
     if "parts" in item or item.get("role") == "model":
         return "gemini"
+    # system and developer messages open Responses inputs too (and Anthropic allows a system
+    # message mid-list), so only tool roles are decisive
     role = item.get("role")
-    if role in ("tool", "developer", "function", "system") or "tool_calls" in item:
+    if role in ("tool", "function") or "tool_calls" in item:
         return "openai"
     if "function_call" in item or "tool_call_id" in item:
         return "openai"
@@ -97,23 +99,26 @@ def _item_format(item: Mapping[str, Any]) -> FormatName | None:
             if not isinstance(block, Mapping):
                 continue
             btype = block.get("type")
-            if btype in _ANTHROPIC_BLOCKS or (btype == "image" and "source" in block):
+            if not isinstance(btype, str):
+                continue
+            anthropic = btype in _ANTHROPIC_BLOCKS or btype.endswith("_tool_result")
+            if anthropic or (btype in ("image", "document") and "source" in block):
                 return "anthropic"
             if btype in _RESPONSES_PART_TYPES:
                 return "responses"
-            if btype in ("image_url", "input_audio", "file"):
+            if btype in ("image_url", "file"):
                 return "openai"
     return None
 
 
-def detect(data: Any) -> FormatName:
+def detect(data: object) -> FormatName:
     """Name the format of a history (a list of messages or items, or a request body holding
     one). Plain role/content messages fit both OpenAI and Anthropic; they are called
     ``"openai"``. Raises :class:`UnknownFormatError` when no format fits."""
     if isinstance(data, Mapping):
         if "contents" in data:
             return "gemini"
-        if "input" in data and isinstance(data["input"], list):
+        if "input" in data and isinstance(data["input"], list | str):
             return "responses"
         if "messages" in data:
             inner = detect(data["messages"])
@@ -130,13 +135,15 @@ def detect(data: Any) -> FormatName:
         )
     seen: FormatName | None = None
     for i, item in enumerate(data):
-        if not isinstance(item, Mapping | Message):
+        if isinstance(item, Message):
+            return "synopsis"
+        if not isinstance(item, Mapping):
             raise UnknownFormatError(
                 f"history entries must be JSON objects, got {type(item).__name__}",
                 index=i,
                 rule="format.detect",
             )
-        found = _item_format(cast(Mapping[str, Any], item))
+        found = _item_format(item)
         if found is not None:
             return found
         if "role" in item or "content" in item:
@@ -148,16 +155,20 @@ def detect(data: Any) -> FormatName:
     return seen or "openai"
 
 
-def decode(data: Any, format: FormatName | None = None, *, system: Any = None) -> Decoded:
+def decode(data: object, format: FormatName | None = None, *, system: object = None) -> Decoded:
     """Decode ``data`` (a list, or a request body) into messages. ``system`` is the top-level
     system prompt for Anthropic and Gemini when it is passed separately."""
     fmt = format or detect(data)
     items: Any = data
     if isinstance(data, Mapping):
         if fmt == "gemini":
-            items, system = data.get("contents"), data.get("systemInstruction", system)
+            items = data.get("contents")
+            for key in ("systemInstruction", "system_instruction"):
+                system = data.get(key, system)
         elif fmt == "responses":
             items = data.get("input")
+            if isinstance(items, str):  # the shorthand for one user message
+                items = [{"role": "user", "content": items}]
         else:
             items = data.get("messages")
             if fmt == "anthropic":
@@ -197,7 +208,7 @@ def encode(messages: Sequence[Message], format: FormatName) -> Wire:
     if format == "gemini":
         return gemini.encode(messages)
     if format == "synopsis":
-        return Wire(cast(list[dict[str, Any]], list(messages)))
+        return Wire(cast("list[dict[str, Any]]", list(messages)))
     raise UnknownFormatError(
         f"unknown format {format!r}; expected one of {', '.join(FORMATS)}", rule="format.name"
     )

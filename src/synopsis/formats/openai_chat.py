@@ -14,13 +14,15 @@ from typing import Any
 from synopsis.errors import ConversationError
 from synopsis.formats._common import (
     Wire,
+    data_url,
+    expect_history,
     expect_list,
     expect_mapping,
     expect_str,
     hint,
-    optional_str,
     own_extra,
     rest,
+    take_str,
 )
 from synopsis.messages import (
     MediaPart,
@@ -45,7 +47,7 @@ _LEGACY_PREFIX = "function:"
 # ---------------------------------------------------------------- decode
 
 
-def _decode_block(block: Any, index: int) -> Part:
+def _decode_block(block: object, index: int) -> Part:
     block = expect_mapping(block, index, "content part")
     kind = block.get("type")
     if not isinstance(kind, str):
@@ -53,7 +55,9 @@ def _decode_block(block: Any, index: int) -> Part:
             "content part needs a string 'type'", index=index, rule="message.content"
         )
     if kind == "text":
-        return TextPart(expect_str(block, "text", index, "message.content"), rest(block, ("type", "text")))
+        return TextPart(
+            expect_str(block, "text", index, "message.content"), rest(block, ("type", "text"))
+        )
     if kind == "image_url":
         inner = expect_mapping(block.get("image_url"), index, "image_url")
         return MediaPart(
@@ -61,25 +65,28 @@ def _decode_block(block: Any, index: int) -> Part:
             url=expect_str(inner, "url", index, "message.content"),
             extra={**rest(block, ("type", "image_url")), "image_url": rest(inner, ("url",))},
         )
+    # optional fields the model holds only when they are strings; a null stays in the extras
+    # so that it comes back
+    taken: list[str] = []
     if kind == "input_audio":
         inner = expect_mapping(block.get("input_audio"), index, "input_audio")
-        fmt = optional_str(inner, "format", index, "message.content")
+        data = take_str(inner, "data", index, "message.content", taken)
+        fmt = take_str(inner, "format", index, "message.content", taken)
         return MediaPart(
             kind="audio",
-            data=optional_str(inner, "data", index, "message.content"),
-            media_type=f"audio/{fmt}" if fmt else None,
-            extra={
-                **rest(block, ("type", "input_audio")),
-                "input_audio": rest(inner, ("data", "format")),
-            },
+            data=data,
+            media_type=None if fmt is None else f"audio/{fmt}",
+            extra={**rest(block, ("type", "input_audio")), "input_audio": rest(inner, taken)},
         )
     if kind == "file":
         inner = expect_mapping(block.get("file"), index, "file")
+        data = take_str(inner, "file_data", index, "message.content", taken)
+        filename = take_str(inner, "filename", index, "message.content", taken)
         return MediaPart(
             kind="file",
-            data=optional_str(inner, "file_data", index, "message.content"),
-            filename=optional_str(inner, "filename", index, "message.content"),
-            extra={**rest(block, ("type", "file")), "file": rest(inner, ("file_data", "filename"))},
+            data=data,
+            filename=filename,
+            extra={**rest(block, ("type", "file")), "file": rest(inner, taken)},
         )
     text = block.get("refusal") if kind == "refusal" else block.get("text")
     return OpaquePart(kind=kind, raw=block, text=text if isinstance(text, str) else "")
@@ -103,7 +110,7 @@ def _decode_content(item: Mapping[str, Any], index: int) -> tuple[tuple[Part, ..
     )
 
 
-def _decode_call(call: Any, index: int) -> ToolCallPart:
+def _decode_call(call: object, index: int, no_args: list[int], position: int) -> ToolCallPart:
     call = expect_mapping(call, index, "tool call")
     call_id = expect_str(call, "id", index, "tool_call.id")
     kind = call.get("type", "function")
@@ -114,6 +121,8 @@ def _decode_call(call: Any, index: int) -> ToolCallPart:
     body = expect_mapping(call.get(kind), index, f"tool call '{kind}'")
     name = expect_str(body, "name", index, "tool_call.name")
     args_key = "arguments" if kind == "function" else "input"
+    if args_key not in body:
+        no_args.append(position)  # by position: ids repeat in real histories
     args = body.get(args_key, "")
     if not isinstance(args, str | Mapping):
         raise ConversationError(
@@ -123,7 +132,7 @@ def _decode_call(call: Any, index: int) -> ToolCallPart:
     return ToolCallPart(call_id=call_id, name=name, arguments=args, extra=extra)
 
 
-def _decode_one(item: Any, index: int) -> Message:
+def _decode_one(item: object, index: int) -> Message:
     item = expect_mapping(item, index)
     role = item.get("role")
     if not isinstance(role, str) or role not in _ROLES:
@@ -132,14 +141,15 @@ def _decode_one(item: Any, index: int) -> Message:
             index=index,
             rule="message.role",
         )
-    name = optional_str(item, "name", index, "message.name")
+    taken: list[str] = []  # a null name stays among the extras, so that it comes back
+    name = take_str(item, "name", index, "message.name", taken)
     parts, form = _decode_content(item, index)
     wire: dict[str, Any] = {"format": FORMAT, "content": form}
 
     if role in ("tool", "function"):
         if role == "tool":
             call_id = expect_str(item, "tool_call_id", index, "tool.call_id")
-            extra = rest(item, ("role", "content", "tool_call_id", "name"))
+            extra = rest(item, ("role", "content", "tool_call_id", *taken))
         else:
             if name is None:
                 raise ConversationError(
@@ -163,59 +173,66 @@ def _decode_one(item: Any, index: int) -> Message:
         return Message(Role.TOOL, (result,), name=name, extra=extra, wire=wire)
 
     calls: list[ToolCallPart] = []
-    known = ["role", "content", "name"]
+    known = ["role", "content", *taken]
     if role == "assistant":
         if "tool_calls" in item and item["tool_calls"] is not None:
             raw_calls = expect_list(item["tool_calls"], index, "'tool_calls'", "tool_calls.type")
-            calls = [_decode_call(c, index) for c in raw_calls]
+            no_args: list[int] = []
+            calls = [_decode_call(c, index, no_args, i) for i, c in enumerate(raw_calls)]
+            if no_args:
+                wire["no_args"] = tuple(no_args)
             wire["tool_calls"] = "list"
             known.append("tool_calls")
         if item.get("function_call") is not None:
             fc = expect_mapping(item["function_call"], index, "function_call")
             fname = expect_str(fc, "name", index, "tool_call.name")
+            # the legacy form always sent its arguments as JSON text
+            fargs = expect_str(fc, "arguments", index, "tool_call.arguments")
             calls.append(
                 ToolCallPart(
                     call_id=_LEGACY_PREFIX + fname,
                     name=fname,
-                    arguments=fc.get("arguments", ""),
+                    arguments=fargs,
                     extra=rest(fc, ("name", "arguments")),
                 )
             )
             wire["legacy"] = True
             known.append("function_call")
-    return Message(
-        Role(role), (*parts, *calls), name=name, extra=rest(item, known), wire=wire
-    )
+    return Message(Role(role), (*parts, *calls), name=name, extra=rest(item, known), wire=wire)
 
 
 def decode(items: Sequence[Any]) -> tuple[Message, ...]:
     """Decode a list of chat-completions message dicts. Raises ``ConversationError`` naming the
     message index and rule for anything that is not a chat-completions message."""
-    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-        raise ConversationError("a history must be a list of messages", rule="history.type")
-    return tuple(_decode_one(item, i) for i, item in enumerate(items))
+    return tuple(_decode_one(item, i) for i, item in enumerate(expect_history(items)))
 
 
 # ---------------------------------------------------------------- encode
 
 
 def _encode_block(part: Part, message: Message) -> dict[str, Any]:
+    own = message.wire.get("format") == FORMAT
     extra = own_extra(message, FORMAT, getattr(part, "extra", {}))
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text, **extra}
     if isinstance(part, MediaPart):
-        if part.kind == "image":
-            url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
+        if part.kind == "image" and (part.url is not None or part.data is not None):
+            url = part.url
+            if url is None:
+                url = data_url(part.media_type or "image/png", part.data or "")
             inner = {"url": url, **extra.pop("image_url", {})}
             return {"type": "image_url", "image_url": inner, **extra}
-        if part.kind == "audio" and part.data is not None:
-            fmt = (part.media_type or "audio/wav").split("/", 1)[-1]
-            inner = {"data": part.data, "format": fmt, **extra.pop("input_audio", {})}
+        if part.kind == "audio" and (part.data is not None or own):
+            fmt = None if own else "wav"
+            if part.media_type is not None:
+                fmt = part.media_type.split("/", 1)[-1]
+            fields = (("data", part.data), ("format", fmt))
+            inner = {**extra.pop("input_audio", {})} | {k: v for k, v in fields if v is not None}
             return {"type": "input_audio", "input_audio": inner, **extra}
-        if part.kind == "file" or part.data is not None:
+        if own or (part.kind in ("file", "document") and part.data is not None):
             inner = {**extra.pop("file", {})}
             if part.data is not None:
-                inner["file_data"] = part.data
+                inner["file_data"] = part.data if own else data_url(part.media_type, part.data)
             if part.filename is not None:
                 inner["filename"] = part.filename
             return {"type": "file", "file": inner, **extra}
@@ -227,7 +244,7 @@ def _encode_block(part: Part, message: Message) -> dict[str, Any]:
     raise AssertionError(f"not a content part: {type(part).__name__}")  # pragma: no cover
 
 
-def _encode_content(message: Message, parts: Sequence[Part], form: str | None) -> Any:
+def _encode_content(message: Message, parts: Sequence[Part], form: str | None) -> object:
     """Content in the shape it arrived in, or the plainest shape for new messages."""
     if form == "absent" and not parts:
         return _ABSENT
@@ -235,7 +252,8 @@ def _encode_content(message: Message, parts: Sequence[Part], form: str | None) -
         return None
     if form == "string" and len(parts) == 1 and isinstance(parts[0], TextPart):
         return parts[0].text
-    if form is None and all(isinstance(p, TextPart) and not p.extra for p in parts):
+    plain = (isinstance(p, TextPart) and not own_extra(message, FORMAT, p.extra) for p in parts)
+    if form is None and all(plain):
         if not parts:
             return None if message.role is Role.ASSISTANT else ""
         if len(parts) == 1:
@@ -247,7 +265,7 @@ def _encode_content(message: Message, parts: Sequence[Part], form: str | None) -
 _ABSENT: Any = object()
 
 
-def _with_content(out: dict[str, Any], content: Any) -> dict[str, Any]:
+def _with_content(out: dict[str, Any], content: object) -> dict[str, Any]:
     if content is not _ABSENT:
         out["content"] = content
     return out
@@ -257,7 +275,7 @@ def _encode_result(
     result: ToolResultPart, message: Message, extra: Mapping[str, Any]
 ) -> dict[str, Any]:
     form = hint(message, FORMAT, "content")
-    content: Any
+    content: object
     if isinstance(result.content, str):
         content = None if form == "null" and not result.content else result.content
         if form == "absent" and not result.content:
@@ -266,16 +284,16 @@ def _encode_result(
         content = [_encode_block(p, message) for p in result.content]
     if hint(message, FORMAT, "legacy") and result.call_id.startswith(_LEGACY_PREFIX):
         out: dict[str, Any] = {"role": "function", "name": result.name or message.name or ""}
-        return _with_content(out, content) | extra
+        return {**_with_content(out, content), **extra}
     out = {"role": "tool"}
     _with_content(out, content)
     out["tool_call_id"] = result.call_id
     if message.name is not None and message.role is Role.TOOL:
         out["name"] = message.name
-    return out | extra
+    return {**out, **extra}
 
 
-def _encode_call(call: ToolCallPart, message: Message) -> dict[str, Any]:
+def _encode_call(call: ToolCallPart, message: Message, no_args: bool) -> dict[str, Any]:
     extra = own_extra(message, FORMAT, call.extra)
     kind = "custom" if "custom" in extra else "function"
     args_key = "arguments" if kind == "function" else "input"
@@ -283,6 +301,8 @@ def _encode_call(call: ToolCallPart, message: Message) -> dict[str, Any]:
     if isinstance(args, Mapping):
         args = thaw(args) if message.wire.get("format") == FORMAT else call.arguments_text
     body = {"name": call.name, args_key: args, **extra.pop(kind, {})}
+    if no_args and args == "":
+        del body[args_key]
     if not extra and message.wire.get("format") != FORMAT:
         extra = {"type": "function"}
     return {"id": call.call_id, **extra, kind: body}
@@ -295,8 +315,12 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
     form = hint(message, FORMAT, "content")
     results = message.tool_results
     if message.role is Role.TOOL or results:
-        out = [_encode_result(r, message, extra if message.role is Role.TOOL else {}) for r in results]
-        others = [p for p in message.parts if not isinstance(p, ToolResultPart)]
+        out = [
+            _encode_result(r, message, extra if message.role is Role.TOOL else {}) for r in results
+        ]
+        # a user message can carry neither calls nor reasoning in chat completions
+        skip = ToolResultPart | ToolCallPart | ReasoningPart
+        others = [p for p in message.parts if not isinstance(p, skip)]
         if others and message.role is not Role.TOOL:
             user = {"role": "user", "content": _encode_content(message, others, None)}
             out.append(user | extra)
@@ -312,7 +336,10 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
         legacy = bool(hint(message, FORMAT, "legacy"))
         regular = [c for c in calls if not (legacy and c.call_id.startswith(_LEGACY_PREFIX))]
         if regular or hint(message, FORMAT, "tool_calls") == "list":
-            msg["tool_calls"] = [_encode_call(c, message) for c in regular]
+            absent = hint(message, FORMAT, "no_args") or ()
+            msg["tool_calls"] = [
+                _encode_call(c, message, i in absent) for i, c in enumerate(regular)
+            ]
         for c in calls:
             if legacy and c.call_id.startswith(_LEGACY_PREFIX):
                 args = c.arguments if isinstance(c.arguments, str) else c.arguments_text
