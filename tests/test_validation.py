@@ -3,7 +3,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
@@ -34,6 +34,8 @@ from synopsis.validation import (
     validate,
 )
 from tests.strategies import any_history, assistant, user, valid_history
+
+RESULT_ROLES: list[Literal["tool", "user"]] = ["tool", "user"]
 
 TRANSCRIPTS = sorted((Path(__file__).parent.parent / "examples" / "transcripts").glob("*.jsonl"))
 
@@ -106,14 +108,19 @@ def test_dangling_call_in_the_middle_is_c2() -> None:
     msgs = [user("go"), call("a", "b"), tool("a"), assistant("done"), user("more")]
     problems = check(msgs, OPENAI)
     assert rules(problems) == ["openai.C2"]
-    assert problems[0].index == 1 and problems[0].part == 1
+    assert problems[0].index == 1
+    assert problems[0].part == 1
     assert "'b'" in problems[0].message
 
 
 def test_orphan_result_is_c1_r2_a2_g2() -> None:
     msgs = [user("go"), tool("zzz"), assistant("ok")]
-    expected = {"openai": "openai.C1", "responses": "responses.R2",
-                "anthropic": "anthropic.A2", "gemini": "gemini.G2"}
+    expected = {
+        "openai": "openai.C1",
+        "responses": "responses.R2",
+        "anthropic": "anthropic.A2",
+        "gemini": "gemini.G2",
+    }
     for prof in (OPENAI, RESPONSES, ANTHROPIC, GEMINI):
         assert expected[prof.family] in rules(check(msgs, prof))
 
@@ -129,15 +136,22 @@ def test_anthropic_merges_user_side_but_wants_results_first() -> None:
     assert check(ok, ANTHROPIC) == []
     late = [user("go"), call("a"), user("note"), tool("a"), assistant("x")]
     assert rules(check(late, ANTHROPIC)) == ["anthropic.A3"]
-    mixed = [user("go"), call("a"),
-             Message(Role.USER, (TextPart("first"), ToolResultPart("a", "r")))]
+    mixed = [
+        user("go"),
+        call("a"),
+        Message(Role.USER, (TextPart("first"), ToolResultPart("a", "r"))),
+    ]
     assert rules(check(mixed, ANTHROPIC)) == ["anthropic.A3"]
 
 
 def test_gemini_needs_all_responses_in_one_turn() -> None:
-    split = [user("go"), call("a", "b"),
-             Message(Role.USER, (ToolResultPart("a", "1"),)),
-             Message(Role.USER, (ToolResultPart("b", "2"),)), assistant("x")]
+    split = [
+        user("go"),
+        call("a", "b"),
+        Message(Role.USER, (ToolResultPart("a", "1"),)),
+        Message(Role.USER, (ToolResultPart("b", "2"),)),
+        assistant("x"),
+    ]
     assert "gemini.G2" in rules(check(split, GEMINI))
     assert check(split, ANTHROPIC) == []  # the API merges the two user turns
 
@@ -155,10 +169,13 @@ def test_duplicate_id_in_one_turn_is_c3() -> None:
 
 
 def test_empty_tool_calls_is_conservative_c4() -> None:
-    items = [{"role": "user", "content": "hi"},
-             {"role": "assistant", "content": "x", "tool_calls": []}]
+    items = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "x", "tool_calls": []},
+    ]
     problems = validate(items, "openai")
-    assert rules(problems) == ["openai.C4"] and problems[0].conservative
+    assert rules(problems) == ["openai.C4"]
+    assert problems[0].conservative
 
 
 def test_system_position_per_profile() -> None:
@@ -174,14 +191,20 @@ def test_system_position_per_profile() -> None:
 
 
 def test_strict_profile_rejects_developer_and_non_alternation() -> None:
-    msgs = [Message(Role.DEVELOPER, (TextPart("d"),)), user("a"), user("b"),
-            assistant("c"), assistant("d")]
-    got = rules(check(msgs, OPENAI_STRICT))
-    assert got == ["openai-strict.developer_role", "openai-strict.alternation",
-                   "openai-strict.alternation"]
-    assert rules(check([assistant("hi"), user("x")], OPENAI_STRICT)) == [
-        "openai-strict.first_user"
+    msgs = [
+        Message(Role.DEVELOPER, (TextPart("d"),)),
+        user("a"),
+        user("b"),
+        assistant("c"),
+        assistant("d"),
     ]
+    got = rules(check(msgs, OPENAI_STRICT))
+    assert got == [
+        "openai-strict.developer_role",
+        "openai-strict.alternation",
+        "openai-strict.alternation",
+    ]
+    assert rules(check([assistant("hi"), user("x")], OPENAI_STRICT)) == ["openai-strict.first_user"]
 
 
 def test_tool_then_user_is_not_an_alternation_error() -> None:
@@ -190,9 +213,14 @@ def test_tool_then_user_is_not_an_alternation_error() -> None:
 
 
 def test_anthropic_empty_content_rules() -> None:
-    msgs = [user("go"), Message(Role.ASSISTANT, ()), user("x"),
-            Message(Role.ASSISTANT, (TextPart("  "), TextPart("y"))), user("z"),
-            Message(Role.ASSISTANT, ())]
+    msgs = [
+        user("go"),
+        Message(Role.ASSISTANT, ()),
+        user("x"),
+        Message(Role.ASSISTANT, (TextPart("  "), TextPart("y"))),
+        user("z"),
+        Message(Role.ASSISTANT, ()),
+    ]
     got = check(msgs, ANTHROPIC)
     assert [(p.index, p.rule) for p in got] == [(1, "anthropic.A4"), (3, "anthropic.empty_text")]
 
@@ -221,9 +249,11 @@ def test_reasoning_item_needs_its_following_item() -> None:
 
 
 def test_model_shape_problems() -> None:
-    msgs = [Message(Role.USER, (ToolCallPart("a", "x", "{}"),)),
-            Message(Role.ASSISTANT, (ToolResultPart("a", "r"),)),
-            Message(Role.TOOL, (TextPart("loose"),))]
+    msgs = [
+        Message(Role.USER, (ToolCallPart("a", "x", "{}"),)),
+        Message(Role.ASSISTANT, (ToolResultPart("a", "r"),)),
+        Message(Role.TOOL, (TextPart("loose"),)),
+    ]
     got = rules(check(msgs, OPENAI))
     assert {"tool.call_role", "tool.result_role", "tool.tool_message"} <= set(got)
 
@@ -248,7 +278,8 @@ def test_unknown_profile_and_bad_input() -> None:
         get_profile("bedrock")
     with pytest.raises(ConversationError) as info:
         validate([{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}])
-    assert info.value.index == 1 and info.value.rule == "message.role"
+    assert info.value.index == 1
+    assert info.value.rule == "message.role"
     with pytest.raises(ConversationError):
         validate("not a history")
 
@@ -262,7 +293,9 @@ def test_repair_answers_dangling_call_with_synthetic_result() -> None:
     assert check(fixed.messages, OPENAI) == []
     synthetic = fixed.messages[3].parts[0]
     assert isinstance(synthetic, ToolResultPart)
-    assert synthetic.call_id == "b" and synthetic.is_error and synthetic.content == NOT_COMPLETED
+    assert synthetic.call_id == "b"
+    assert synthetic.is_error
+    assert synthetic.content == NOT_COMPLETED
     assert [f.action for f in fixed.fixes] == ["answered dangling call"]
 
 
@@ -273,19 +306,27 @@ def test_repair_can_drop_dangling_call_instead() -> None:
     assert [c.call_id for c in fixed.messages[1].tool_calls] == ["a"]
     lone = [user("go"), call("b"), assistant("done"), user("more")]
     assert [m.role for m in repair_messages(lone, OPENAI, dangling="drop").messages] == [
-        Role.USER, Role.ASSISTANT, Role.USER]
+        Role.USER,
+        Role.ASSISTANT,
+        Role.USER,
+    ]
 
 
 def test_repair_in_user_style_puts_result_first_in_existing_turn() -> None:
-    msgs = [user("go"), call("a", "b"),
-            Message(Role.USER, (ToolResultPart("a", "r"), TextPart("note"))), assistant("x")]
+    msgs = [
+        user("go"),
+        call("a", "b"),
+        Message(Role.USER, (ToolResultPart("a", "r"), TextPart("note"))),
+        assistant("x"),
+    ]
     fixed = repair_messages(msgs, ANTHROPIC)
     assert check(fixed.messages, ANTHROPIC) == []
     parts = fixed.messages[2].parts
     assert [type(p).__name__ for p in parts] == ["ToolResultPart", "ToolResultPart", "TextPart"]
     no_turn = [user("go"), call("a"), assistant("x")]
     fixed = repair_messages(no_turn, GEMINI)
-    assert fixed.messages[2].role is Role.USER and check(fixed.messages, GEMINI) == []
+    assert fixed.messages[2].role is Role.USER
+    assert check(fixed.messages, GEMINI) == []
 
 
 def test_repair_moves_misplaced_result_next_to_its_call() -> None:
@@ -293,8 +334,14 @@ def test_repair_moves_misplaced_result_next_to_its_call() -> None:
     fixed = repair_messages(msgs, OPENAI)
     assert check(fixed.messages, OPENAI) == []
     assert [m.role for m in fixed.messages] == [
-        Role.USER, Role.ASSISTANT, Role.TOOL, Role.USER, Role.ASSISTANT]
-    assert fixed.fixes[0].index == 3 and fixed.fixes[0].action == "moved result"
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.USER,
+        Role.ASSISTANT,
+    ]
+    assert fixed.fixes[0].index == 3
+    assert fixed.fixes[0].action == "moved result"
 
 
 def test_repair_drops_orphans_and_empties() -> None:
@@ -313,8 +360,13 @@ def test_repair_never_merges_or_edits_thinking() -> None:
 
 
 def test_repair_strict_lifts_and_merges_systems() -> None:
-    msgs = [Message(Role.SYSTEM, (TextPart("one"),)), user("go"),
-            Message(Role.DEVELOPER, (TextPart("two"),)), user("again"), assistant("x")]
+    msgs = [
+        Message(Role.SYSTEM, (TextPart("one"),)),
+        user("go"),
+        Message(Role.DEVELOPER, (TextPart("two"),)),
+        user("again"),
+        assistant("x"),
+    ]
     fixed = repair_messages(msgs, OPENAI_STRICT)
     assert check(fixed.messages, OPENAI_STRICT) == []
     assert fixed.messages[0] == Message(Role.SYSTEM, (TextPart("one\n\ntwo"),))
@@ -335,16 +387,21 @@ def test_repair_public_api_keeps_format_and_reports() -> None:
         {"role": "assistant", "content": "ok"},
     ]
     fixed = repair(items, "openai")
-    assert isinstance(fixed, list) and fixed == [items[0], items[2]]
-    assert len(fixed.fixes) == 1 and "orphaned" in str(fixed.fixes[0])
+    assert isinstance(fixed, list)
+    assert fixed == [items[0], items[2]]
+    assert len(fixed.fixes) == 1
+    assert "orphaned" in str(fixed.fixes[0])
     assert "message 1" in str(fixed.fixes[0])
 
 
 def test_repair_anthropic_returns_system_separately() -> None:
-    body = {"system": "be brief", "messages": [
-        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    body = {
+        "system": "be brief",
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+    }
     fixed = repair(body, "anthropic")
-    assert fixed.system == "be brief" and fixed == body["messages"]
+    assert fixed.system == "be brief"
+    assert fixed == body["messages"]
 
 
 # ---------------------------------------------------------------- properties
@@ -365,12 +422,26 @@ def test_valid_user_style_histories_pass(msgs, name) -> None:
     assert check(msgs, get_profile(name)) == []
 
 
-UNREPAIRABLE = ("first_user", "A6", "A8", "R3", "C3", "duplicate_id", "G1", "alternation",
-                "no_messages", "empty", "tool_message", "call_role", "result_role", "A3")
+UNREPAIRABLE = (
+    "first_user",
+    "A6",
+    "A8",
+    "R3",
+    "C3",
+    "duplicate_id",
+    "G1",
+    "alternation",
+    "no_messages",
+    "empty",
+    "tool_message",
+    "call_role",
+    "result_role",
+    "A3",
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["tool", "user"]).flatmap(any_history), st.sampled_from(list(PROFILES)))
+@given(st.sampled_from(RESULT_ROLES).flatmap(any_history), st.sampled_from(list(PROFILES)))
 def test_repair_leaves_only_what_needs_a_guess_and_is_idempotent(msgs, name) -> None:
     profile = get_profile(name)
     once = repair_messages(msgs, profile)
@@ -379,7 +450,8 @@ def test_repair_leaves_only_what_needs_a_guess_and_is_idempotent(msgs, name) -> 
     # no pairing problem survives repair
     assert not [p for p in left if p.rule.split(".")[-1] in ("C1", "C2", "A1", "A2", "R1", "R2")]
     twice = repair_messages(once.messages, profile)
-    assert twice.messages == once.messages and twice.fixes == ()
+    assert twice.messages == once.messages
+    assert twice.fixes == ()
 
 
 @settings(max_examples=150, deadline=None)

@@ -83,9 +83,7 @@ class ToolCallPart:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra", _frozen(self.extra))
-        if isinstance(self.arguments, Mapping) and not isinstance(
-            self.arguments, MappingProxyType
-        ):
+        if isinstance(self.arguments, Mapping) and not isinstance(self.arguments, MappingProxyType):
             object.__setattr__(self, "arguments", MappingProxyType(dict(self.arguments)))
 
     @property
@@ -144,9 +142,7 @@ class ToolResultPart:
     def text(self) -> str:
         if isinstance(self.content, str):
             return self.content
-        return "\n".join(
-            p.text if isinstance(p, TextPart) else p.placeholder for p in self.content
-        )
+        return "\n".join(p.text if isinstance(p, TextPart) else p.placeholder for p in self.content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +218,7 @@ class Message:
         return message_text(self)
 
 
-def _thaw(value: Any) -> Any:
+def _thaw(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shape
     """Turn read-only mappings back into plain JSON values."""
     if isinstance(value, Mapping):
         return {k: _thaw(v) for k, v in value.items()}
@@ -231,7 +227,7 @@ def _thaw(value: Any) -> Any:
     return value
 
 
-def thaw(value: Any) -> Any:
+def thaw(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shape
     """Public form of :func:`_thaw`, used by the converters."""
     return _thaw(value)
 
@@ -256,7 +252,7 @@ def message_text(message: Message) -> str:
     return "\n".join(s for s in out if s)
 
 
-def _part_key(part: Part) -> Any:
+def _part_key(part: Part) -> list[object]:
     if isinstance(part, TextPart):
         return ["t", part.text, _thaw(part.extra)]
     if isinstance(part, ToolCallPart):

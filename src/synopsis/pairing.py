@@ -8,10 +8,13 @@ that share an id are answered in order). Pure and linear in the number of parts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from synopsis.messages import Message, ToolCallPart, ToolResultPart
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["Location", "Pairing", "pair_tool_calls"]
 

@@ -6,11 +6,9 @@ and, for ``repair``, give it back in the same format.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from synopsis.formats import FormatName, decode, encode
-from synopsis.messages import Message
 from synopsis.validation.profiles import (
     ANTHROPIC,
     GEMINI,
@@ -25,6 +23,11 @@ from synopsis.validation.profiles import (
 from synopsis.validation.repair import NOT_COMPLETED, Fix, Repaired, repair_messages
 from synopsis.validation.rules import Problem, check
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.messages import Message
+
 __all__ = [
     "ANTHROPIC",
     "GEMINI",
@@ -37,8 +40,8 @@ __all__ = [
     "Problem",
     "Profile",
     "ProviderName",
-    "RepairedList",
     "Repaired",
+    "RepairedList",
     "check",
     "get_profile",
     "repair",
@@ -52,27 +55,27 @@ class RepairedList(list[Any]):
     ``fixes``, and ``system``, the top-level system prompt for Anthropic and Gemini."""
 
     fixes: tuple[Fix, ...]
-    system: Any
+    system: object
 
-    def __init__(self, items: Sequence[Any], fixes: tuple[Fix, ...], system: Any) -> None:
+    def __init__(self, items: Sequence[Any], fixes: tuple[Fix, ...], system: object) -> None:
         super().__init__(items)
         self.fixes = fixes
         self.system = system
 
 
 def _model(
-    messages: Any, format: FormatName | None, system: Any
+    messages: object, format: FormatName | None, system: object
 ) -> tuple[FormatName, tuple[Message, ...]]:
     decoded = decode(messages, format, system=system)
     return decoded.format, decoded.messages
 
 
 def validate(
-    messages: Any,
-    provider: ProviderName | Profile = "openai",
+    messages: object,
+    provider: ProviderName | str | Profile = "openai",
     *,
     format: FormatName | None = None,
-    system: Any = None,
+    system: object = None,
 ) -> list[Problem]:
     """Every rule of ``provider`` that ``messages`` breaks; ``[]`` when the target would accept
     it. A trailing tool call still waiting for its result is valid (an agent mid-run).
@@ -85,11 +88,11 @@ def validate(
 
 
 def repair(
-    messages: Any,
-    provider: ProviderName | Profile = "openai",
+    messages: object,
+    provider: ProviderName | str | Profile = "openai",
     *,
     format: FormatName | None = None,
-    system: Any = None,
+    system: object = None,
     dangling: Literal["answer", "drop"] = "answer",
 ) -> RepairedList:
     """``messages`` with every unambiguous fix for ``provider`` applied, in the same format.

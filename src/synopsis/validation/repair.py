@@ -10,9 +10,8 @@ it is. Thinking blocks are never edited, merged or reordered. Every pass works o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from synopsis.messages import (
     Message,
@@ -20,12 +19,15 @@ from synopsis.messages import (
     ReasoningPart,
     Role,
     TextPart,
-    ToolCallPart,
     ToolResultPart,
 )
 from synopsis.pairing import pair_tool_calls
-from synopsis.validation.profiles import Profile
 from synopsis.validation.rules import result_block, trailing_call_message
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.validation.profiles import Profile
 
 __all__ = ["NOT_COMPLETED", "Fix", "Repaired", "repair_messages"]
 
@@ -141,21 +143,33 @@ def _settle_calls(
                 if loc[0] not in block:
                     remove.add(loc)
                     pending.setdefault(ci, []).append(pairing.result_part(msgs, loc))
-                    fixes.append(Fix(items[loc[0]][0], "moved result",
-                                     f"next to its call in message {items[ci][0]}"))
+                    fixes.append(
+                        Fix(
+                            items[loc[0]][0],
+                            "moved result",
+                            f"next to its call in message {items[ci][0]}",
+                        )
+                    )
     trailing = trailing_call_message(msgs, profile)
     drop_calls: set[tuple[int, int]] = set()
     for loc in pairing.open_calls:
         if loc[0] == trailing:
             continue
-        call = pairing.call_part(msgs, loc)
+        waiting = pairing.call_part(msgs, loc)
         if dangling == "drop":
             drop_calls.add(loc)
         else:
-            synthetic = ToolResultPart(call.call_id, NOT_COMPLETED, is_error=True, name=call.name)
+            synthetic = ToolResultPart(
+                waiting.call_id, NOT_COMPLETED, is_error=True, name=waiting.name
+            )
             pending.setdefault(loc[0], []).append(synthetic)
-            fixes.append(Fix(items[loc[0]][0], "answered dangling call",
-                             f"{call.call_id!r} with a 'not completed' result"))
+            fixes.append(
+                Fix(
+                    items[loc[0]][0],
+                    "answered dangling call",
+                    f"{waiting.call_id!r} with a 'not completed' result",
+                )
+            )
     if not remove and not pending and not drop_calls:
         return items
     if drop_calls:
@@ -209,9 +223,7 @@ def _insert_results(
 def _is_empty(m: Message, profile: Profile) -> bool:
     if not m.parts:
         return True
-    return profile.nonempty and all(
-        isinstance(p, TextPart) and not p.text.strip() for p in m.parts
-    )
+    return profile.nonempty and all(isinstance(p, TextPart) and not p.text.strip() for p in m.parts)
 
 
 def _drop_empty(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[Item]:
@@ -220,13 +232,16 @@ def _drop_empty(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[I
         if _is_empty(m, profile):
             fixes.append(Fix(orig, "dropped empty message", m.role.value))
             continue
+        kept = m
         if profile.nonempty and any(
             isinstance(p, TextPart) and not p.text.strip() for p in m.parts
         ):
-            parts = tuple(p for p in m.parts if not (isinstance(p, TextPart) and not p.text.strip()))
+            parts = tuple(
+                p for p in m.parts if not (isinstance(p, TextPart) and not p.text.strip())
+            )
             fixes.append(Fix(orig, "dropped blank text", "empty text block removed"))
-            m = replace(m, parts=parts)
-        out.append((orig, m))
+            kept = replace(m, parts=parts)
+        out.append((orig, kept))
     return out
 
 
@@ -248,8 +263,10 @@ def _merge_neighbours(items: list[Item], profile: Profile, fixes: list[Fix]) -> 
         if out and _mergeable(out[-1][1], m):
             prev_orig, prev = out[-1]
             parts = (*prev.parts, *m.parts)
-            if _text_only(prev) and _text_only(m) and not any(
-                p.extra for p in parts if isinstance(p, TextPart)
+            if (
+                _text_only(prev)
+                and _text_only(m)
+                and not any(p.extra for p in parts if isinstance(p, TextPart))
             ):
                 parts = (TextPart(f"{prev.text}\n\n{m.text}"),)
             out[-1] = (prev_orig, replace(prev, parts=parts))

@@ -8,8 +8,9 @@ messages, and so on. Rule ids are ``<family>.<code>`` where the reference number
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from synopsis.messages import (
     Message,
@@ -20,7 +21,11 @@ from synopsis.messages import (
     ToolResultPart,
 )
 from synopsis.pairing import Pairing, pair_tool_calls
-from synopsis.validation.profiles import Profile
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.validation.profiles import Profile
 
 __all__ = ["Problem", "check", "result_block", "trailing_call_message"]
 
@@ -140,7 +145,7 @@ class _Checker:
             self.thinking_rules()
         if self.profile.reasoning_followed:
             self.reasoning_rules()
-        return sorted(self.problems, key=lambda p: (-1 if p.index is None else p.index))
+        return sorted(self.problems, key=lambda p: -1 if p.index is None else p.index)
 
     # -- the model's own shape: parts in roles that can carry them
     def shapes(self) -> None:
@@ -149,27 +154,46 @@ class _Checker:
             for k, part in enumerate(m.parts):
                 if isinstance(part, ToolCallPart):
                     if m.role is not Role.ASSISTANT:
-                        self.add(i, "call_role", "only an assistant message can call a tool", k,
-                                 family="tool")
+                        self.add(
+                            i,
+                            "call_role",
+                            "only an assistant message can call a tool",
+                            k,
+                            family="tool",
+                        )
                     if part.call_id in seen:
                         code = "C3" if self.fam == "openai" else "duplicate_id"
-                        self.add(i, code, f"tool call id {part.call_id!r} is used twice in "
-                                 "one turn", k)
+                        self.add(
+                            i, code, f"tool call id {part.call_id!r} is used twice in one turn", k
+                        )
                     seen.add(part.call_id)
                 elif isinstance(part, ToolResultPart) and m.role not in (Role.TOOL, Role.USER):
-                    self.add(i, "result_role", "a tool result must be in a tool or user "
-                             "message", k, family="tool")
+                    self.add(
+                        i,
+                        "result_role",
+                        "a tool result must be in a tool or user message",
+                        k,
+                        family="tool",
+                    )
             if m.role is Role.TOOL and not _only_results(m):
-                self.add(i, "tool_message", "a tool message must hold tool results and "
-                         "nothing else", family="tool")
+                self.add(
+                    i,
+                    "tool_message",
+                    "a tool message must hold tool results and nothing else",
+                    family="tool",
+                )
             if (
                 self.profile.empty_tool_calls
                 and m.wire.get("format") == "openai"
                 and m.wire.get("tool_calls") == "list"
                 and not m.tool_calls
             ):
-                self.add(i, "C4", "'tool_calls' is an empty array; expected at least one call",
-                         conservative=True)
+                self.add(
+                    i,
+                    "C4",
+                    "'tool_calls' is an empty array; expected at least one call",
+                    conservative=True,
+                )
 
     # -- C1/C2, R1/R2, A1/A2, G2/G3
     def pairing_rules(self, pairing: Pairing) -> None:
@@ -177,15 +201,24 @@ class _Checker:
         for mi, pi in pairing.orphans:
             cid = msgs[mi].parts[pi]
             assert isinstance(cid, ToolResultPart)
-            self.add(mi, _ORPHAN[self.fam], f"tool result for {cid.call_id!r} answers no "
-                     "earlier tool call", pi)
+            self.add(
+                mi,
+                _ORPHAN[self.fam],
+                f"tool result for {cid.call_id!r} answers no earlier tool call",
+                pi,
+            )
         trailing = trailing_call_message(msgs, prof, pairing)
         for mi, pi in pairing.open_calls:
             if mi == trailing:
                 continue
-            call = pairing.call_part(msgs, (mi, pi))
-            self.add(mi, _MISSING[self.fam], f"tool call {call.call_id!r} has no result"
-                     + (" in the next message" if prof.results_adjacent else ""), pi)
+            waiting = pairing.call_part(msgs, (mi, pi))
+            self.add(
+                mi,
+                _MISSING[self.fam],
+                f"tool call {waiting.call_id!r} has no result"
+                + (" in the next message" if prof.results_adjacent else ""),
+                pi,
+            )
         if not prof.results_adjacent:
             return
         blocks: dict[int, range] = {}
@@ -196,8 +229,13 @@ class _Checker:
             for ri, rp in results:
                 if ri not in blocks[ci]:
                     part = pairing.result_part(msgs, (ri, rp))
-                    self.add(ri, _MISPLACED[self.fam], f"tool result for {part.call_id!r} is "
-                             f"not in the turn right after its call (message {ci})", rp)
+                    self.add(
+                        ri,
+                        _MISPLACED[self.fam],
+                        f"tool result for {part.call_id!r} is "
+                        f"not in the turn right after its call (message {ci})",
+                        rp,
+                    )
         if prof.results_first:
             for ci, block in blocks.items():
                 self.results_first(ci, block)
@@ -208,8 +246,13 @@ class _Checker:
             for pi, part in enumerate(self.messages[k].parts):
                 if isinstance(part, ToolResultPart):
                     if other_seen:
-                        self.add(k, "A3", "tool_result blocks must come first in the user "
-                                 f"turn answering message {ci}", pi)
+                        self.add(
+                            k,
+                            "A3",
+                            "tool_result blocks must come first in the user "
+                            f"turn answering message {ci}",
+                            pi,
+                        )
                         return
                 else:
                     other_seen = True
@@ -221,46 +264,71 @@ class _Checker:
         for i, m in enumerate(self.messages):
             is_system = m.role in _SYSTEM_ROLES
             if m.role is Role.DEVELOPER and not prof.developer_role:
-                self.add(i, "developer_role", "this target does not know the 'developer' "
-                         "role; use 'system'", family=prof.name)
+                self.add(
+                    i,
+                    "developer_role",
+                    "this target does not know the 'developer' role; use 'system'",
+                    family=prof.name,
+                )
             if not is_system:
                 leading = False
                 continue
             if prof.system == "first_only" and i > 0:
-                self.add(i, "system_position", "System message must be at the beginning.",
-                         family=prof.name)
+                self.add(
+                    i,
+                    "system_position",
+                    "System message must be at the beginning.",
+                    family=prof.name,
+                )
             elif prof.system == "leading" and not leading:
                 after_user = i > 0 and self.messages[i - 1].role is Role.USER
                 if not (prof.mid_system and after_user):
-                    self.add(i, "system_position", "a system message may only open the "
-                             "history (it becomes the top-level system prompt)")
+                    self.add(
+                        i,
+                        "system_position",
+                        "a system message may only open the "
+                        "history (it becomes the top-level system prompt)",
+                    )
 
     # -- who may speak first, alternation, what a call turn follows
     def order_rules(self) -> None:
         prof, msgs = self.profile, self.messages
         body = [i for i, m in enumerate(msgs) if m.role not in _SYSTEM_ROLES]
         if not body and (prof.first_user or prof.nonempty):
-            self.add(None, "no_messages", "the history holds only system messages",
-                     family="history")
+            self.add(
+                None, "no_messages", "the history holds only system messages", family="history"
+            )
             return
         if prof.first_user and body and msgs[body[0]].role is not Role.USER:
-            self.add(body[0], "first_user", "the first message after the system prompt should "
-                     "be a user message", conservative=prof.family != "openai",
-                     family=prof.name)
+            self.add(
+                body[0],
+                "first_user",
+                "the first message after the system prompt should be a user message",
+                conservative=prof.family != "openai",
+                family=prof.name,
+            )
         if prof.alternation:
-            for a, b in zip(body, body[1:], strict=False):
+            for a, b in itertools.pairwise(body):
                 ra, rb = msgs[a].role, msgs[b].role
                 if ra is rb and ra in (Role.USER, Role.ASSISTANT):
-                    self.add(b, "alternation", "Conversation roles must alternate "
-                             "user/assistant/user/assistant/...", family=prof.name)
+                    self.add(
+                        b,
+                        "alternation",
+                        "Conversation roles must alternate user/assistant/user/assistant/...",
+                        family=prof.name,
+                    )
         if prof.call_after_user:
             for n, i in enumerate(body):
                 if not msgs[i].tool_calls:
                     continue
                 prev = msgs[body[n - 1]] if n else None
                 if prev is None or prev.role is Role.ASSISTANT:
-                    self.add(i, "G1", "Please ensure that function call turn comes immediately "
-                             "after a user turn or after a function response turn.")
+                    self.add(
+                        i,
+                        "G1",
+                        "Please ensure that function call turn comes immediately "
+                        "after a user turn or after a function response turn.",
+                    )
 
     # -- A4 and Gemini's non-empty parts
     def empty_rules(self) -> None:
@@ -274,13 +342,18 @@ class _Checker:
             if not m.parts or all(_is_blank(p) for p in m.parts):
                 if not final_ok:
                     code = "A4" if self.fam == "anthropic" else "empty"
-                    self.add(i, code, "all messages must have non-empty content except for the "
-                             "optional final assistant message")
+                    self.add(
+                        i,
+                        code,
+                        "all messages must have non-empty content except for the "
+                        "optional final assistant message",
+                    )
                 continue
             for k, part in enumerate(m.parts):
                 if _is_blank(part):
-                    self.add(i, "empty_text", "text content blocks must contain non-whitespace "
-                             "text", k)
+                    self.add(
+                        i, "empty_text", "text content blocks must contain non-whitespace text", k
+                    )
 
     # -- A6/A7/A8
     def thinking_rules(self) -> None:
@@ -293,19 +366,37 @@ class _Checker:
                 continue
             thinking = [k for k, p in enumerate(m.parts) if isinstance(p, ReasoningPart)]
             if thinking and thinking[0] != 0:
-                self.add(i, "A6", "If an assistant message contains any thinking blocks, the "
-                         "first block must be thinking or redacted_thinking.", thinking[0])
+                self.add(
+                    i,
+                    "A6",
+                    "If an assistant message contains any thinking blocks, the "
+                    "first block must be thinking or redacted_thinking.",
+                    thinking[0],
+                )
             if thinking and thinking[-1] == len(m.parts) - 1:
-                self.add(i, "A8", "The final block in an assistant message cannot be "
-                         "`thinking`.", thinking[-1])
+                self.add(
+                    i,
+                    "A8",
+                    "The final block in an assistant message cannot be `thinking`.",
+                    thinking[-1],
+                )
             if i == last_assistant and thinking and prof.thinking is False:
-                self.add(i, "A7", "When thinking is disabled, an `assistant` message in the "
-                         "final position cannot contain `thinking`.")
+                self.add(
+                    i,
+                    "A7",
+                    "When thinking is disabled, an `assistant` message in the "
+                    "final position cannot contain `thinking`.",
+                )
         if prof.thinking and last_assistant is not None:
             loop = self._current_tool_loop_start(last_assistant)
             if loop is not None and not isinstance(msgs[loop].parts[0], ReasoningPart):
-                self.add(loop, "A6", "When `thinking` is enabled, a final `assistant` message "
-                         "must start with a thinking block.", 0)
+                self.add(
+                    loop,
+                    "A6",
+                    "When `thinking` is enabled, a final `assistant` message "
+                    "must start with a thinking block.",
+                    0,
+                )
 
     def _current_tool_loop_start(self, last_assistant: int) -> int | None:
         """The first assistant message of the tool loop still running at the end, if any."""
@@ -327,8 +418,11 @@ class _Checker:
                 continue
             nxt = msgs[i + 1] if i + 1 < len(msgs) else None
             if nxt is None or nxt.role is not Role.ASSISTANT:
-                self.add(i, "R3", "Item of type 'reasoning' was provided without its "
-                         "required following item.")
+                self.add(
+                    i,
+                    "R3",
+                    "Item of type 'reasoning' was provided without its required following item.",
+                )
 
 
 def check(messages: Sequence[Message], profile: Profile) -> list[Problem]:

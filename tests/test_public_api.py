@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import synopsis
+
+PINNED = [
+    "ConfigurationError",
+    "ConversationError",
+    "Fix",
+    "HeuristicCounter",
+    "MediaPart",
+    "Message",
+    "OpaquePart",
+    "Part",
+    "Problem",
+    "Profile",
+    "ReasoningPart",
+    "Role",
+    "SynopsisError",
+    "TextPart",
+    "TiktokenCounter",
+    "TokenCounter",
+    "ToolCallPart",
+    "ToolResultPart",
+    "UnknownFormatError",
+    "VocabularyError",
+    "__version__",
+    "context_window",
+    "count_tokens",
+    "counter_for_model",
+    "decode",
+    "detect",
+    "encode",
+    "max_output_tokens",
+    "repair",
+    "validate",
+]
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    assert synopsis.__all__ == PINNED
+    assert synopsis.__all__ == sorted(synopsis.__all__)
+    for name in synopsis.__all__:
+        assert hasattr(synopsis, name), name
+
+
+def test_errors_subclass_builtins() -> None:
+    assert issubclass(synopsis.ConversationError, ValueError)
+    assert issubclass(synopsis.ConfigurationError, ValueError)
+    assert issubclass(synopsis.VocabularyError, RuntimeError)
+    err = synopsis.ConversationError("bad", index=3, rule="message.role")
+    assert (err.index, err.rule, str(err)) == (3, "message.role", "message 3: bad [message.role]")
+
+
+def test_readme_examples_run(capsys) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "tool call 'call_1' has no result in the next message [openai.C2]" in out
