@@ -159,7 +159,7 @@ def test_gemini_needs_all_responses_in_one_turn() -> None:
 def test_gemini_call_turn_must_follow_user_or_response() -> None:
     msgs = [user("go"), assistant("thinking aloud"), call("a"), tool("a")]
     assert rules(check(msgs, GEMINI)) == ["gemini.G1"]
-    assert rules(check([call("a"), tool("a")], GEMINI)) == ["gemini.first_user", "gemini.G1"]
+    assert rules(check([call("a"), tool("a")], GEMINI)) == ["gemini.G5", "gemini.G1"]
 
 
 def test_duplicate_id_in_one_turn_is_c3() -> None:
@@ -323,7 +323,7 @@ def test_repair_in_user_style_puts_result_first_in_existing_turn() -> None:
     assert check(fixed.messages, ANTHROPIC) == []
     parts = fixed.messages[2].parts
     assert [type(p).__name__ for p in parts] == ["ToolResultPart", "ToolResultPart", "TextPart"]
-    no_turn = [user("go"), call("a"), assistant("x")]
+    no_turn = [user("go"), call("a"), assistant("x"), user("y")]
     fixed = repair_messages(no_turn, GEMINI)
     assert fixed.messages[2].role is Role.USER
     assert check(fixed.messages, GEMINI) == []
@@ -424,7 +424,15 @@ def test_valid_user_style_histories_pass(msgs, name) -> None:
 
 UNREPAIRABLE = (
     "first_user",
+    "last_user",
+    "A5",
+    "A9",
+    "G4",
+    "G5",
+    "R4",
+    "R5",
     "A6",
+    "A7",
     "A8",
     "R3",
     "C3",
@@ -440,16 +448,29 @@ UNREPAIRABLE = (
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.sampled_from(RESULT_ROLES).flatmap(any_history), st.sampled_from(list(PROFILES)))
-def test_repair_leaves_only_what_needs_a_guess_and_is_idempotent(msgs, name) -> None:
-    profile = get_profile(name)
-    once = repair_messages(msgs, profile)
+# Every profile, and the variants whose options switch on model-dependent rules.
+VARIANTS = [
+    *PROFILES.values(),
+    dataclasses.replace(ANTHROPIC, mid_system=True, thinking=True),
+    dataclasses.replace(ANTHROPIC, thinking=False),
+    dataclasses.replace(RESPONSES, store=False, reasoning_required=True),
+    dataclasses.replace(GEMINI, thought_signatures=True),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(RESULT_ROLES).flatmap(any_history),
+    st.sampled_from(VARIANTS),
+    st.sampled_from(["answer", "drop"]),
+)
+def test_repair_leaves_only_what_needs_a_guess_and_is_idempotent(msgs, profile, dangling) -> None:
+    once = repair_messages(msgs, profile, dangling=dangling)
     left = check(once.messages, profile)
     assert all(p.rule.split(".")[-1] in UNREPAIRABLE for p in left), left
     # no pairing problem survives repair
     assert not [p for p in left if p.rule.split(".")[-1] in ("C1", "C2", "A1", "A2", "R1", "R2")]
-    twice = repair_messages(once.messages, profile)
+    twice = repair_messages(once.messages, profile, dangling=dangling)
     assert twice.messages == once.messages
     assert twice.fixes == ()
 

@@ -6,7 +6,7 @@ and, for ``repair``, give it back in the same format.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from synopsis.formats import FormatName, decode, encode
 from synopsis.validation.profiles import (
@@ -20,7 +20,14 @@ from synopsis.validation.profiles import (
     ProviderName,
     get_profile,
 )
-from synopsis.validation.repair import NOT_COMPLETED, Fix, Repaired, repair_messages
+from synopsis.validation.repair import (
+    NOT_COMPLETED,
+    Dangling,
+    Fix,
+    Repaired,
+    dangling_policy,
+    repair_messages,
+)
 from synopsis.validation.rules import Problem, check
 
 if TYPE_CHECKING:
@@ -93,16 +100,21 @@ def repair(
     *,
     format: FormatName | None = None,
     system: object = None,
-    dangling: Literal["answer", "drop"] = "answer",
+    dangling: Dangling = "answer",
 ) -> RepairedList:
     """``messages`` with every unambiguous fix for ``provider`` applied, in the same format.
 
     Orphaned results are removed; a dangling call in the middle is answered with a synthetic
     "not completed" result (``dangling="answer"``) or dropped; results away from their call
-    are moved next to it; system messages are lifted where the target wants them first;
-    empty messages are dropped; same-role neighbours are merged where alternation is
+    are moved next to it; system messages are lifted where the target wants them first (for
+    Anthropic into ``.system``, merged with the one already there); empty messages are
+    dropped; a Responses reasoning item goes with the item it produced when that is dropped,
+    and gets back a missing ``summary``; same-role neighbours are merged where alternation is
     required. ``.fixes`` lists each change; run :func:`validate` for what is left.
+
+    Raises ``ConfigurationError`` for an unknown ``provider`` or ``dangling`` policy.
     """
+    dangling = dangling_policy(dangling)
     profile = get_profile(provider)
     fmt, model = _model(messages, format, system)
     fixed = repair_messages(model, profile, dangling=dangling)

@@ -1,9 +1,11 @@
 """Provider profiles: which of the rules in provider-rules.md a target enforces.
 
 A profile is a plain frozen value; ``dataclasses.replace(ANTHROPIC, mid_system=True)`` makes a
-variant (Claude 4.8 and later accept a system message right after a user turn). Rules the
+variant (Claude Opus 4.8 and later accept a system message right after a user turn). Rules the
 reference marks *conservative* (enforced once, or by some hosts) are switched on by default
-and reported with ``conservative=True`` so callers can tell them apart.
+and reported with ``conservative=True`` so callers can tell them apart. Rules that only some
+models enforce (R4, G4) or that depend on the request (R5 ``store``, A6/A7 ``thinking``) are
+off, or permissive, by default: the history alone does not say which model it goes to.
 """
 
 from __future__ import annotations
@@ -39,12 +41,16 @@ class Profile:
     user-side message, which the API merges into one turn (Anthropic); one turn (Gemini)."""
     system: Literal["anywhere", "leading", "first_only"] = "anywhere"
     mid_system: bool = False
-    """Allow a system message right after a user turn (Claude 4.8 and later)."""
+    """Allow a system message right after a user turn (Claude Opus 4.8 and later). Without it
+    an Anthropic system message belongs in the top-level ``system``."""
     developer_role: bool = True
     alternation: bool = False
     merge_same_role: bool = False
     """Repair merges same-role neighbours (strict alternation; Gemini's call-turn rule)."""
     first_user: bool = False
+    """The first message after the system prompt is a user message (A5, G5: conservative)."""
+    last_user: bool = False
+    """The history ends with a user turn or a function response (G5: conservative)."""
     nonempty: bool = False
     allow_empty_final_assistant: bool = True
     results_first: bool = False
@@ -52,6 +58,13 @@ class Profile:
     thinking: bool | None = None
     """Whether the request enables extended thinking (A6/A7); ``None`` when unknown."""
     reasoning_followed: bool = False
+    """A reasoning item is followed by the item it produced (R3), keeps ``summary`` (R6)."""
+    reasoning_required: bool = False
+    """An output message is not sent without its reasoning item (R4, newer reasoning models)."""
+    store: bool = True
+    """The request's ``store``; with ``False`` items are replayed in full, never referenced (R5)."""
+    thought_signatures: bool = False
+    """Calls of the current turn carry their thought signature (G4, Gemini 3)."""
     call_after_user: bool = False
     empty_tool_calls: bool = False
     result_style: Literal["tool", "user"] = "tool"
@@ -90,6 +103,7 @@ GEMINI = Profile(
     system="leading",
     first_user=True,
     nonempty=True,
+    last_user=True,
     call_after_user=True,
     merge_same_role=True,
     result_style="user",

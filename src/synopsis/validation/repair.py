@@ -1,18 +1,25 @@
 """Repair: only the fixes whose right answer is not in doubt, each one reported.
 
-Passes, in order: lift system messages where the target wants them first; drop orphaned
-results; move results that sit away from their call into the call's answer turn; answer (or
-drop) calls left dangling in the middle; drop empty messages; merge same-role neighbours where
+Passes, in order: lift system messages where the target wants them first (into the top-level
+system prompt where the target has one; again at the end, for a system message that lost the
+user turn it was allowed after); drop orphaned results; move results that sit away
+from their call into the call's answer turn; answer (or drop) calls left dangling in the
+middle; drop empty messages; drop reasoning items that an earlier pass left without the item
+they produced; give reasoning items back their ``summary``; merge same-role neighbours where
 the target demands alternation. A trailing unfinished call (a live agent mid-run) is left as
-it is. Thinking blocks are never edited, merged or reordered. Every pass works on
-``(original index, message)`` pairs so each fix can name the message it touched.
+it is. Thinking blocks are never edited, merged or reordered, and a reasoning item that was
+already stranded in the input is left for :func:`check` to report: which item it produced is
+a guess. Every pass works on ``(original index, message)`` pairs so each fix can name the
+message it touched.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
+from synopsis.errors import ConfigurationError
+from synopsis.formats._common import hint
 from synopsis.messages import (
     Message,
     Part,
@@ -22,16 +29,23 @@ from synopsis.messages import (
     ToolResultPart,
 )
 from synopsis.pairing import pair_tool_calls
-from synopsis.validation.rules import result_block, trailing_call_message
+from synopsis.validation.rules import (
+    reasoning_orphans,
+    result_block,
+    top_level_systems,
+    trailing_call_message,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from synopsis.validation.profiles import Profile
 
-__all__ = ["NOT_COMPLETED", "Fix", "Repaired", "repair_messages"]
+__all__ = ["NOT_COMPLETED", "Dangling", "Fix", "Repaired", "dangling_policy", "repair_messages"]
 
 NOT_COMPLETED = "[synopsis] This tool call was not completed; no result was recorded."
+
+Dangling = Literal["answer", "drop"]
 
 _SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
 Item = tuple[int | None, Message]
@@ -57,34 +71,73 @@ class Repaired:
     fixes: tuple[Fix, ...]
 
 
+def dangling_policy(value: object) -> Dangling:
+    """``value`` if it names a way to settle a dangling call; a typo must not quietly pick
+    one, since the two change the history differently."""
+    allowed: tuple[Dangling, ...] = get_args(Dangling)
+    for policy in allowed:
+        if value == policy:
+            return policy
+    raise ConfigurationError(
+        f"dangling={value!r} is not a repair policy; use 'answer' (give each dangling call a "
+        "'not completed' result) or 'drop' (remove the call)"
+    )
+
+
 def _text_only(m: Message) -> bool:
     return all(isinstance(p, TextPart) for p in m.parts)
+
+
+def _top_level(head: list[Item], lifted: set[int | None], fixes: list[Fix]) -> list[Item]:
+    """``head`` as one Anthropic top-level system prompt. The converter writes a system
+    message that came from inside ``messages`` back there, so a lifted one must become (part
+    of) the request's own ``system``."""
+    own = next((m for _, m in head if hint(m, "anthropic", "system") is not None), None)
+    form = hint(own, "anthropic", "system") if own is not None else "string"
+    parts: tuple[Part, ...] = tuple(p for _, m in head for p in m.parts)
+    if all(_text_only(m) for _, m in head) and not any(
+        p.extra for p in parts if isinstance(p, TextPart)
+    ):
+        parts = (TextPart("\n\n".join(m.text for _, m in head)),)
+    else:
+        form = "list"
+    merged = Message(Role.SYSTEM, parts, wire={"format": "anthropic", "system": form})
+    for orig, _ in head[1:]:
+        if orig not in lifted:
+            fixes.append(Fix(orig, "merged system message", "into the top-level system prompt"))
+    return [(head[0][0], merged)]
 
 
 def _lift_systems(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[Item]:
     if profile.system == "anywhere" and profile.developer_role:
         return items
+    top = top_level_systems([m for _, m in items], profile)
+    where = "into the top-level system prompt" if profile.system == "leading" else "to the front"
     head: list[Item] = []
     body: list[Item] = []
+    lifted: set[int | None] = set()
     leading = True
     for k, (orig, m) in enumerate(items):
         if m.role not in _SYSTEM_ROLES:
             leading = False
             body.append((orig, m))
             continue
-        after_user = k > 0 and items[k - 1][1].role is Role.USER
-        if leading:
+        after_user = k > 0 and items[k - 1][1].role in (Role.USER, Role.TOOL)
+        if leading and (profile.system != "leading" or k < top):
             head.append((orig, m))
         elif profile.system == "anywhere" or (profile.mid_system and after_user):
             body.append((orig, m))
         else:
-            fixes.append(Fix(orig, "lifted system message", "moved to the front"))
+            fixes.append(Fix(orig, "lifted system message", f"moved {where}"))
+            lifted.add(orig)
             head.append((orig, m))
     if not profile.developer_role:
         for n, (orig, m) in enumerate(head):
             if m.role is Role.DEVELOPER:
                 fixes.append(Fix(orig, "renamed role", "developer -> system"))
                 head[n] = (orig, replace(m, role=Role.SYSTEM))
+    if profile.system == "leading" and top_level_systems([m for _, m in head], profile) < len(head):
+        head = _top_level(head, lifted, fixes)
     if profile.system == "first_only" and len(head) > 1:
         if all(_text_only(m) for _, m in head):
             text = "\n\n".join(m.text for _, m in head)
@@ -125,7 +178,7 @@ def _settle_calls(
     items: list[Item],
     profile: Profile,
     fixes: list[Fix],
-    dangling: Literal["answer", "drop"],
+    dangling: Dangling,
 ) -> list[Item]:
     """Orphans out; misplaced results moved next to their call; dangling calls answered."""
     msgs = [m for _, m in items]
@@ -245,6 +298,42 @@ def _drop_empty(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[I
     return out
 
 
+def _drop_stranded_reasoning(
+    items: list[Item], produced: dict[int, int], fixes: list[Fix]
+) -> list[Item]:
+    """Drop reasoning items whose produced item (``produced``: input index of a reasoning item
+    -> input index of the item right after it) no longer follows them (R3): sent without it
+    they are rejected, and nothing else can stand in for what they produced. A reasoning item
+    stranded already in the input stays for :func:`check` to report."""
+    while True:
+        drop = {
+            k
+            for k, (orig, _) in enumerate(items)
+            if orig in produced and (k + 1 == len(items) or items[k + 1][0] != produced[orig])
+        }
+        if not drop:
+            return items
+        for k in sorted(drop):
+            fixes.append(
+                Fix(items[k][0], "dropped reasoning item", "the item it produced was removed")
+            )
+        items = [item for k, item in enumerate(items) if k not in drop]
+
+
+def _restore_summaries(items: list[Item], fixes: list[Fix]) -> list[Item]:
+    """Clear the converter's note that a reasoning item came without ``summary`` (R6), so the
+    item goes back with ``summary: []``."""
+    out: list[Item] = []
+    for orig, m in items:
+        if not hint(m, "responses", "missing_summary"):
+            out.append((orig, m))
+            continue
+        wire = {k: v for k, v in m.wire.items() if k != "missing_summary"}
+        out.append((orig, replace(m, wire=wire)))
+        fixes.append(Fix(orig, "added empty summary", "a reasoning item needs `summary`"))
+    return out
+
+
 def _mergeable(a: Message, b: Message) -> bool:
     if a.role is not b.role or a.role not in (Role.USER, Role.ASSISTANT):
         return False
@@ -280,14 +369,30 @@ def repair_messages(
     messages: Sequence[Message],
     profile: Profile,
     *,
-    dangling: Literal["answer", "drop"] = "answer",
+    dangling: Dangling = "answer",
 ) -> Repaired:
     """Apply every unambiguous fix for ``profile``. What cannot be fixed without guessing
-    (a history that opens with the assistant, say) is left for :func:`check` to report."""
+    (a history that opens with the assistant, say) is left for :func:`check` to report.
+
+    Raises ``ConfigurationError`` when ``dangling`` is neither ``"answer"`` nor ``"drop"``.
+    """
+    dangling = dangling_policy(dangling)
     fixes: list[Fix] = []
     items: list[Item] = list(enumerate(messages))
     items = _lift_systems(items, profile, fixes)
+    stranded = set(reasoning_orphans(messages))
+    produced = {
+        i: i + 1
+        for i, m in enumerate(messages)
+        if i not in stranded and m.parts and all(isinstance(p, ReasoningPart) for p in m.parts)
+    }
     items = _settle_calls(items, profile, fixes, dangling)
     items = _drop_empty(items, profile, fixes)
+    if profile.reasoning_followed:
+        items = _drop_stranded_reasoning(items, produced, fixes)
+        items = _restore_summaries(items, fixes)
+    # A system message allowed where it stood (right after a user turn) may have lost that
+    # turn to the passes above.
+    items = _lift_systems(items, profile, fixes)
     items = _merge_neighbours(items, profile, fixes)
     return Repaired(tuple(m for _, m in items), tuple(fixes))

@@ -4,6 +4,20 @@ Rules are stated on the model as the target's converter would send it: consecuti
 messages become one Anthropic user turn, results held in a user message become OpenAI tool
 messages, and so on. Rule ids are ``<family>.<code>`` where the reference numbers the rule
 (``openai.C2``, ``anthropic.A1``) and a short slug otherwise.
+
+Some rules cannot be checked from a history alone, so nothing here reports them:
+
+* A9, beyond a missing signature: whether a thinking block and its ``signature`` are
+  byte-identical to what the API returned, and were not reordered, merged or produced by
+  another model. Only the API holds the key that verifies a signature, and an edited or moved
+  block looks like any other.
+* A10, preserved thinking: a thinking block is valid only while the system prompt, the tools
+  and every message before it are unchanged since it was produced. That needs the history as
+  it was when the block was written, which a single history does not carry.
+* R7, ``previous_response_id``: which items the server already holds is request and server
+  state, not part of the items sent.
+* R8, compaction items: the converter keeps them opaque and passes them back verbatim, so the
+  only way to break them is to edit them, which nothing in synopsis does.
 """
 
 from __future__ import annotations
@@ -12,8 +26,10 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from synopsis.formats._common import hint
 from synopsis.messages import (
     Message,
+    OpaquePart,
     ReasoningPart,
     Role,
     TextPart,
@@ -27,7 +43,14 @@ if TYPE_CHECKING:
 
     from synopsis.validation.profiles import Profile
 
-__all__ = ["Problem", "check", "result_block", "trailing_call_message"]
+__all__ = [
+    "Problem",
+    "check",
+    "reasoning_orphans",
+    "result_block",
+    "top_level_systems",
+    "trailing_call_message",
+]
 
 _SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
 
@@ -35,6 +58,8 @@ _SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
 _ORPHAN = {"openai": "C1", "responses": "R2", "anthropic": "A2", "gemini": "G2"}
 _MISSING = {"openai": "C2", "responses": "R1", "anthropic": "A1", "gemini": "G3"}
 _MISPLACED = {"openai": "C1", "responses": "R2", "anthropic": "A1", "gemini": "G2"}
+_FIRST_USER = {"anthropic": "A5", "gemini": "G5"}
+_SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +135,55 @@ def _is_blank(part: object) -> bool:
     return isinstance(part, TextPart) and not part.text.strip()
 
 
+def _reasoning_only(m: Message) -> bool:
+    return bool(m.parts) and all(isinstance(p, ReasoningPart) for p in m.parts)
+
+
+def _sends_reasoning(m: Message, fmt: str) -> bool:
+    """Whether the ``fmt`` converter sends this message's reasoning: reasoning decoded from
+    another provider is dropped (its signature means nothing there), so no rule about it
+    applies. A message built by hand is taken as the target's own."""
+    return m.wire.get("format") in (None, fmt)
+
+
+def _real_user(m: Message) -> bool:
+    """A user message that is more than tool results: it opens a new turn."""
+    return m.role is Role.USER and not _only_results(m)
+
+
+def top_level_systems(messages: Sequence[Message], profile: Profile) -> int:
+    """How many leading messages the target sends as its top-level system prompt (Anthropic
+    ``system``, Gemini ``systemInstruction``); 0 for targets that keep systems in the list."""
+    if profile.system != "leading":
+        return 0
+    n = 0
+    for m in messages:
+        if m.role not in _SYSTEM_ROLES:
+            break
+        # The Anthropic converter writes a system message that came from inside ``messages``
+        # back there; only the request's own ``system`` (or a foreign one) is lifted.
+        if (
+            profile.family == "anthropic"
+            and m.wire.get("format") == "anthropic"
+            and hint(m, "anthropic", "system") is None
+        ):
+            break
+        n += 1
+    return n
+
+
+def reasoning_orphans(messages: Sequence[Message]) -> list[int]:
+    """Reasoning items not followed by the item they produced (R3)."""
+    out: list[int] = []
+    for i, m in enumerate(messages):
+        if not _reasoning_only(m):
+            continue
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        if nxt is None or nxt.role is not Role.ASSISTANT:
+            out.append(i)
+    return out
+
+
 class _Checker:
     def __init__(self, messages: Sequence[Message], profile: Profile) -> None:
         self.messages = messages
@@ -145,6 +219,12 @@ class _Checker:
             self.thinking_rules()
         if self.profile.reasoning_followed:
             self.reasoning_rules()
+        if self.profile.reasoning_required:
+            self.reasoning_required_rules()
+        if not self.profile.store:
+            self.store_rules()
+        if self.profile.thought_signatures:
+            self.signature_rules()
         return sorted(self.problems, key=lambda p: -1 if p.index is None else p.index)
 
     # -- the model's own shape: parts in roles that can carry them
@@ -201,6 +281,18 @@ class _Checker:
         for mi, pi in pairing.orphans:
             cid = msgs[mi].parts[pi]
             assert isinstance(cid, ToolResultPart)
+            turn = self._call_turn_answered_by(mi) if self.fam == "gemini" else None
+            if turn is not None:
+                # Gemini pairs by name and count: one response too many breaks the count.
+                self.add(
+                    mi,
+                    "G3",
+                    f"function response {cid.call_id!r} has no call left to answer in message "
+                    f"{turn}: the number of function response parts must equal the number "
+                    "of function call parts of the function call turn",
+                    pi,
+                )
+                continue
             self.add(
                 mi,
                 _ORPHAN[self.fam],
@@ -240,6 +332,19 @@ class _Checker:
             for ci, block in blocks.items():
                 self.results_first(ci, block)
 
+    def _call_turn_answered_by(self, mi: int) -> int | None:
+        """The call turn whose answer block holds message ``mi``, if any."""
+        j = mi - 1
+        while j >= 0 and self.messages[j].role is not Role.ASSISTANT:
+            j -= 1
+        if (
+            j >= 0
+            and self.messages[j].tool_calls
+            and mi in result_block(self.messages, j, self.profile)
+        ):
+            return j
+        return None
+
     def results_first(self, ci: int, block: range) -> None:
         other_seen = False
         for k in block:
@@ -259,9 +364,10 @@ class _Checker:
 
     # -- system and developer messages
     def system_rules(self) -> None:
-        prof = self.profile
+        prof, msgs = self.profile, self.messages
+        top = top_level_systems(msgs, prof)
         leading = True
-        for i, m in enumerate(self.messages):
+        for i, m in enumerate(msgs):
             is_system = m.role in _SYSTEM_ROLES
             if m.role is Role.DEVELOPER and not prof.developer_role:
                 self.add(
@@ -280,15 +386,24 @@ class _Checker:
                     "System message must be at the beginning.",
                     family=prof.name,
                 )
-            elif prof.system == "leading" and not leading:
-                after_user = i > 0 and self.messages[i - 1].role is Role.USER
-                if not (prof.mid_system and after_user):
-                    self.add(
-                        i,
-                        "system_position",
-                        "a system message may only open the "
-                        "history (it becomes the top-level system prompt)",
+            elif prof.system == "leading" and i >= top:
+                after_user = i > 0 and msgs[i - 1].role in (Role.USER, Role.TOOL)
+                if prof.mid_system and after_user:
+                    continue
+                if leading:
+                    text = (
+                        "a system message inside the message list is accepted only right "
+                        "after a user turn, and only by models that allow mid-conversation "
+                        "system messages; send it as the top-level system prompt"
                     )
+                elif prof.mid_system:
+                    text = "a mid-conversation system message must come right after a user turn"
+                else:
+                    text = (
+                        "a system message may only open the "
+                        "history (it becomes the top-level system prompt)"
+                    )
+                self.add(i, "system_position", text)
 
     # -- who may speak first, alternation, what a call turn follows
     def order_rules(self) -> None:
@@ -299,13 +414,29 @@ class _Checker:
                 None, "no_messages", "the history holds only system messages", family="history"
             )
             return
+        numbered = _FIRST_USER.get(prof.family)
         if prof.first_user and body and msgs[body[0]].role is not Role.USER:
             self.add(
                 body[0],
-                "first_user",
+                numbered or "first_user",
                 "the first message after the system prompt should be a user message",
                 conservative=prof.family != "openai",
-                family=prof.name,
+                family=prof.family if numbered else prof.name,
+            )
+        last = body[-1] if body else None
+        if (
+            prof.last_user
+            and last is not None
+            and msgs[last].role is Role.ASSISTANT
+            # a trailing call still waiting for its result is an agent mid-run, not an end
+            and last != trailing_call_message(msgs, prof)
+        ):
+            self.add(
+                last,
+                numbered or "last_user",
+                "the history should end with a user turn or a function response, not a model turn",
+                conservative=True,
+                family=prof.family if numbered else prof.name,
             )
         if prof.alternation:
             for a, b in itertools.pairwise(body):
@@ -365,6 +496,18 @@ class _Checker:
             if m.role is not Role.ASSISTANT:
                 continue
             thinking = [k for k, p in enumerate(m.parts) if isinstance(p, ReasoningPart)]
+            if _sends_reasoning(m, "anthropic"):
+                for k in thinking:
+                    part = m.parts[k]
+                    assert isinstance(part, ReasoningPart)
+                    if not part.redacted and not part.signature:
+                        self.add(
+                            i,
+                            "A9",
+                            "a thinking block must carry the `signature` the API returned "
+                            "with it; without one the request is rejected",
+                            k,
+                        )
             if thinking and thinking[0] != 0:
                 self.add(
                     i,
@@ -410,18 +553,106 @@ class _Checker:
                 start = i
         return start
 
-    # -- R3: a reasoning item stays with the item it produced
+    # -- R3 and R6: a reasoning item stays with the item it produced, and keeps its summary
     def reasoning_rules(self) -> None:
-        msgs = self.messages
-        for i, m in enumerate(msgs):
-            if not m.parts or not all(isinstance(p, ReasoningPart) for p in m.parts):
-                continue
-            nxt = msgs[i + 1] if i + 1 < len(msgs) else None
-            if nxt is None or nxt.role is not Role.ASSISTANT:
+        for i in reasoning_orphans(self.messages):
+            self.add(
+                i,
+                "R3",
+                "Item of type 'reasoning' was provided without its required following item.",
+            )
+        for i, m in enumerate(self.messages):
+            if hint(m, "responses", "missing_summary"):
                 self.add(
                     i,
-                    "R3",
-                    "Item of type 'reasoning' was provided without its required following item.",
+                    "R6",
+                    "a reasoning item must keep its required field `summary` (send [] when "
+                    "there is none)",
+                )
+
+    # -- R4: on newer reasoning models an output message needs its reasoning item
+    def reasoning_required_rules(self) -> None:
+        msgs = self.messages
+        start = 0
+        for end in [*(i for i, m in enumerate(msgs) if _real_user(m)), len(msgs)]:
+            turn = range(start, end)
+            start = end + 1
+            if not any(msgs[k].has_reasoning for k in turn):
+                continue
+            for i in turn:
+                if self._output_without_reasoning(i, turn.start):
+                    self.add(
+                        i,
+                        "R4",
+                        "Item of type 'message' was provided without its required "
+                        "'reasoning' item.",
+                    )
+
+    def _output_without_reasoning(self, i: int, turn_start: int) -> bool:
+        """Whether message ``i`` is an output message with no reasoning earlier in its step
+        (the run of assistant items one response produced)."""
+        m = self.messages[i]
+        texts = [k for k, p in enumerate(m.parts) if isinstance(p, TextPart)]
+        if m.role is not Role.ASSISTANT or not texts:
+            return False
+        if any(isinstance(p, ReasoningPart) for p in m.parts[: texts[0]]):
+            return False
+        j = i - 1
+        while j >= turn_start and self.messages[j].role is Role.ASSISTANT:
+            if self.messages[j].has_reasoning:
+                return False
+            j -= 1
+        return True
+
+    # -- R5: without server-side storage nothing can be referenced, reasoning goes in full
+    def store_rules(self) -> None:
+        for i, m in enumerate(self.messages):
+            for k, part in enumerate(m.parts):
+                if isinstance(part, OpaquePart) and part.kind == "item_reference":
+                    self.add(
+                        i,
+                        "R5",
+                        "Items are not persisted when `store` is set to false, so an "
+                        "item_reference cannot be resolved; replay the item in full",
+                        k,
+                    )
+                elif (
+                    isinstance(part, ReasoningPart)
+                    and part.encrypted is None
+                    and _sends_reasoning(m, "responses")
+                ):
+                    self.add(
+                        i,
+                        "R5",
+                        "Items are not persisted when `store` is set to false, so a reasoning "
+                        "item must be replayed with its encrypted_content (request "
+                        "include=['reasoning.encrypted_content'])",
+                        k,
+                    )
+
+    # -- G4: Gemini 3 wants the thought signature back on the calls of the current turn
+    def signature_rules(self) -> None:
+        msgs = self.messages
+        users = [i for i, m in enumerate(msgs) if _real_user(m)]
+        for i in range(users[-1] + 1 if users else 0, len(msgs)):
+            m = msgs[i]
+            first = next((k for k, p in enumerate(m.parts) if isinstance(p, ToolCallPart)), None)
+            if m.role is not Role.ASSISTANT or first is None:
+                continue
+            call = m.parts[first]
+            assert isinstance(call, ToolCallPart)
+            # The Gemini converter writes a signature back only onto the part it came on.
+            signed = m.wire.get("format") == "gemini" and any(
+                isinstance(call.extra.get(key), str) for key in _SIGNATURE_KEYS
+            )
+            if not signed:
+                self.add(
+                    i,
+                    "G4",
+                    "Function call is missing a thought_signature in functionCall parts: "
+                    "the first call of each step in the current turn must carry the "
+                    "signature the model returned with it",
+                    first,
                 )
 
 
