@@ -27,6 +27,7 @@ from synopsis.messages import (
     ToolResultPart,
 )
 from synopsis.models import context_window, max_output_tokens
+from synopsis.planning import Keep, Trigger
 from synopsis.tokens import HeuristicCounter, TiktokenCounter, TokenCounter, counter_for_model
 from synopsis.validation import Fix, Problem, Profile, repair, validate
 
@@ -37,6 +38,7 @@ __all__ = [
     "ConversationError",
     "Fix",
     "HeuristicCounter",
+    "Keep",
     "MediaPart",
     "Message",
     "OpaquePart",
@@ -51,6 +53,7 @@ __all__ = [
     "TokenCounter",
     "ToolCallPart",
     "ToolResultPart",
+    "Trigger",
     "UnknownFormatError",
     "VocabularyError",
     "__version__",

@@ -1,0 +1,55 @@
+"""The pure planning core: when to compact (triggers and the governor), where to cut (the safe
+split and keep policies), and the cheap reductions that run first. No I/O anywhere here."""
+
+from __future__ import annotations
+
+from synopsis.planning.governor import (
+    Decision,
+    GovernorConfig,
+    GovernorState,
+    check_savings,
+    decide,
+    record_compaction,
+    record_failure,
+    turn_key,
+)
+from synopsis.planning.passes import PassResult, run_passes
+from synopsis.planning.reductions import (
+    Oversized,
+    Reduced,
+    Reduction,
+    Reductions,
+    TruncateArgs,
+    reduce,
+)
+from synopsis.planning.split import Keep, Protect, SplitPlan, plan_split
+from synopsis.planning.triggers import Measure, Trigger, measure_history
+from synopsis.planning.units import Structure, analyze
+
+__all__ = [
+    "Decision",
+    "GovernorConfig",
+    "GovernorState",
+    "Keep",
+    "Measure",
+    "Oversized",
+    "PassResult",
+    "Protect",
+    "Reduced",
+    "Reduction",
+    "Reductions",
+    "SplitPlan",
+    "Structure",
+    "Trigger",
+    "TruncateArgs",
+    "analyze",
+    "check_savings",
+    "decide",
+    "measure_history",
+    "plan_split",
+    "record_compaction",
+    "record_failure",
+    "reduce",
+    "run_passes",
+    "turn_key",
+]

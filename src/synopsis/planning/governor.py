@@ -1,0 +1,313 @@
+"""Whether to compact now: the governor that keeps compaction from looping or wasting money.
+
+Each check has a knob in :class:`GovernorConfig`, with the seeds' defaults:
+
+- *trigger*: the caller's :class:`~synopsis.planning.triggers.Trigger` (default: 80% of the
+  window, ``trigger_ratio``); below it nothing happens.
+- *minimum messages* (12): short histories are left alone.
+- *cooldown* (4): after a compaction, that many new messages must arrive before the next one,
+  counted on the history as it was after the compaction.
+- *hysteresis*: a compaction aims for ``reset_ratio`` (70%) of the window. One that leaves the
+  history still at or over the trigger made no progress: it is reported, and the governor stays
+  disarmed until a measurement falls below the reset ratio, so it cannot loop.
+- *emergency* (100% of the window): the next request would fail, so cooldown, hysteresis, the
+  minimum, the per-turn cap and the breaker give way. Only ``enabled=False`` stops it.
+- *per-turn cap*: at most ``max_per_turn`` compactions while the same user turn runs.
+- *breaker*: after ``breaker_failures`` summarizer failures in a row, only an emergency (or a
+  forced compaction) tries again.
+- *savings pre-check*: a plan that would free less than ``min_savings`` (30%) of the trigger's
+  token threshold is not worth a summarizer call. Tokens, not messages (zrb's test counted
+  messages, which passes plans that free nothing).
+- *refresh*: optionally, a compaction every ``refresh_after_messages`` new messages.
+
+Every :class:`Decision` says why. :class:`GovernorState` is a plain value with a JSON form.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Literal
+
+from synopsis.errors import ConfigurationError
+from synopsis.messages import content_hash
+from synopsis.planning.triggers import Measure, Trigger
+from synopsis.planning.units import is_real_user
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from synopsis.messages import Message
+
+__all__ = [
+    "Decision",
+    "GovernorConfig",
+    "GovernorState",
+    "check_savings",
+    "decide",
+    "record_compaction",
+    "record_failure",
+    "turn_key",
+]
+
+Code = Literal[
+    "disabled",
+    "forced",
+    "emergency",
+    "triggered",
+    "refresh",
+    "under-trigger",
+    "min-messages",
+    "cooldown",
+    "no-progress",
+    "per-turn-cap",
+    "breaker-open",
+    "too-little-savings",
+    "worth-it",
+]
+
+
+def _whole(value: object, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+
+
+def _share(value: object, name: str, *, upper: float = 1.0) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or math.isnan(value)
+        or not 0 < value <= upper
+    ):
+        raise ConfigurationError(f"{name} must be above 0 and at most {upper:g}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class GovernorConfig:
+    enabled: bool = True
+    trigger_ratio: float = 0.8
+    reset_ratio: float = 0.7
+    min_messages: int = 12
+    cooldown_messages: int = 4
+    emergency_ratio: float = 1.0
+    max_passes: int = 3
+    min_tail_messages: int = 2
+    max_per_turn: int = 5
+    breaker_failures: int = 3
+    min_savings: float = 0.3
+    refresh_after_messages: int | None = None
+
+    def __post_init__(self) -> None:
+        _share(self.trigger_ratio, "trigger_ratio")
+        _share(self.reset_ratio, "reset_ratio")
+        if self.reset_ratio >= self.trigger_ratio:
+            raise ConfigurationError(
+                f"reset_ratio ({self.reset_ratio}) must be below trigger_ratio "
+                f"({self.trigger_ratio}): it is the level a compaction aims for"
+            )
+        _share(self.emergency_ratio, "emergency_ratio", upper=10.0)
+        _share(self.min_savings, "min_savings")
+        _whole(self.min_messages, "min_messages", 0)
+        _whole(self.cooldown_messages, "cooldown_messages", 0)
+        _whole(self.max_passes, "max_passes", 1)
+        _whole(self.min_tail_messages, "min_tail_messages", 0)
+        _whole(self.max_per_turn, "max_per_turn", 1)
+        _whole(self.breaker_failures, "breaker_failures", 1)
+        if self.refresh_after_messages is not None:
+            _whole(self.refresh_after_messages, "refresh_after_messages", 1)
+
+    def default_trigger(self) -> Trigger:
+        return Trigger.fraction(self.trigger_ratio)
+
+
+@dataclass(frozen=True, slots=True)
+class GovernorState:
+    """What the governor remembers between calls; ``to_json``/``from_json`` round-trip it."""
+
+    compactions: int = 0
+    length_after_last: int | None = None
+    armed: bool = True
+    consecutive_failures: int = 0
+    turn: str | None = None
+    turn_compactions: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> GovernorState:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigurationError(f"unknown governor state keys: {', '.join(sorted(unknown))}")
+        state = cls(**data)  # type: ignore[arg-type]
+        for name in ("compactions", "consecutive_failures", "turn_compactions"):
+            _whole(getattr(state, name), name, 0)
+        if state.length_after_last is not None:
+            _whole(state.length_after_last, "length_after_last", 0)
+        if not isinstance(state.armed, bool):
+            raise ConfigurationError(f"armed must be true or false, got {state.armed!r}")
+        if state.turn is not None and not isinstance(state.turn, str):
+            raise ConfigurationError(f"turn must be a string or null, got {state.turn!r}")
+        return state
+
+    def messages_since(self, length: int) -> int | None:
+        if self.length_after_last is None:
+            return None
+        return max(0, length - self.length_after_last)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    compact: bool
+    code: Code
+    reason: str
+    measure: Measure
+    threshold: int | None
+    emergency: bool = False
+    state: GovernorState = field(default_factory=GovernorState)
+
+
+def turn_key(messages: Sequence[Message]) -> str | None:
+    """Which user turn is running: a hash of the last message a person wrote (it stays in the
+    kept tail, so the key survives the compactions of its own turn)."""
+    for message in reversed(messages):
+        if is_real_user(message):
+            return content_hash(message)[:16]
+    return None
+
+
+def decide(
+    measure: Measure,
+    *,
+    state: GovernorState | None = None,
+    config: GovernorConfig | None = None,
+    trigger: Trigger | None = None,
+    turn: str | None = None,
+    force: bool = False,
+) -> Decision:
+    """Whether to compact a history of ``measure``; ``Decision.state`` is the state to keep."""
+    state = state or GovernorState()
+    config = config or GovernorConfig()
+    trigger = trigger or config.default_trigger()
+    threshold = trigger.token_threshold(measure.window)
+    if turn != state.turn:
+        state = replace(state, turn=turn, turn_compactions=0)
+    if not state.armed and measure.ratio < config.reset_ratio:
+        state = replace(state, armed=True)
+    emergency = measure.ratio >= config.emergency_ratio
+    usage = f"{measure.tokens:,} of {measure.window:,} tokens ({measure.ratio:.0%})"
+
+    def no(code: Code, why: str) -> Decision:
+        return Decision(False, code, why, measure, threshold, emergency, state)
+
+    def yes(code: Code, why: str) -> Decision:
+        return Decision(True, code, why, measure, threshold, emergency, state)
+
+    if force:
+        return yes("forced", f"compaction asked for at {usage}")
+    if not config.enabled:
+        return no("disabled", "compaction is disabled")
+    if emergency:
+        return yes(
+            "emergency",
+            f"{usage} reaches {config.emergency_ratio:.0%} of the window: the next request "
+            "would not fit, so cooldown and caps give way",
+        )
+    since = state.messages_since(measure.messages)
+    refresh = (
+        config.refresh_after_messages is not None
+        and since is not None
+        and since >= config.refresh_after_messages
+    )
+    if not trigger.fires(measure) and not refresh:
+        return no("under-trigger", f"{usage} is under the trigger ({trigger})")
+    if state.turn_compactions >= config.max_per_turn:
+        return no(
+            "per-turn-cap",
+            f"{state.turn_compactions} compactions already in this turn "
+            f"(cap {config.max_per_turn}); only an emergency compacts again",
+        )
+    if state.consecutive_failures >= config.breaker_failures:
+        return no(
+            "breaker-open",
+            f"the summarizer failed {state.consecutive_failures} times in a row; only an "
+            "emergency or a forced compaction tries again",
+        )
+    if measure.messages < config.min_messages:
+        return no(
+            "min-messages",
+            f"{measure.messages} messages, fewer than the minimum of {config.min_messages}",
+        )
+    if since is not None and since < config.cooldown_messages:
+        return no(
+            "cooldown",
+            f"{since} of {config.cooldown_messages} new messages since the last compaction",
+        )
+    if not state.armed:
+        return no(
+            "no-progress",
+            f"the last compaction left the history over the trigger; waiting for it to fall "
+            f"below {config.reset_ratio:.0%} of the window (or an emergency)",
+        )
+    if refresh and not trigger.fires(measure):
+        return yes("refresh", f"{since} new messages since the last compaction (refresh)")
+    return yes("triggered", f"{usage} reached the trigger ({trigger})")
+
+
+def record_compaction(
+    state: GovernorState,
+    after: Measure,
+    *,
+    config: GovernorConfig | None = None,
+    trigger: Trigger | None = None,
+) -> tuple[GovernorState, bool]:
+    """The state after a compaction that left ``after``, and whether it made no progress
+    (still at or over the trigger)."""
+    config = config or GovernorConfig()
+    trigger = trigger or config.default_trigger()
+    stuck = trigger.fires(after)
+    new = replace(
+        state,
+        compactions=state.compactions + 1,
+        length_after_last=after.messages,
+        armed=not stuck,
+        consecutive_failures=0,
+        turn_compactions=state.turn_compactions + 1,
+    )
+    return new, stuck
+
+
+def record_failure(state: GovernorState) -> GovernorState:
+    return replace(state, consecutive_failures=state.consecutive_failures + 1)
+
+
+def check_savings(
+    decision: Decision,
+    *,
+    tokens_summarized: int,
+    summary_tokens: int,
+    config: GovernorConfig | None = None,
+) -> Decision:
+    """``decision`` unchanged when the plan frees enough, else a "no" saying how little.
+
+    Freed tokens are the summarized messages' tokens minus the summary expected to replace
+    them. Emergencies and forced compactions always go ahead."""
+    config = config or GovernorConfig()
+    if not decision.compact or decision.code in ("emergency", "forced"):
+        return decision
+    base = decision.threshold if decision.threshold is not None else decision.measure.tokens
+    freed = tokens_summarized - summary_tokens
+    needed = math.ceil(config.min_savings * base)
+    if freed >= needed:
+        return decision
+    return Decision(
+        False,
+        "too-little-savings",
+        f"the plan frees {max(freed, 0):,} tokens, less than {config.min_savings:.0%} of "
+        f"{base:,} ({needed:,})",
+        decision.measure,
+        decision.threshold,
+        decision.emergency,
+        decision.state,
+    )

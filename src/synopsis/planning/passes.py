@@ -1,0 +1,92 @@
+"""The bounded pass loop of one compaction, as a pure function.
+
+Seed 001's depth strategy: summarize everything but the kept tail; if the result still fires
+the trigger, summarize again (the previous summary is part of what gets summarized), up to
+``max_passes``; then shrink the kept tail (halving, never below ``min_tail_messages``) and try
+once more. The caller supplies the summarizer as a function, so this stays free of I/O and
+the same loop can drive any summarizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from synopsis.planning.split import Keep, Protect, SplitPlan, plan_split
+from synopsis.planning.triggers import Measure, Trigger
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from synopsis.messages import Message
+    from synopsis.planning.governor import GovernorConfig
+
+__all__ = ["PassResult", "run_passes"]
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    messages: tuple[Message, ...]
+    plans: tuple[SplitPlan, ...]
+    fits: bool
+    shrunk: bool
+    measure: Measure
+
+    @property
+    def passes(self) -> int:
+        return len(self.plans)
+
+
+def run_passes(
+    messages: Sequence[Message],
+    *,
+    count: Callable[[Message], int],
+    overhead: int,
+    summarize: Callable[[Sequence[Message]], Sequence[Message]],
+    keep: Keep,
+    trigger: Trigger,
+    window: int,
+    config: GovernorConfig,
+    protect: Protect | None = None,
+) -> PassResult:
+    """Compact ``messages`` until the trigger no longer fires, within the pass cap.
+
+    ``count`` gives a message's tokens and ``overhead`` the tokens outside the messages
+    (system prompt sent apart, tool definitions, framing); ``summarize`` turns the messages a
+    plan cuts into the message(s) that stand for them.
+    """
+    current = tuple(messages)
+    plans: list[SplitPlan] = []
+    shrunk = False
+
+    def measure(history: Sequence[Message]) -> tuple[list[int], Measure]:
+        counts = [count(m) for m in history]
+        return counts, Measure(overhead + sum(counts), len(history), window)
+
+    counts, now = measure(current)
+    threshold = trigger.token_threshold(window) or window
+    attempts = [keep] * config.max_passes
+    smaller = keep.shrunk(0.5)
+    if smaller.kind == "messages":
+        smaller = Keep.messages(max(int(smaller.value), config.min_tail_messages))
+    attempts.append(smaller)
+    for attempt, policy in enumerate(attempts):
+        if attempt and not trigger.fires(now):
+            break
+        plan = plan_split(
+            current,
+            counts,
+            keep=policy,
+            threshold=threshold,
+            window=window,
+            protect=protect,
+            min_tail=config.min_tail_messages,
+        )
+        if plan is None:
+            break
+        shrunk = shrunk or attempt >= config.max_passes
+        cut = [current[i] for i in plan.summarize]
+        current = plan.apply(current, summarize(cut))
+        plans.append(plan)
+        counts, now = measure(current)
+    return PassResult(current, tuple(plans), not trigger.fires(now), shrunk, now)

@@ -1,0 +1,341 @@
+"""Where to cut: keep policies, the protected head, and the four-phase safe-split search.
+
+The search follows zrb's, on the boundaries :mod:`synopsis.planning.units` marks safe:
+
+1. back from the desired boundary to a turn start (a message a person wrote), while the kept
+   tail stays within 70% of the token threshold;
+2. else forward from the desired boundary to any safe boundary (a smaller tail);
+3. else back again to any safe boundary while the tail stays within 80% of the threshold;
+4. else the best effort: the safe boundary that summarizes the fewest unfinished calls and
+   keeps closest to the desired tail, allowing a tail below the minimum when nothing else is
+   safe. A unit is never broken; when no boundary is safe at all there is no plan.
+
+Everything is a pure function of the messages and their token counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from synopsis.errors import ConfigurationError
+from synopsis.messages import Message, Role, message_id
+from synopsis.planning.units import Structure, analyze, is_real_user
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Sequence
+
+__all__ = ["Keep", "Protect", "SplitPlan", "plan_split"]
+
+Phase = Literal["turn-start", "forward", "within-80", "best-effort"]
+
+TURN_START_SHARE = 0.7
+"""Phase 1 keeps a tail of at most this share of the token threshold (zrb)."""
+LARGEST_SAFE_SHARE = 0.8
+"""Phase 3 keeps a tail of at most this share of the token threshold (zrb)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """How much recent history to keep verbatim: :meth:`messages`, :meth:`tokens` or
+    :meth:`fraction` of the context window."""
+
+    kind: Literal["messages", "tokens", "fraction"]
+    value: float
+
+    @classmethod
+    def messages(cls, count: int) -> Keep:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigurationError(f"Keep.messages needs a whole number >= 0, got {count!r}")
+        return cls("messages", count)
+
+    @classmethod
+    def tokens(cls, count: int) -> Keep:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigurationError(f"Keep.tokens needs a whole number >= 0, got {count!r}")
+        return cls("tokens", count)
+
+    @classmethod
+    def fraction(cls, share: float) -> Keep:
+        if (
+            isinstance(share, bool)
+            or not isinstance(share, int | float)
+            or math.isnan(share)
+            or not 0 <= share < 1
+        ):
+            raise ConfigurationError(
+                f"Keep.fraction needs a share of the window from 0 up to (not including) 1, "
+                f"got {share!r}"
+            )
+        return cls("fraction", float(share))
+
+    def shrunk(self, factor: float) -> Keep:
+        """The same policy keeping ``factor`` as much (for a further pass that must fit)."""
+        if self.kind == "messages":
+            return Keep("messages", math.floor(self.value * factor))
+        if self.kind == "tokens":
+            return Keep("tokens", math.floor(self.value * factor))
+        return Keep("fraction", self.value * factor)
+
+    def desired_boundary(self, counts: Sequence[int], start: int, window: int) -> int:
+        """The boundary this policy asks for, never before ``start``."""
+        n = len(counts)
+        if self.kind == "messages":
+            return max(start, n - int(self.value))
+        budget = self.value if self.kind == "tokens" else self.value * window
+        kept = 0
+        boundary = n
+        while boundary > start and kept + counts[boundary - 1] <= budget:
+            boundary -= 1
+            kept += counts[boundary]
+        return boundary
+
+    def describe(self) -> str:
+        if self.kind == "messages":
+            return f"the last {int(self.value)} messages"
+        if self.kind == "tokens":
+            return f"the last {int(self.value):,} tokens"
+        return f"the last {self.value:.0%} of the window"
+
+
+@dataclass(frozen=True, slots=True)
+class Protect:
+    """Messages never summarized. System and developer messages (the prompt and any
+    instruction given later) and, by default, the first message a person wrote; ``pinned``
+    ids (the caller's ids or derived ones, see :func:`synopsis.messages.message_id`) or a
+    predicate; optionally every user turn, newest first, up to ``user_turns_tokens``."""
+
+    system: bool = True
+    first_user: bool = True
+    pinned: Collection[str] = ()
+    pin: Callable[[Message], bool] | None = None
+    user_turns_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        bound = self.user_turns_tokens
+        if bound is not None and (
+            isinstance(bound, bool) or not isinstance(bound, int) or bound < 0
+        ):
+            raise ConfigurationError(
+                f"user_turns_tokens must be a whole number >= 0 or None, got {bound!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class SplitPlan:
+    """What to keep and what to summarize.
+
+    ``head`` are indices kept verbatim before the summary (protected messages, whole units);
+    ``summarize`` the indices the summary replaces; ``messages[boundary:]`` is the kept tail.
+    ``desired`` is the boundary the keep policy asked for and ``reason`` says why ``boundary``
+    differs (or that it does not).
+    """
+
+    boundary: int
+    desired: int
+    phase: Phase
+    reason: str
+    head: tuple[int, ...]
+    summarize: tuple[int, ...]
+    tokens_head: int
+    tokens_summarized: int
+    tokens_tail: int
+    length: int
+    unfinished_summarized: tuple[int, ...] = field(default=())
+
+    @property
+    def tail_messages(self) -> int:
+        return self.length - self.boundary
+
+    def apply(self, messages: Sequence[Message], summary: Sequence[Message]) -> tuple[Message, ...]:
+        """The protected head, then ``summary`` (the message(s) standing for what was cut),
+        then the kept tail. Roles are not merged here: rebuilding for a provider that needs
+        strict alternation is the caller's step."""
+        if len(messages) != self.length:
+            raise ConfigurationError(
+                f"this plan is for {self.length} messages, not {len(messages)}"
+            )
+        return (
+            *(messages[i] for i in self.head),
+            *summary,
+            *messages[self.boundary :],
+        )
+
+
+def _protected(
+    messages: Sequence[Message], counts: Sequence[int], protect: Protect, structure: Structure
+) -> set[int]:
+    chosen: set[int] = set()
+    pinned = set(protect.pinned)
+    first_user_seen = False
+    for i, m in enumerate(messages):
+        if (protect.system and m.role in (Role.SYSTEM, Role.DEVELOPER)) or (
+            protect.first_user and not first_user_seen and is_real_user(m)
+        ):
+            chosen.add(i)
+        if is_real_user(m):
+            first_user_seen = True
+        if (pinned and message_id(m, i) in pinned) or (protect.pin is not None and protect.pin(m)):
+            chosen.add(i)
+    # A protected message that holds its unit together (a call, a result, reasoning or what it
+    # produced) keeps the whole unit, so nothing loses its partner; any other can leave its
+    # unit, which stays whole on one side of the cut. A unit holding an orphaned result cannot
+    # be kept whole (orphans are never kept), so a pin on it is dropped: repair the input.
+    orphans = set(structure.orphans)
+    for i in list(chosen):
+        if i not in structure.tied:
+            continue
+        unit = structure.unit(i)
+        if orphans.intersection(unit):
+            chosen.discard(i)
+        else:
+            chosen.update(unit)
+    return chosen
+
+
+def _user_turns(
+    counts: Sequence[int], summarize: list[int], bound: int, structure: Structure
+) -> set[int]:
+    """The newest user turns of ``summarize`` whose tokens add up to at most ``bound``."""
+    kept: set[int] = set()
+    cut = set(summarize)
+    for i in sorted(structure.turn_starts & cut, reverse=True):
+        if counts[i] > bound or len(kept) + 1 >= len(summarize):
+            break  # over the bound, or nothing would be left to summarize
+        bound -= counts[i]
+        kept.add(i)
+    return kept
+
+
+def plan_split(
+    messages: Sequence[Message],
+    counts: Sequence[int],
+    *,
+    keep: Keep,
+    threshold: int,
+    window: int,
+    protect: Protect | None = None,
+    min_tail: int = 2,
+    structure: Structure | None = None,
+) -> SplitPlan | None:
+    """The plan for ``messages`` (with per-message token ``counts``), or ``None`` when nothing
+    can be summarized without breaking a unit or keeping an orphaned result."""
+    if len(counts) != len(messages):
+        raise ConfigurationError(
+            f"counts has {len(counts)} entries for {len(messages)} messages; give one each"
+        )
+    if isinstance(min_tail, bool) or not isinstance(min_tail, int) or min_tail < 0:
+        raise ConfigurationError(f"min_tail must be a whole number >= 0, got {min_tail!r}")
+    structure = structure or analyze(messages)
+    protect = protect or Protect()
+    n = len(messages)
+    protected = _protected(messages, counts, protect, structure)
+
+    # The summary can only start after the leading run of protected messages.
+    start = 0
+    while start < n and start in protected:
+        start += 1
+    suffix = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + counts[i]
+    # available[b]: how many messages a boundary at b would summarize.
+    available = [0] * (n + 1)
+    for i in range(n):
+        available[i + 1] = available[i] + (i >= start and i not in protected)
+    desired = max(keep.desired_boundary(counts, start, window), start)
+    search = _Search(structure, suffix, available, threshold, start, min_tail, desired)
+    chosen = search.run()
+    if chosen is None:
+        return None
+    boundary, phase = chosen
+    summarize = [i for i in range(start, boundary) if i not in protected]
+    if protect.user_turns_tokens:
+        turns = _user_turns(counts, summarize, protect.user_turns_tokens, structure)
+        protected |= turns
+        summarize = [i for i in summarize if i not in turns]
+    head = tuple(sorted(i for i in protected if i < boundary))
+    unfinished = tuple(d for d in structure.dangling if d in set(summarize))
+    return SplitPlan(
+        boundary=boundary,
+        desired=desired,
+        phase=phase,
+        reason=_reason(boundary, desired, phase, keep, structure),
+        head=head,
+        summarize=tuple(summarize),
+        tokens_head=sum(counts[i] for i in head),
+        tokens_summarized=sum(counts[i] for i in summarize),
+        tokens_tail=suffix[boundary],
+        length=n,
+        unfinished_summarized=unfinished,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    structure: Structure
+    suffix: list[int]
+    available: list[int]
+    threshold: int
+    start: int
+    min_tail: int
+    desired: int
+
+    def ok(self, boundary: int) -> bool:
+        return self.structure.is_safe(boundary) and self.available[boundary] > 0
+
+    def run(self) -> tuple[int, Phase] | None:
+        s = self.structure
+        lo = max(self.start + 1, s.min_boundary)
+        hi = min(s.length - self.min_tail, s.max_boundary)
+        desired = self.desired
+        if lo <= hi:
+            for b in range(min(desired, hi), lo - 1, -1):
+                if self.suffix[b] > TURN_START_SHARE * self.threshold:
+                    break
+                if b in s.turn_starts and self.ok(b):
+                    return b, "turn-start"
+            for b in range(max(desired, lo), hi + 1):
+                if self.ok(b):
+                    return b, "forward"
+            for b in range(min(desired, hi + 1) - 1, lo - 1, -1):
+                if self.suffix[b] > LARGEST_SAFE_SHARE * self.threshold:
+                    break
+                if self.ok(b):
+                    return b, "within-80"
+        return self.best_effort()
+
+    def best_effort(self) -> tuple[int, Phase] | None:
+        """The safe boundary that summarizes the fewest unfinished calls, then keeps at least
+        the minimum tail, then sits closest to the desired one."""
+        s = self.structure
+        best: tuple[tuple[int, int, int], int] | None = None
+        broken = 0
+        dangling = set(s.dangling)
+        for b in range(self.start + 1, s.max_boundary + 1):
+            if b - 1 in dangling:
+                broken += 1
+            if b < s.min_boundary or not self.ok(b):
+                continue
+            score = (broken, int(s.length - b < self.min_tail), abs(b - self.desired))
+            if best is None or score < best[0]:
+                best = (score, b)
+        return None if best is None else (best[1], "best-effort")
+
+
+def _reason(boundary: int, desired: int, phase: Phase, keep: Keep, s: Structure) -> str:
+    if boundary == desired:
+        return f"kept {keep.describe()} as asked ({phase})"
+    notes: list[str] = []
+    if desired <= s.length and s.crossing[desired]:
+        notes.append("the desired cut would separate a tool call from its result")
+    if desired < s.min_boundary:
+        notes.append(f"an orphaned result at message {s.orphans[-1]} may not be kept")
+    if desired > s.max_boundary:
+        notes.append(f"the calls of message {s.running} may still be running")
+    if not notes:
+        notes.append(
+            "a turn start within the tail budget" if phase == "turn-start" else "token budget"
+        )
+    direction = "earlier" if boundary < desired else "later"
+    return f"cut at {boundary} instead of {desired} ({direction}, {phase}): " + "; ".join(notes)

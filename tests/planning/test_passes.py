@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from synopsis.planning import GovernorConfig, Keep, Trigger, run_passes
+from tests.planning.helpers import say, summary, system, user
+
+if TYPE_CHECKING:
+    from synopsis.messages import Message
+
+
+def grow(turns: int, size: int) -> list[Message]:
+    out = [system(), user("the task: port the parser")]
+    for i in range(turns):
+        out += [say(f"answer {i} " + "x" * size), user(f"question {i}")]
+    return out
+
+
+def tokens(message: Message) -> int:
+    return max(1, len(message.text) // 4)
+
+
+def fixed_summary(size: int):
+    def summarize(cut):
+        assert cut
+        return [summary("S" * (size * 4))]
+
+    return summarize
+
+
+def test_a_small_context_compacts_repeatedly_up_to_the_pass_cap_then_shrinks() -> None:
+    # Seed 001: a model with a 2K context; each summary alone is large, so passes over the
+    # same tail make no room, and after the pass cap the kept tail shrinks (never below two).
+    msgs = grow(20, 800)
+    config = GovernorConfig()
+    done = run_passes(
+        msgs,
+        count=tokens,
+        overhead=50,
+        summarize=fixed_summary(900),
+        keep=Keep.messages(8),
+        trigger=Trigger.fraction(0.8),
+        window=2_000,
+        config=config,
+    )
+    assert done.passes == config.max_passes + 1
+    assert done.shrunk
+    assert done.fits
+    tail = len(done.messages) - len(done.plans[-1].head) - 1
+    assert 2 <= tail < 8
+
+
+def test_one_pass_is_enough_when_the_summary_is_small() -> None:
+    msgs = grow(20, 300)
+    done = run_passes(
+        msgs,
+        count=tokens,
+        overhead=50,
+        summarize=fixed_summary(50),
+        keep=Keep.messages(4),
+        trigger=Trigger.fraction(0.8),
+        window=2_000,
+        config=GovernorConfig(),
+    )
+    assert done.passes == 1
+    assert done.fits
+    assert not done.shrunk
+    assert done.measure.tokens < 1_600
+    assert done.messages[:2] == tuple(msgs[:2])
+    assert done.messages[-4:] == tuple(msgs[-4:])
+
+
+def test_no_plan_means_no_pass() -> None:
+    msgs = [system(), user("only")]
+    done = run_passes(
+        msgs,
+        count=tokens,
+        overhead=5_000,
+        summarize=fixed_summary(10),
+        keep=Keep.messages(4),
+        trigger=Trigger.fraction(0.8),
+        window=2_000,
+        config=GovernorConfig(),
+    )
+    assert done.passes == 0
+    assert done.messages == tuple(msgs)
+    assert not done.fits
