@@ -20,6 +20,19 @@ def tokens(message: Message) -> int:
     return max(1, len(message.text) // 4)
 
 
+def compact(msgs: list[Message], *, summary_tokens: int, keep: int, overhead: int = 50):
+    return run_passes(
+        msgs,
+        count=tokens,
+        overhead=overhead,
+        summarize=fixed_summary(summary_tokens),
+        keep=Keep.messages(keep),
+        trigger=Trigger.fraction(0.8),
+        window=2_000,
+        config=GovernorConfig(),
+    )
+
+
 def fixed_summary(size: int):
     def summarize(cut):
         assert cut
@@ -33,16 +46,7 @@ def test_a_small_context_compacts_repeatedly_up_to_the_pass_cap_then_shrinks() -
     # same tail make no room, and after the pass cap the kept tail shrinks (never below two).
     msgs = grow(20, 800)
     config = GovernorConfig()
-    done = run_passes(
-        msgs,
-        count=tokens,
-        overhead=50,
-        summarize=fixed_summary(900),
-        keep=Keep.messages(8),
-        trigger=Trigger.fraction(0.8),
-        window=2_000,
-        config=config,
-    )
+    done = compact(msgs, summary_tokens=900, keep=8)
     assert done.passes == config.max_passes + 1
     assert done.shrunk
     assert done.fits
@@ -52,16 +56,7 @@ def test_a_small_context_compacts_repeatedly_up_to_the_pass_cap_then_shrinks() -
 
 def test_one_pass_is_enough_when_the_summary_is_small() -> None:
     msgs = grow(20, 300)
-    done = run_passes(
-        msgs,
-        count=tokens,
-        overhead=50,
-        summarize=fixed_summary(50),
-        keep=Keep.messages(4),
-        trigger=Trigger.fraction(0.8),
-        window=2_000,
-        config=GovernorConfig(),
-    )
+    done = compact(msgs, summary_tokens=50, keep=4)
     assert done.passes == 1
     assert done.fits
     assert not done.shrunk
@@ -72,16 +67,7 @@ def test_one_pass_is_enough_when_the_summary_is_small() -> None:
 
 def test_no_plan_means_no_pass() -> None:
     msgs = [system(), user("only")]
-    done = run_passes(
-        msgs,
-        count=tokens,
-        overhead=5_000,
-        summarize=fixed_summary(10),
-        keep=Keep.messages(4),
-        trigger=Trigger.fraction(0.8),
-        window=2_000,
-        config=GovernorConfig(),
-    )
+    done = compact(msgs, summary_tokens=10, keep=4, overhead=5_000)
     assert done.passes == 0
     assert done.messages == tuple(msgs)
     assert not done.fits
