@@ -66,8 +66,13 @@ def pair_tool_calls(messages: Sequence[Message]) -> Pairing:
                 if not queue:
                     orphans.append((mi, pi))
                     continue
+                # The open calls of the nearest message sit at the end of the queue; take the
+                # first of them. Scanning from the end keeps this independent of how many
+                # older calls with the same id were never answered.
                 latest = queue[-1][0]
-                pick = next(k for k, loc in enumerate(queue) if loc[0] == latest)
+                pick = len(queue) - 1
+                while pick > 0 and queue[pick - 1][0] == latest:
+                    pick -= 1
                 call = queue.pop(pick)
                 result_of[call].append((mi, pi))
                 call_of[(mi, pi)] = call

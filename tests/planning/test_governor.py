@@ -20,6 +20,7 @@ from synopsis.planning import (
     record_failure,
     turn_key,
 )
+from synopsis.planning.units import SUMMARY_TAG
 
 WINDOW = 10_000
 CONFIG = GovernorConfig()
@@ -98,13 +99,39 @@ def test_cooldown_is_counted_on_the_history_after_compaction() -> None:
     assert decide(at(0.85, 18), state=state).compact
 
 
-def test_an_emergency_ignores_cooldown_caps_breaker_and_minimum() -> None:
+def test_an_emergency_ignores_the_cooldown() -> None:
     state = compacted(GovernorState(), 0.5, messages=14)
-    state = replace(state, consecutive_failures=9, turn_compactions=99, armed=False)
-    d = decide(at(1.0, 3), state=state)
+    d = decide(at(1.0, 14), state=state)
     assert d.compact
     assert d.emergency
     assert d.code == "emergency"
+    assert decide(at(0.99, 14), state=state).code == "cooldown"
+
+
+def test_an_emergency_still_respects_the_breaker_the_cap_and_the_minimum() -> None:
+    failing = replace(GovernorState(), consecutive_failures=3)
+    assert decide(at(1.0), state=failing).code == "breaker-open"
+    capped = replace(GovernorState(), turn="t", turn_compactions=5)
+    assert decide(at(1.0), state=capped, turn="t").code == "per-turn-cap"
+    assert decide(at(1.0, messages=11)).code == "min-messages"
+
+
+def test_after_no_progress_even_an_emergency_waits_for_new_messages() -> None:
+    state, stuck = record_compaction(GovernorState(), at(1.01, 10))
+    assert stuck
+    again = decide(at(1.01, 12), state=state)
+    assert (again.compact, again.code) == (False, "no-progress")
+    assert "2 of 4 new messages" in again.reason
+    assert decide(at(1.02, 14), state=state).code == "emergency"
+
+
+def test_stopping_between_reset_and_trigger_disarms_until_the_cooldown() -> None:
+    state, stuck = record_compaction(GovernorState(), at(0.75, 20))
+    assert not stuck
+    assert not state.armed
+    d = decide(at(0.85, 24), state=state)
+    assert d.compact  # seed 001: re-armed by enough new messages
+    assert decide(at(0.85, 22), state=state).code == "cooldown"
 
 
 def test_disabled_means_no_even_in_an_emergency_but_force_means_yes() -> None:
@@ -131,6 +158,11 @@ def test_progress_keeps_it_armed() -> None:
     assert not stuck
     assert state.armed
     assert state.compactions == 1
+
+
+def test_without_a_turn_the_cap_does_not_apply() -> None:
+    state = replace(GovernorState(), turn_compactions=50)
+    assert decide(at(0.85), state=state).compact
 
 
 def test_per_turn_cap_resets_on_a_new_turn() -> None:
@@ -212,6 +244,7 @@ def test_bad_configuration_is_refused_with_a_sentence(kwargs, match) -> None:
         compactions=st.integers(0, 100),
         length_after_last=st.none() | st.integers(0, 10_000),
         armed=st.booleans(),
+        stuck=st.booleans(),
         consecutive_failures=st.integers(0, 9),
         turn=st.none() | st.text(max_size=16),
         turn_compactions=st.integers(0, 9),
@@ -226,6 +259,7 @@ def test_state_is_a_plain_value_with_a_json_round_trip(state) -> None:
     [
         ({"compactions": -1}, "compactions"),
         ({"armed": "yes"}, "armed"),
+        ({"stuck": 1}, "stuck"),
         ({"turn": 5}, "turn"),
         ({"length_after_last": "x"}, "length_after_last"),
         ({"bogus": 1}, "unknown governor state keys: bogus"),
@@ -243,3 +277,5 @@ def test_the_turn_is_the_last_message_a_person_wrote() -> None:
     assert turn_key([a, b, result]) == turn_key([b])
     assert turn_key([a, b]) != turn_key([a])
     assert turn_key([result]) is None
+    summary = Message(Role.USER, (TextPart(f"{SUMMARY_TAG}>earlier work</synopsis-summary>"),))
+    assert turn_key([a, b, summary, result]) == turn_key([b])

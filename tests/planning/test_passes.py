@@ -6,6 +6,8 @@ from synopsis.planning import GovernorConfig, Keep, Trigger, run_passes
 from tests.planning.helpers import say, summary, system, user
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from synopsis.messages import Message
 
 
@@ -59,10 +61,35 @@ def test_one_pass_is_enough_when_the_summary_is_small() -> None:
     done = compact(msgs, summary_tokens=50, keep=4)
     assert done.passes == 1
     assert done.fits
+    assert done.on_target
     assert not done.shrunk
     assert done.measure.tokens < 1_600
     assert done.messages[:2] == tuple(msgs[:2])
     assert done.messages[-4:] == tuple(msgs[-4:])
+
+
+def test_passes_go_on_below_the_trigger_until_the_reset_target() -> None:
+    # The first summary lands between the reset ratio (70%) and the trigger (80%): progress,
+    # but hysteresis wants the target, so a second pass summarizes the summary again.
+    sizes = iter([1_350, 300])
+
+    def shrinking(cut: Sequence[Message]) -> list[Message]:
+        return [summary("S" * (next(sizes) * 4))]
+
+    done = run_passes(
+        grow(20, 300),
+        count=tokens,
+        overhead=50,
+        summarize=shrinking,
+        keep=Keep.messages(2),
+        trigger=Trigger.fraction(0.8),
+        window=2_000,
+        config=GovernorConfig(),
+    )
+    assert done.passes == 2
+    assert done.fits
+    assert done.on_target
+    assert done.measure.tokens < 1_400
 
 
 def test_no_plan_means_no_pass() -> None:

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from synopsis.formats import decode
 from synopsis.messages import Role
 from synopsis.pairing import pair_tool_calls
 from synopsis.planning import Keep, Protect, analyze, plan_split
 from synopsis.planning.units import is_reasoning_only
 from synopsis.validation import check, get_profile, repair_messages
+from tests.formats.strategies import responses_history
 from tests.planning.helpers import summary
 from tests.strategies import Style, any_history, valid_history
 
@@ -103,3 +105,18 @@ def test_every_compacted_valid_history_stays_valid_for_its_providers(case, data)
         rebuilt = repair_messages(out, profile).messages
         problems = [p for p in check(rebuilt, profile) if not p.conservative]
         assert problems == [], (name, problems)
+
+
+@settings(max_examples=300, deadline=None)
+@given(responses_history().map(lambda items: list(decode(items, "responses").messages)), st.data())
+def test_responses_items_one_per_message_keep_their_model_turns(msgs, data) -> None:
+    # Responses decodes one item per message: reasoning, function calls and outputs arrive as
+    # separate messages, the shape where a cut inside one model turn is easiest to make.
+    _, plan = data.draw(planned(st.just(msgs)))
+    if plan is None:
+        return
+    assert_units_whole(msgs, plan)
+    kept = kept_indices(plan, len(msgs))
+    for i in range(len(msgs) - 1):
+        if msgs[i].role is Role.ASSISTANT and msgs[i + 1].role is Role.ASSISTANT:
+            assert (i in kept) == (i + 1 in kept)

@@ -169,3 +169,12 @@ def test_truncation_settings_are_switchable() -> None:
     msgs = [user("t"), Message(Role.ASSISTANT, (call,)), write("w")]
     out = run(msgs, config=Reductions(truncate_args=cfg, message_threshold=None))
     assert [r.index for r in out.applied] == [1]
+
+
+def test_truncation_never_writes_json_a_strict_parser_refuses() -> None:
+    args = '{"path": "a", "content": "%s", "mode": 1e400}' % ("x" * 3000)
+    call = Message(Role.ASSISTANT, (ToolCallPart("c1", "write_file", args),))
+    msgs = [user("go"), call, *[say(str(i)) for i in range(25)]]
+    out = run(msgs)
+    assert not out.changed
+    assert out.messages[1] is call

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, message_id
+from synopsis.messages import Message, content_hash, message_id
 from synopsis.planning import Keep, Protect, SplitPlan, analyze, plan_split
 from tests.planning.helpers import calls, ones, reasoning, result, say, summary, system, user
 
@@ -140,8 +140,26 @@ def test_a_reasoning_item_stays_with_what_it_produced() -> None:
     no_turns = [user("t"), say("a"), reasoning(), say("answer"), say("d")]
     q = plan(no_turns, keep=Keep.messages(2), min_tail=0)
     assert q is not None
-    assert (q.boundary, q.phase) == (4, "forward")
-    assert {2, 3} <= set(q.summarize)
+    # Consecutive assistant messages are one model turn: it goes whole.
+    assert (q.boundary, q.phase) == (5, "forward")
+    assert q.summarize == (1, 2, 3, 4)
+
+
+def test_a_model_turn_sent_as_separate_items_is_never_cut() -> None:
+    # Responses sends [reasoning, function_call, function_call] as items; a cut between the
+    # calls would orphan one output (R2) or strand a call from its reasoning (R4).
+    running = [system(), user("hi"), say("a"), user("go"), reasoning(), calls("c1"), calls("c2")]
+    s = analyze(running)
+    assert s.running == 4
+    p = plan(running, keep=Keep.messages(1), threshold=10, min_tail=1)
+    assert p is not None
+    assert p.boundary <= 4
+    answered = [user("t"), say("x"), user("go"), reasoning(), say("on it"), calls("c1")]
+    answered += [result("c1"), say("done"), user("next"), say("ok")]
+    s = analyze(answered)
+    assert [b for b in range(3, 8) if s.is_safe(b)] == [3, 7]
+    partial = [user("t"), say("x"), user("go"), calls("c1"), calls("c2"), result("c2")]
+    assert analyze(partial).running == 3
 
 
 def test_first_user_and_systems_are_protected_and_can_be_released() -> None:
@@ -221,7 +239,7 @@ def test_best_effort_prefers_summarizing_fewer_unfinished_calls() -> None:
     assert p is not None
     assert (p.boundary, p.phase) == (4, "best-effort")
     assert p.unfinished_summarized == ()
-    early = [system(), user("t"), calls("dead"), say("m"), calls("a"), result("a")]
+    early = [system(), user("t"), calls("dead"), user("moving on"), calls("a"), result("a")]
     forced = plan(early, keep=Keep.messages(1), min_tail=4)
     assert forced is not None
     assert forced.unfinished_summarized == (2,)
@@ -261,3 +279,26 @@ def test_keep_shrinks_for_further_passes() -> None:
 def test_bad_arguments_are_refused_with_a_sentence(build, match) -> None:
     with pytest.raises(ConfigurationError, match=match):
         build()
+
+
+def test_an_orphan_is_never_protected_even_when_pinned() -> None:
+    stray = result("zz", "stray")
+    msgs = [system(), user("hi"), stray, say("a"), user("b"), say("c"), user("d"), say("e")]
+    p = plan(msgs, keep=Keep.messages(2), protect=Protect(pin=lambda m: m is stray))
+    assert p is not None
+    assert 2 not in p.head
+    assert 2 in p.summarize
+
+
+def test_a_pin_by_content_hash_survives_the_history_shifting() -> None:
+    msgs = [*chat(2), say("remember: the API key lives in vault/prod"), *chat(4)[2:]]
+    digest = content_hash(msgs[6])
+    first = plan(msgs, keep=Keep.messages(2), protect=Protect(pinned=[digest]))
+    assert first is not None
+    assert 6 in first.head
+    shifted = list(first.apply(msgs, [summary()]))
+    shifted += [say("more"), user("more")]
+    second = plan(shifted, keep=Keep.messages(2), protect=Protect(pinned=[digest]))
+    assert second is not None
+    kept = [shifted[i] for i in second.head]
+    assert msgs[6] in kept

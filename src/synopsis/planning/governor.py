@@ -7,12 +7,16 @@ Each check has a knob in :class:`GovernorConfig`, with the seeds' defaults:
 - *minimum messages* (12): short histories are left alone.
 - *cooldown* (4): after a compaction, that many new messages must arrive before the next one,
   counted on the history as it was after the compaction.
-- *hysteresis*: a compaction aims for ``reset_ratio`` (70%) of the window. One that leaves the
-  history still at or over the trigger made no progress: it is reported, and the governor stays
-  disarmed until a measurement falls below the reset ratio, so it cannot loop.
-- *emergency* (100% of the window): the next request would fail, so cooldown, hysteresis, the
-  minimum, the per-turn cap and the breaker give way. Only ``enabled=False`` stops it.
-- *per-turn cap*: at most ``max_per_turn`` compactions while the same user turn runs.
+- *hysteresis* (seed 001): a compaction aims for ``reset_ratio`` (70%) of the window. One that
+  stops above it disarms the trigger until usage falls below the reset ratio or the cooldown's
+  new messages arrive.
+- *no progress*: a compaction that leaves the history still at or over the trigger is reported,
+  and the trigger stays disarmed until usage falls below the reset ratio: it cannot loop.
+- *emergency* (100% of the window): the next request would fail, so the cooldown gives way. The
+  other guards hold; after a compaction that made no progress even an emergency waits for the
+  cooldown's new messages, since the same input would give the same result.
+- *per-turn cap*: at most ``max_per_turn`` compactions while the same user turn runs (pass the
+  turn, see :func:`turn_key`; without one the cap does not apply).
 - *breaker*: after ``breaker_failures`` summarizer failures in a row, only an emergency (or a
   forced compaction) tries again.
 - *savings pre-check*: a plan that would free less than ``min_savings`` (30%) of the trigger's
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Literal
 from synopsis.errors import ConfigurationError
 from synopsis.messages import content_hash
 from synopsis.planning.triggers import Measure, Trigger
-from synopsis.planning.units import is_real_user
+from synopsis.planning.units import is_real_user, is_summary
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -127,6 +131,7 @@ class GovernorState:
     compactions: int = 0
     length_after_last: int | None = None
     armed: bool = True
+    stuck: bool = False
     consecutive_failures: int = 0
     turn: str | None = None
     turn_compactions: int = 0
@@ -145,8 +150,11 @@ class GovernorState:
             _whole(getattr(state, name), name, 0)
         if state.length_after_last is not None:
             _whole(state.length_after_last, "length_after_last", 0)
-        if not isinstance(state.armed, bool):
-            raise ConfigurationError(f"armed must be true or false, got {state.armed!r}")
+        for flag in ("armed", "stuck"):
+            if not isinstance(getattr(state, flag), bool):
+                raise ConfigurationError(
+                    f"{flag} must be true or false, got {getattr(state, flag)!r}"
+                )
         if state.turn is not None and not isinstance(state.turn, str):
             raise ConfigurationError(f"turn must be a string or null, got {state.turn!r}")
         return state
@@ -169,10 +177,11 @@ class Decision:
 
 
 def turn_key(messages: Sequence[Message]) -> str | None:
-    """Which user turn is running: a hash of the last message a person wrote (it stays in the
-    kept tail, so the key survives the compactions of its own turn)."""
+    """Which user turn is running: a hash of the last message a person wrote, skipping
+    synopsis's own summaries (the message stays in the kept tail, so the key survives the
+    compactions of its own turn). Two turns with the very same text share a key."""
     for message in reversed(messages):
-        if is_real_user(message):
+        if is_real_user(message) and not is_summary(message):
             return content_hash(message)[:16]
     return None
 
@@ -191,10 +200,14 @@ def decide(
     config = config or GovernorConfig()
     trigger = trigger or config.default_trigger()
     threshold = trigger.token_threshold(measure.window)
-    if turn != state.turn:
+    since = state.messages_since(measure.messages)
+    if turn is not None and turn != state.turn:
         state = replace(state, turn=turn, turn_compactions=0)
-    if not state.armed and measure.ratio < config.reset_ratio:
-        state = replace(state, armed=True)
+    if not state.armed:
+        if measure.ratio < config.reset_ratio:
+            state = replace(state, armed=True, stuck=False)
+        elif not state.stuck and since is not None and since >= config.cooldown_messages:
+            state = replace(state, armed=True)
     emergency = measure.ratio >= config.emergency_ratio
     usage = f"{measure.tokens:,} of {measure.window:,} tokens ({measure.ratio:.0%})"
 
@@ -208,49 +221,60 @@ def decide(
         return yes("forced", f"compaction asked for at {usage}")
     if not config.enabled:
         return no("disabled", "compaction is disabled")
-    if emergency:
-        return yes(
-            "emergency",
-            f"{usage} reaches {config.emergency_ratio:.0%} of the window: the next request "
-            "would not fit, so cooldown and caps give way",
-        )
-    since = state.messages_since(measure.messages)
     refresh = (
         config.refresh_after_messages is not None
         and since is not None
         and since >= config.refresh_after_messages
     )
-    if not trigger.fires(measure) and not refresh:
+    fires = trigger.fires(measure)
+    if not (fires or refresh or emergency):
         return no("under-trigger", f"{usage} is under the trigger ({trigger})")
-    if state.turn_compactions >= config.max_per_turn:
+    if turn is not None and state.turn_compactions >= config.max_per_turn:
         return no(
             "per-turn-cap",
             f"{state.turn_compactions} compactions already in this turn "
-            f"(cap {config.max_per_turn}); only an emergency compacts again",
+            f"(cap {config.max_per_turn})",
         )
     if state.consecutive_failures >= config.breaker_failures:
         return no(
             "breaker-open",
-            f"the summarizer failed {state.consecutive_failures} times in a row; only an "
-            "emergency or a forced compaction tries again",
+            f"the summarizer failed {state.consecutive_failures} times in a row; only a "
+            "forced compaction or a success closes the breaker",
         )
     if measure.messages < config.min_messages:
         return no(
             "min-messages",
             f"{measure.messages} messages, fewer than the minimum of {config.min_messages}",
         )
-    if since is not None and since < config.cooldown_messages:
-        return no(
-            "cooldown",
-            f"{since} of {config.cooldown_messages} new messages since the last compaction",
+    cooling = since is not None and since < config.cooldown_messages
+    waiting = f"{since} of {config.cooldown_messages} new messages since the last compaction"
+    if emergency:
+        if state.stuck and cooling:
+            return no(
+                "no-progress",
+                f"{usage}, but the last compaction could not get under the trigger and the "
+                f"history is the same but for {waiting}",
+            )
+        return yes(
+            "emergency",
+            f"{usage} reaches {config.emergency_ratio:.0%} of the window: the next request "
+            "would not fit, so the cooldown gives way",
         )
-    if not state.armed:
+    if cooling:
+        return no("cooldown", waiting)
+    if state.stuck:
         return no(
             "no-progress",
             f"the last compaction left the history over the trigger; waiting for it to fall "
-            f"below {config.reset_ratio:.0%} of the window (or an emergency)",
+            f"below {config.reset_ratio:.0%} of the window",
         )
-    if refresh and not trigger.fires(measure):
+    if not state.armed:
+        return no(
+            "cooldown",
+            f"the last compaction stopped above {config.reset_ratio:.0%} of the window; "
+            f"waiting for usage to fall below it or for {waiting}",
+        )
+    if refresh and not fires:
         return yes("refresh", f"{since} new messages since the last compaction (refresh)")
     return yes("triggered", f"{usage} reached the trigger ({trigger})")
 
@@ -271,7 +295,8 @@ def record_compaction(
         state,
         compactions=state.compactions + 1,
         length_after_last=after.messages,
-        armed=not stuck,
+        armed=not stuck and after.ratio < config.reset_ratio,
+        stuck=stuck,
         consecutive_failures=0,
         turn_compactions=state.turn_compactions + 1,
     )

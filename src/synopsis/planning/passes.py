@@ -1,10 +1,11 @@
 """The bounded pass loop of one compaction, as a pure function.
 
-Seed 001's depth strategy: summarize everything but the kept tail; if the result still fires
-the trigger, summarize again (the previous summary is part of what gets summarized), up to
-``max_passes``; then shrink the kept tail (halving, never below ``min_tail_messages``) and try
-once more. The caller supplies the summarizer as a function, so this stays free of I/O and
-the same loop can drive any summarizer.
+Seed 001's depth strategy: summarize everything but the kept tail; if the result is still
+above the target (the governor's reset ratio of the window, or the trigger if that is lower),
+summarize again (the previous summary is part of what gets summarized), up to ``max_passes``;
+then shrink the kept tail (halving, never below ``min_tail_messages``) and try once more.
+The caller supplies the summarizer as a function, so this stays free of I/O and the same loop
+can drive any summarizer.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class PassResult:
     messages: tuple[Message, ...]
     plans: tuple[SplitPlan, ...]
     fits: bool
+    """Under the trigger: the compaction made progress."""
+    on_target: bool
+    """Under the target too: the governor stays armed."""
     shrunk: bool
     measure: Measure
 
@@ -65,13 +69,14 @@ def run_passes(
 
     counts, now = measure(current)
     threshold = trigger.token_threshold(window) or window
+    target = min(threshold, int(config.reset_ratio * window))
     attempts = [keep] * config.max_passes
     smaller = keep.shrunk(0.5)
     if smaller.kind == "messages":
         smaller = Keep.messages(max(int(smaller.value), config.min_tail_messages))
     attempts.append(smaller)
     for attempt, policy in enumerate(attempts):
-        if attempt and not trigger.fires(now):
+        if attempt and now.tokens < target:
             break
         plan = plan_split(
             current,
@@ -89,4 +94,6 @@ def run_passes(
         current = plan.apply(current, summarize(cut))
         plans.append(plan)
         counts, now = measure(current)
-    return PassResult(current, tuple(plans), not trigger.fires(now), shrunk, now)
+    return PassResult(
+        current, tuple(plans), not trigger.fires(now), now.tokens < target, shrunk, now
+    )

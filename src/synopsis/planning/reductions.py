@@ -148,7 +148,11 @@ def _truncate_call(part: ToolCallPart, cfg: TruncateArgs) -> ToolCallPart | None
         new, saved = _truncate_value(parsed, cfg)
         if not saved:
             return None
-        return replace(part, arguments=json.dumps(new, ensure_ascii=False))
+        try:
+            text = json.dumps(new, ensure_ascii=False, allow_nan=False)
+        except ValueError:
+            return None  # a number JSON cannot hold once parsed (1e400): leave the call alone
+        return replace(part, arguments=text)
     new, saved = _truncate_value(thaw(part.arguments), cfg)
     if not saved:
         return None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, Role, message_id
+from synopsis.messages import Message, Role, content_hash, message_id
 from synopsis.planning.units import Structure, analyze, is_real_user
 
 if TYPE_CHECKING:
@@ -103,8 +103,11 @@ class Keep:
 class Protect:
     """Messages never summarized. System and developer messages (the prompt and any
     instruction given later) and, by default, the first message a person wrote; ``pinned``
-    ids (the caller's ids or derived ones, see :func:`synopsis.messages.message_id`) or a
-    predicate; optionally every user turn, newest first, up to ``user_turns_tokens``."""
+    messages, named by the caller's own id, by :func:`synopsis.messages.content_hash` (which
+    survives compaction) or by a derived :func:`synopsis.messages.message_id` (which holds the
+    position, so it names a message only until the history shifts), or picked by ``pin``;
+    optionally every user turn, newest first, up to ``user_turns_tokens``. An orphaned result
+    is never protected: it may not be kept."""
 
     system: bool = True
     first_user: bool = True
@@ -176,13 +179,16 @@ def _protected(
             chosen.add(i)
         if is_real_user(m):
             first_user_seen = True
-        if (pinned and message_id(m, i) in pinned) or (protect.pin is not None and protect.pin(m)):
+        if (pinned and (message_id(m, i) in pinned or content_hash(m) in pinned)) or (
+            protect.pin is not None and protect.pin(m)
+        ):
             chosen.add(i)
     # A protected message that holds its unit together (a call, a result, reasoning or what it
     # produced) keeps the whole unit, so nothing loses its partner; any other can leave its
     # unit, which stays whole on one side of the cut. A unit holding an orphaned result cannot
     # be kept whole (orphans are never kept), so a pin on it is dropped: repair the input.
     orphans = set(structure.orphans)
+    chosen -= orphans
     for i in list(chosen):
         if i not in structure.tied:
             continue
@@ -255,7 +261,8 @@ def plan_split(
         protected |= turns
         summarize = [i for i in summarize if i not in turns]
     head = tuple(sorted(i for i in protected if i < boundary))
-    unfinished = tuple(d for d in structure.dangling if d in set(summarize))
+    summarized = set(summarize)
+    unfinished = tuple(d for d in structure.dangling if d in summarized)
     return SplitPlan(
         boundary=boundary,
         desired=desired,

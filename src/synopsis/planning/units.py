@@ -5,13 +5,15 @@ be summarized, everything from it on is kept. A boundary is safe when no atomic 
 
 - a tool call and every result that answers it (parallel calls, results that are not adjacent
   to their call, ids reused later: pairing follows :mod:`synopsis.pairing`);
-- a reasoning item (a message holding only reasoning) and the assistant item it produced right
-  after it (Responses rule R3); Anthropic thinking sits inside its own message, so it needs
-  nothing more;
+- one model turn: consecutive assistant messages. Responses sends a turn as separate items
+  (reasoning, then the message or the function calls it produced: rule R3), Anthropic and
+  Gemini merge consecutive assistant turns into one; Anthropic thinking sits inside its own
+  message, so it needs nothing more;
 - an orphaned result (one that answers no earlier call, including a result recorded before its
   call) may never be kept, so every boundary at or before it is unsafe;
-- the calls of the last assistant message may still be running (a live agent mid-run), so every
-  boundary after that message is unsafe: it is kept, never summarized.
+- the calls of the last model turn may still be running (a live agent mid-run) when only
+  their results follow it, so every boundary after the start of that turn is unsafe: it is
+  kept, never summarized.
 
 Everything here is linear in the number of parts and does no I/O.
 """
@@ -21,17 +23,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from synopsis.messages import Message, ReasoningPart, Role, ToolResultPart
+from synopsis.messages import Message, ReasoningPart, Role, TextPart, ToolResultPart
 from synopsis.pairing import pair_tool_calls
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Structure", "analyze", "is_real_user", "is_reasoning_only"]
+__all__ = ["SUMMARY_TAG", "Structure", "analyze", "is_real_user", "is_reasoning_only", "is_summary"]
+
+SUMMARY_TAG = "<synopsis-summary"
+"""How the text of a summary message that synopsis writes begins."""
 
 
 def is_reasoning_only(message: Message) -> bool:
     return bool(message.parts) and all(isinstance(p, ReasoningPart) for p in message.parts)
+
+
+def is_summary(message: Message) -> bool:
+    """Whether ``message`` is a summary synopsis wrote (recognised by its text, which survives a
+    round trip through the caller's own format)."""
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            return part.text.lstrip().startswith(SUMMARY_TAG)
+    return False
 
 
 def is_real_user(message: Message) -> bool:
@@ -48,7 +62,7 @@ class Structure:
     ``crossing[i]`` counts the units that a boundary at ``i`` would break (0 means safe as far
     as units go); ``unit_start[j]``/``unit_end[j]`` bound the unit holding message ``j`` (end
     exclusive); ``min_boundary`` is one past the last orphaned result; ``max_boundary`` is the
-    index of an assistant message whose calls may still be running (else ``len``);
+    start of a last model turn whose calls may still be running (else ``len``);
     ``dangling`` lists messages with calls that never got a result, other than that one;
     ``tied`` the messages that hold a unit together (calls, their results, reasoning items and
     what they produced): a message between them that is not tied, such as a system message,
@@ -81,13 +95,21 @@ class Structure:
 
 
 def _running_call(messages: Sequence[Message], open_at: set[int]) -> int | None:
-    for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
-        if message.tool_calls:
-            return i if i in open_at else None
-        if message.parts and not all(isinstance(p, ToolResultPart) for p in message.parts):
-            return None
-    return None
+    """The start of the last model turn when one of its calls is still open and nothing but
+    results (or nothing at all) came after it."""
+    i = len(messages) - 1
+    while i >= 0 and _results_only(messages[i]):
+        i -= 1
+    if i < 0 or messages[i].role is not Role.ASSISTANT:
+        return None
+    end = i
+    while i > 0 and messages[i - 1].role is Role.ASSISTANT:
+        i -= 1
+    return i if any(k in open_at for k in range(i, end + 1)) else None
+
+
+def _results_only(message: Message) -> bool:
+    return all(isinstance(p, ToolResultPart) for p in message.parts)
 
 
 def analyze(messages: Sequence[Message]) -> Structure:
@@ -104,7 +126,7 @@ def analyze(messages: Sequence[Message]) -> Structure:
                 tied.add(call[0])
                 tied.update(rows)
     for i in range(n - 1):
-        if is_reasoning_only(messages[i]) and messages[i + 1].role is Role.ASSISTANT:
+        if messages[i].role is Role.ASSISTANT and messages[i + 1].role is Role.ASSISTANT:
             spans.append((i, i + 1))
             tied.update((i, i + 1))
 
