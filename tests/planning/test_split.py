@@ -7,6 +7,7 @@ import pytest
 from synopsis.errors import ConfigurationError
 from synopsis.messages import Message, content_hash, message_id
 from synopsis.planning import Keep, Protect, SplitPlan, analyze, plan_split
+from synopsis.planning.units import SUMMARY_TAG
 from tests.planning.helpers import calls, ones, reasoning, result, say, summary, system, user
 
 WINDOW = 100_000
@@ -302,3 +303,13 @@ def test_a_pin_by_content_hash_survives_the_history_shifting() -> None:
     assert second is not None
     kept = [shifted[i] for i in second.head]
     assert msgs[6] in kept
+
+
+def test_an_earlier_summary_is_summarized_again_not_protected() -> None:
+    earlier = user(f'{SUMMARY_TAG} depth="0">what happened before</synopsis-summary>')
+    msgs = [system(), earlier, say("a"), user("b"), say("c"), user("d"), say("e")]
+    p = plan(msgs, keep=Keep.messages(2), protect=Protect(user_turns_tokens=1_000))
+    assert p is not None
+    assert 1 in p.summarize
+    assert 1 not in p.head
+    assert 3 in p.head  # a person's turn is still kept by the user-turn bound

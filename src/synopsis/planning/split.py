@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from synopsis.errors import ConfigurationError
 from synopsis.messages import Message, Role, content_hash, message_id
-from synopsis.planning.units import Structure, analyze, is_real_user
+from synopsis.planning.units import Structure, analyze, is_real_user, is_summary
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -173,11 +173,13 @@ def _protected(
     pinned = set(protect.pinned)
     first_user_seen = False
     for i, m in enumerate(messages):
+        # A summary synopsis wrote is user-voice but no one's request: it is summarized again.
+        person = is_real_user(m) and not is_summary(m)
         if (protect.system and m.role in (Role.SYSTEM, Role.DEVELOPER)) or (
-            protect.first_user and not first_user_seen and is_real_user(m)
+            protect.first_user and not first_user_seen and person
         ):
             chosen.add(i)
-        if is_real_user(m):
+        if person:
             first_user_seen = True
         if (pinned and (message_id(m, i) in pinned or content_hash(m) in pinned)) or (
             protect.pin is not None and protect.pin(m)
@@ -201,12 +203,18 @@ def _protected(
 
 
 def _user_turns(
-    counts: Sequence[int], summarize: list[int], bound: int, structure: Structure
+    counts: Sequence[int],
+    summarize: list[int],
+    bound: int,
+    structure: Structure,
+    summaries: set[int] | None = None,
 ) -> set[int]:
     """The newest user turns of ``summarize`` whose tokens add up to at most ``bound``."""
     kept: set[int] = set()
     cut = set(summarize)
     for i in sorted(structure.turn_starts & cut, reverse=True):
+        if summaries and i in summaries:
+            continue
         if counts[i] > bound or len(kept) + 1 >= len(summarize):
             break  # over the bound, or nothing would be left to summarize
         bound -= counts[i]
@@ -257,7 +265,8 @@ def plan_split(
     boundary, phase = chosen
     summarize = [i for i in range(start, boundary) if i not in protected]
     if protect.user_turns_tokens:
-        turns = _user_turns(counts, summarize, protect.user_turns_tokens, structure)
+        summaries = {i for i in summarize if is_summary(messages[i])}
+        turns = _user_turns(counts, summarize, protect.user_turns_tokens, structure, summaries)
         protected |= turns
         summarize = [i for i in summarize if i not in turns]
     head = tuple(sorted(i for i in protected if i < boundary))
