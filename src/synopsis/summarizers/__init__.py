@@ -1,0 +1,51 @@
+"""Summarizers: the protocol, the summary record and its rendering, and the rule-based
+summarizer that works offline.
+
+>>> from synopsis.summarizers import RuleBasedSummarizer, render
+>>> from synopsis.messages import Message, Role, TextPart
+>>> record = RuleBasedSummarizer().summarize([Message(Role.USER, (TextPart("Fix app.py"),))])
+>>> render(record).splitlines()[0]
+'<synopsis-summary depth="0" messages="1">'
+"""
+
+from __future__ import annotations
+
+from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts
+from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS, find_extractor
+from synopsis.summarizers.message_level import summarize_part
+from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
+from synopsis.summarizers.records import (
+    ActionItem,
+    Coverage,
+    Entities,
+    Facets,
+    Sections,
+    SummaryRecord,
+    Usage,
+    summary_schema,
+)
+from synopsis.summarizers.render import render, render_compact, summary_message
+from synopsis.summarizers.rules import RuleBasedSummarizer
+
+__all__ = [
+    "DEFAULT_EXTRACTORS",
+    "ActionItem",
+    "AsyncSummarizer",
+    "Coverage",
+    "Entities",
+    "Extractor",
+    "Facets",
+    "RuleBasedSummarizer",
+    "Sections",
+    "Summarizer",
+    "SummaryRecord",
+    "ToolExchange",
+    "ToolFacts",
+    "Usage",
+    "find_extractor",
+    "render",
+    "render_compact",
+    "summarize_part",
+    "summary_message",
+    "summary_schema",
+]

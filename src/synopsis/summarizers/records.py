@@ -1,0 +1,159 @@
+"""The summary record: what a summarizer returns, what the store keeps, what gets rendered.
+
+Pydantic models (not dataclasses like the message model) because the JSON schema an LLM must
+fill is generated from them, and a record read back from a store or an LLM is validated the
+same way. Every list is a tuple with a cap: an LLM (or a runaway rule) cannot make a record
+explode, and a frozen record cannot be edited behind the store's back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Self
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "MAX_FACET_ITEMS",
+    "MAX_KEY_POINTS",
+    "MAX_SECTION_ITEMS",
+    "ActionItem",
+    "Coverage",
+    "Entities",
+    "Facets",
+    "Sections",
+    "SummaryRecord",
+    "Usage",
+    "summary_schema",
+]
+
+MAX_KEY_POINTS = 30
+"""Seed 001 caps key points at 30."""
+MAX_FACET_ITEMS = 50
+MAX_SECTION_ITEMS = 50
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _to_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+FacetList = Annotated[tuple[str, ...], Field(max_length=MAX_FACET_ITEMS)]
+SectionList = Annotated[tuple[str, ...], Field(max_length=MAX_SECTION_ITEMS)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class ActionItem(BaseModel):
+    model_config = _FROZEN
+
+    owner: str | None = None
+    task: str
+    due: str | None = None
+
+
+class Entities(BaseModel):
+    """Domain anchors kept verbatim: a later turn can only refer back to what survives here."""
+
+    model_config = _FROZEN
+
+    files: FacetList = ()
+    symbols: FacetList = ()
+    commands: FacetList = ()
+    urls: FacetList = ()
+    errors: FacetList = ()
+    versions: FacetList = ()
+    numbers: FacetList = ()
+    """Dates, amounts and other figures (seed 001: keep concrete numbers, dates, versions)."""
+
+
+class Facets(BaseModel):
+    model_config = _FROZEN
+
+    participants: FacetList = ()
+    decisions: FacetList = ()
+    action_items: Annotated[tuple[ActionItem, ...], Field(max_length=MAX_FACET_ITEMS)] = ()
+    unresolved: FacetList = ()
+    entities: Entities = Field(default_factory=Entities)
+
+
+class Sections(BaseModel):
+    """The nine sections of the continuation summary (seed 002), in its order."""
+
+    model_config = _FROZEN
+
+    primary_request: SectionList = ()
+    key_concepts: SectionList = ()
+    files_and_code: SectionList = ()
+    errors_and_fixes: SectionList = ()
+    problem_solving: SectionList = ()
+    user_messages: SectionList = ()
+    pending_tasks: SectionList = ()
+    current_work: SectionList = ()
+    next_step: str | None = None
+
+
+class Coverage(BaseModel):
+    """One summarized message: its id and the sha256 of its content (``content_hash``)."""
+
+    model_config = _FROZEN
+
+    id: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class Usage(BaseModel):
+    """What producing the record cost, as the provider reported it (zero for rules)."""
+
+    model_config = _FROZEN
+
+    prompt_tokens: Count = 0
+    completion_tokens: Count = 0
+    total_tokens: Count = 0
+    cached_tokens: Count = 0
+    reasoning_tokens: Count = 0
+
+
+class SummaryRecord(BaseModel):
+    """One summary in a chain: ``parent_id`` names the summary it updated (``None`` exactly when
+    ``depth`` is 0). ``truncated`` says content was dropped to fit the token budget."""
+
+    model_config = _FROZEN
+
+    id: str = Field(default_factory=_new_id, pattern=r"^[0-9a-f]{32}$")
+    created_at: Annotated[AwareDatetime, AfterValidator(_to_utc)] = Field(default_factory=_now)
+    depth: Count = 0
+    parent_id: str | None = None
+    narrative: str = ""
+    key_points: Annotated[tuple[str, ...], Field(max_length=MAX_KEY_POINTS)] = ()
+    facets: Facets = Field(default_factory=Facets)
+    sections: Sections = Field(default_factory=Sections)
+    covers: tuple[Coverage, ...] = ()
+    tokens_in: Count = 0
+    tokens_out: Count = 0
+    model: str = "rules"
+    usage: Usage = Field(default_factory=Usage)
+    truncated: bool = False
+
+    @model_validator(mode="after")
+    def _chain_is_consistent(self) -> Self:
+        if (self.depth == 0) != (self.parent_id is None):
+            raise ValueError(
+                "a record has a parent_id exactly when its depth is above 0 "
+                f"(depth={self.depth}, parent_id={self.parent_id!r})"
+            )
+        return self
+
+
+def summary_schema() -> dict[str, Any]:
+    """The JSON schema of :class:`SummaryRecord` (a copy ships as ``summary.schema.json``)."""
+    return SummaryRecord.model_json_schema()

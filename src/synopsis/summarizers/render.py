@@ -1,0 +1,172 @@
+"""A summary record as the text the model reads.
+
+The text opens with :data:`~synopsis.planning.units.SUMMARY_TAG` so the governor recognises
+synopsis's own summary in a later history (and summarizes it into the next record rather than
+quoting it as a user turn). Two bodies hold the same content: the nine numbered sections of a
+continuation summary (seed 002) or one ``<state_snapshot>`` block (seed 000).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from synopsis.messages import Message, Role, TextPart
+from synopsis.planning.units import SUMMARY_TAG
+from synopsis.summarizers.scanning import same_head
+
+if TYPE_CHECKING:
+    from synopsis.summarizers.records import SummaryRecord
+
+__all__ = ["SECTION_TITLES", "Style", "render", "render_compact", "summary_message"]
+
+Style = Literal["sections", "snapshot"]
+
+SECTION_TITLES: tuple[tuple[str, str], ...] = (
+    ("primary_request", "Primary Request and Intent"),
+    ("key_concepts", "Key Technical Concepts"),
+    ("files_and_code", "Files and Code Sections"),
+    ("errors_and_fixes", "Errors and Fixes"),
+    ("problem_solving", "Problem Solving"),
+    ("user_messages", "All User Messages"),
+    ("pending_tasks", "Pending Tasks"),
+    ("current_work", "Current Work"),
+    ("next_step", "Optional Next Step"),
+)
+"""The nine sections of seed 002, in order: a section keeps its number even when an earlier
+one is empty, so "section 6" means the same thing in every summary."""
+
+_CLOSE = "</synopsis-summary>"
+_CUT_NOTE = "[Cut to fit its token budget: less important older details were dropped.]"
+_ENTITY_LABELS = (
+    ("files", "Files"),
+    ("symbols", "Symbols"),
+    ("commands", "Commands"),
+    ("urls", "URLs"),
+    ("errors", "Errors"),
+    ("versions", "Versions"),
+    ("numbers", "Figures"),
+)
+
+
+def _defuse(text: str) -> str:
+    """Quoted history may itself hold a summary: its closing tags must not end this one."""
+    return text.replace("</synopsis-summary", "<\\/synopsis-summary").replace(
+        "</state_snapshot", "<\\/state_snapshot"
+    )
+
+
+def _items(record: SummaryRecord, name: str) -> tuple[str, ...]:
+    value = getattr(record.sections, name)
+    if name == "next_step":
+        return (value,) if value else ()
+    items: tuple[str, ...] = value
+    return items
+
+
+def _bullets(items: tuple[str, ...], indent: str) -> list[str]:
+    nested = "\n" + indent + "  "
+    return [f"{indent}- {_defuse(item).replace(chr(10), nested)}" for item in items]
+
+
+def _other_facts(record: SummaryRecord, shown: str) -> list[str]:
+    """Facets the body has not already said: an item whose exact text appears above (a path
+    quoted in a section, a decision that is also a reasoning step) costs nothing twice."""
+    facets = record.facets
+    out: list[str] = []
+    if facets.participants:
+        out.append(f"- Participants: {', '.join(facets.participants)}")
+    out += [f"- Decision: {_defuse(d)}" for d in facets.decisions if d not in shown]
+    for item in facets.action_items:
+        if item.task in shown and not item.due:
+            continue
+        owner = f"{item.owner}: " if item.owner else ""
+        due = f" (due {item.due})" if item.due else ""
+        out.append(f"- Action item: {owner}{_defuse(item.task)}{due}")
+    out += [f"- Unresolved: {_defuse(u)}" for u in facets.unresolved if u not in shown]
+    for field, label in _ENTITY_LABELS:
+        values = [v for v in getattr(facets.entities, field) if v not in shown]
+        if values:
+            out.append(f"- {label}: {_defuse(', '.join(values))}")
+    return out
+
+
+def _sections_body(record: SummaryRecord) -> list[str]:
+    lines: list[str] = []
+    if record.narrative:
+        lines += ["", "Analysis:", _defuse(record.narrative)]
+    if record.key_points:
+        lines += ["", "Key points:", *_bullets(record.key_points, "")]
+    numbered: list[str] = []
+    for number, (name, title) in enumerate(SECTION_TITLES, start=1):
+        items = _items(record, name)
+        if items:
+            numbered += [f"{number}. {title}:", *_bullets(items, "   ")]
+    if numbered:
+        lines += ["", "Summary:", *numbered]
+    facts = _other_facts(record, "\n".join(lines))
+    if facts:
+        lines += ["", "Other facts:", *facts]
+    return lines
+
+
+def _snapshot_body(record: SummaryRecord) -> list[str]:
+    lines = ["<state_snapshot>"]
+    if record.narrative:
+        lines.append(f"<overview>{_defuse(record.narrative)}</overview>")
+    blocks = [("key_points", record.key_points)]
+    blocks += [(name, _items(record, name)) for name, _ in SECTION_TITLES]
+    for tag, items in blocks:
+        if items:
+            lines += [f"<{tag}>", *_bullets(items, ""), f"</{tag}>"]
+    facts = _other_facts(record, "\n".join(lines))
+    if facts:
+        lines += ["<other_facts>", *facts, "</other_facts>"]
+    lines.append("</state_snapshot>")
+    return lines
+
+
+def render(
+    record: SummaryRecord, *, style: Style = "sections", offload_ref: str | None = None
+) -> str:
+    """The summary text; ``offload_ref`` names where the replaced messages can be fetched."""
+    count = len(record.covers)
+    lines = [
+        f'{SUMMARY_TAG} depth="{record.depth}" messages="{count}">',
+        f"Summary of the earlier conversation ({count} messages), replaced to save context.",
+    ]
+    if offload_ref:
+        lines.append(f"The replaced messages are stored under reference {_defuse(offload_ref)}.")
+    if record.truncated:
+        lines.append(_CUT_NOTE)
+    lines += _snapshot_body(record) if style == "snapshot" else _sections_body(record)
+    lines += [
+        "",
+        "Continue from where it left off; do not ask the user to repeat what is summarized.",
+        _CLOSE,
+    ]
+    return "\n".join(lines)
+
+
+def render_compact(record: SummaryRecord) -> str:
+    """The content without the frame, one line per part: for a single summarized message,
+    which stays inside its turn rather than standing as a summary of its own."""
+    lines = [record.narrative] if record.narrative else []
+    lines += record.key_points
+    users = record.sections.user_messages
+    for name, title in SECTION_TITLES:
+        items = _items(record, name)
+        if name == "primary_request" and users:
+            # A rule-based request is the head of the first user message: say it once.
+            items = tuple(i for i in items if not same_head(i, users[0]))
+        if items:
+            lines.append(f"{title}: {' | '.join(items)}")
+    if record.truncated:
+        lines.append(_CUT_NOTE)
+    return "\n".join(lines)
+
+
+def summary_message(
+    record: SummaryRecord, *, style: Style = "sections", offload_ref: str | None = None
+) -> Message:
+    """The summary as its own user turn (the default voice; see the design's rebuild step)."""
+    return Message(Role.USER, (TextPart(render(record, style=style, offload_ref=offload_ref)),))
