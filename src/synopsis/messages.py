@@ -15,6 +15,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
+from synopsis.errors import ConversationError
+
 __all__ = [
     "EMPTY",
     "MediaPart",
@@ -41,11 +43,37 @@ def _empty() -> Mapping[str, Any]:
 
 
 def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only copy, one level deep: for converter notes, which hold no caller data."""
     if not value:
         return EMPTY
     if isinstance(value, MappingProxyType):
         return value
     return MappingProxyType(dict(value))
+
+
+def _deep_frozen(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shape
+    """A read-only copy all the way down (mappings to mapping proxies, lists to tuples).
+
+    Decoded values would otherwise share nested dicts with the caller's input, so editing that
+    input after decoding would change a message, its hash and its derived id.
+    """
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _deep_frozen(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_deep_frozen(v) for v in value)
+    return value
+
+
+def _frozen_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not value:
+        return EMPTY
+    frozen: Mapping[str, Any] = _deep_frozen(value)
+    return frozen
+
+
+def _require(ok: bool, what: str, value: object, rule: str) -> None:
+    if not ok:
+        raise ConversationError(f"{what}, not {type(value).__name__}", rule=rule)
 
 
 class Role(StrEnum):
@@ -65,7 +93,11 @@ class TextPart:
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra", _frozen(self.extra))
+        _require(isinstance(self.text, str), "text must be a string", self.text, "part.text")
+        object.__setattr__(self, "extra", _frozen_extra(self.extra))
+
+    def __hash__(self) -> int:
+        return hash(("t", self.text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +114,27 @@ class ToolCallPart:
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra", _frozen(self.extra))
-        if isinstance(self.arguments, Mapping) and not isinstance(self.arguments, MappingProxyType):
-            object.__setattr__(self, "arguments", MappingProxyType(dict(self.arguments)))
+        _require(
+            isinstance(self.call_id, str),
+            "a call id must be a string",
+            self.call_id,
+            "tool_call.id",
+        )
+        _require(
+            isinstance(self.name, str), "a tool name must be a string", self.name, "tool_call.name"
+        )
+        _require(
+            isinstance(self.arguments, str | Mapping),
+            "tool arguments must be a JSON text or a mapping",
+            self.arguments,
+            "tool_call.arguments",
+        )
+        object.__setattr__(self, "extra", _frozen_extra(self.extra))
+        if isinstance(self.arguments, Mapping):
+            object.__setattr__(self, "arguments", _deep_frozen(self.arguments))
+
+    def __hash__(self) -> int:
+        return hash(("c", self.call_id, self.name))
 
     @property
     def arguments_text(self) -> str:
@@ -110,7 +160,10 @@ class MediaPart:
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra", _frozen(self.extra))
+        object.__setattr__(self, "extra", _frozen_extra(self.extra))
+
+    def __hash__(self) -> int:
+        return hash(("m", self.kind, self.url, self.filename))
 
     @property
     def placeholder(self) -> str:
@@ -134,9 +187,32 @@ class ToolResultPart:
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra", _frozen(self.extra))
+        _require(
+            isinstance(self.call_id, str),
+            "a call id must be a string",
+            self.call_id,
+            "tool_result.id",
+        )
+        object.__setattr__(self, "extra", _frozen_extra(self.extra))
         if not isinstance(self.content, str):
-            object.__setattr__(self, "content", tuple(self.content))
+            _require(
+                isinstance(self.content, list | tuple),
+                "tool result content must be a string or a sequence of parts",
+                self.content,
+                "tool_result.content",
+            )
+            content = tuple(self.content)
+            for item in content:
+                _require(
+                    isinstance(item, TextPart | MediaPart),
+                    "a tool result holds text and media parts",
+                    item,
+                    "tool_result.content",
+                )
+            object.__setattr__(self, "content", content)
+
+    def __hash__(self) -> int:
+        return hash(("r", self.call_id, self.content))
 
     @property
     def text(self) -> str:
@@ -157,7 +233,16 @@ class ReasoningPart:
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra", _frozen(self.extra))
+        _require(
+            isinstance(self.text, str),
+            "thinking text must be a string",
+            self.text,
+            "reasoning.text",
+        )
+        object.__setattr__(self, "extra", _frozen_extra(self.extra))
+
+    def __hash__(self) -> int:
+        return hash(("z", self.text, self.signature, self.encrypted))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,10 +255,20 @@ class OpaquePart:
     text: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "raw", _frozen(self.raw))
+        _require(
+            isinstance(self.raw, Mapping),
+            "an opaque block must be a mapping",
+            self.raw,
+            "opaque.raw",
+        )
+        object.__setattr__(self, "raw", _frozen_extra(self.raw))
+
+    def __hash__(self) -> int:
+        return hash(("o", self.kind, self.text))
 
 
 Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart | MediaPart | ReasoningPart | OpaquePart
+_PART_TYPES = (TextPart, ToolCallPart, ToolResultPart, MediaPart, ReasoningPart, OpaquePart)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +290,29 @@ class Message:
     wire: Mapping[str, Any] = field(default_factory=_empty, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "parts", tuple(self.parts))
-        object.__setattr__(self, "extra", _frozen(self.extra))
-        object.__setattr__(self, "wire", _frozen(self.wire))
         if not isinstance(self.role, Role):
-            object.__setattr__(self, "role", Role(self.role))
+            try:
+                object.__setattr__(self, "role", Role(self.role))
+            except ValueError:
+                known = ", ".join(r.value for r in Role)
+                raise ConversationError(
+                    f"unknown role {self.role!r}; expected one of {known}", rule="message.role"
+                ) from None
+        _require(
+            isinstance(self.parts, list | tuple),
+            "parts must be a sequence",
+            self.parts,
+            "message.parts",
+        )
+        parts = tuple(self.parts)
+        for part in parts:
+            _require(isinstance(part, _PART_TYPES), "a message holds parts", part, "message.parts")
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "extra", _frozen_extra(self.extra))
+        object.__setattr__(self, "wire", _frozen(self.wire))
+
+    def __hash__(self) -> int:
+        return hash((self.role, self.id, self.name, self.parts))
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
