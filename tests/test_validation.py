@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synopsis.errors import ConfigurationError, ConversationError
+from synopsis.formats import decode
 from synopsis.messages import (
     Message,
     ReasoningPart,
@@ -493,3 +494,23 @@ def test_validate_does_not_mutate_input(msgs) -> None:
     check(msgs, OPENAI_STRICT)
     repair_messages(msgs, OPENAI_STRICT)
     assert msgs == snapshot
+
+
+def test_calls_dropped_by_repair_leave_no_empty_tool_calls_to_report() -> None:
+    items = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": "trying",
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "user", "content": "never mind"},
+    ]
+    fixed = repair(items, "openai", dangling="drop")
+    assert "tool_calls" not in fixed[1]
+    assert validate(fixed, "openai") == []
+    model = decode(items, "openai").messages
+    dropped = repair_messages(model, get_profile("openai"), dangling="drop").messages
+    assert not [p for p in check(dropped, get_profile("openai")) if p.rule == "openai.C4"]

@@ -10,14 +10,21 @@ cross-format properties feed on.
     responses_history()   -> list of Responses input items
     anthropic_request()   -> (messages, system)
     gemini_request()      -> (contents, systemInstruction)
+    gemini_dumped_request() -> the same as google-genai's model_dump() writes it
+
+``corrupted(base)`` and ``retypings(value, draw)`` damage a drawn value, for the properties that
+decode either rejects input or gives it back unchanged.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 Json = Any
 Draw = st.DrawFn
@@ -493,6 +500,62 @@ def gemini_request() -> st.SearchStrategy[tuple[list[dict[str, Json]], Json]]:
     return st.tuples(st.lists(gemini_content(), max_size=6), gemini_system())
 
 
+# every field of a google-genai Part (and of what it nests), as model_dump() writes them: the
+# unset ones are present as None
+_DUMP_PART = (
+    "video_metadata", "thought", "inline_data", "file_data", "thought_signature",
+    "function_call", "code_execution_result", "executable_code", "function_response", "text",
+)  # fmt: skip
+
+
+@st.composite
+def gemini_dumped_part(draw: Draw) -> dict[str, Json]:
+    out: dict[str, Json] = dict.fromkeys(_DUMP_PART)
+    kind = draw(st.sampled_from(["text", "thought", "inline", "file", "call", "response", "code"]))
+    maybe_sig = st.none() | st.just("CiQBVKhc7g==")
+    if kind == "text":
+        out |= {"text": draw(TEXT), "thought": draw(st.none() | st.just(False))}
+    elif kind == "thought":
+        out |= {"text": draw(TEXT), "thought": True, "thought_signature": draw(maybe_sig)}
+    elif kind == "inline":
+        mime = draw(st.sampled_from(["image/png", "application/pdf", "audio/wav"]))
+        out["inline_data"] = {"display_name": None, "data": draw(B64), "mime_type": mime}
+    elif kind == "file":
+        video = draw(st.none() | st.just("video/mp4"))
+        out["file_data"] = {"display_name": None, "file_uri": "gs://b/o", "mime_type": video}
+    elif kind == "call":
+        args = draw(st.none() | args_object())
+        call_id = draw(st.none() | CALL_IDS)
+        out["function_call"] = {"id": call_id, "args": args, "name": draw(TOOL_NAMES)}
+        out["thought_signature"] = draw(maybe_sig)
+    elif kind == "response":
+        shapes = st.sampled_from(["output", "error"]).flatmap(lambda k: TEXT.map(lambda t: {k: t}))
+        out["function_response"] = {
+            "will_continue": None,
+            "scheduling": None,
+            "id": draw(st.none() | CALL_IDS),
+            "name": draw(TOOL_NAMES),
+            "response": draw(st.none() | shapes | args_object()),
+        }
+    else:
+        out["code_execution_result"] = {"outcome": "OUTCOME_OK", "output": draw(TEXT)}
+    return out
+
+
+@st.composite
+def gemini_dumped_content(draw: Draw) -> dict[str, Json]:
+    parts = draw(st.none() | st.lists(gemini_dumped_part(), max_size=4))
+    return {"parts": parts, "role": draw(st.sampled_from(["user", "model", None]))}
+
+
+def gemini_dumped_request() -> st.SearchStrategy[tuple[list[dict[str, Json]], Json]]:
+    text = TEXT.map(lambda t: dict.fromkeys(_DUMP_PART) | {"text": t})
+    system = st.builds(
+        lambda parts: {"parts": parts, "role": None}, st.none() | st.lists(text, max_size=2)
+    )
+    return st.tuples(st.lists(gemini_dumped_content(), max_size=6), st.none() | system)
+
+
 # ---------------------------------------------------------------- corruption
 
 # keys and values every converter reads, so that corruptions land where they are checked
@@ -501,7 +564,9 @@ _WIRE_KEYS = st.sampled_from(
         "role", "content", "type", "text", "id", "call_id", "name", "arguments", "input",
         "output", "summary", "tool_calls", "tool_call_id", "function", "image_url", "source",
         "tool_use_id", "is_error", "signature", "parts", "functionCall", "functionResponse",
-        "args", "response", "inlineData", "mimeType", "thought",
+        "args", "response", "inlineData", "mimeType", "thought", "input_audio", "custom",
+        "file", "data", "format", "function_call", "function_response", "inline_data",
+        "file_data", "fileData", "encrypted_content", "media_type", "url",
     ]
 )  # fmt: skip
 _WIRE_VALUES = st.sampled_from(
@@ -545,3 +610,32 @@ def corrupted(draw: Draw, base: st.SearchStrategy[Json]) -> Json:
         elif isinstance(parent[path[-1]], dict):
             parent[path[-1]][draw(_WIRE_KEYS)] = draw(_NOISE)
     return value
+
+
+_OTHER_VALUES: list[Json] = [None, True, 0, 1.5, "x", [], {}, [1], {"x": 1}, [{"type": "text"}]]
+_OTHER_TYPE: st.SearchStrategy[Json] = st.sampled_from(_OTHER_VALUES)
+
+
+def _at(value: Json, path: tuple[Any, ...]) -> Json:
+    for key in path:
+        value = value[key]
+    return value
+
+
+def retypings(value: Json, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Iterator[Json]:
+    """Copies of ``value``, one for each nested object or list, with that one given a value of
+    another JSON type, and one for each nested object, with a known key added. Every place is
+    tried, since converters must check each nested shape their encoder relies on and
+    ``corrupted`` reaches the rarer ones too seldom."""
+    for path in _paths(value):
+        old = _at(value, path)
+        if not path or not isinstance(old, dict | list):
+            continue
+        copy = json.loads(json.dumps(value))
+        other = [v for v in _OTHER_VALUES if type(v) is not type(old)]
+        _at(copy, path[:-1])[path[-1]] = draw(st.sampled_from(other))
+        yield copy
+        if isinstance(old, dict):
+            copy = json.loads(json.dumps(value))
+            _at(copy, path)[draw(_WIRE_KEYS)] = draw(_OTHER_TYPE)
+            yield copy

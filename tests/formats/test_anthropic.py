@@ -19,6 +19,7 @@ from synopsis.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    thaw,
 )
 
 
@@ -153,7 +154,7 @@ def test_thinking_and_redacted_thinking() -> None:
 def test_server_and_unknown_blocks_are_opaque(block: dict[str, Any]) -> None:
     (part,) = blocks("assistant", block).parts
     assert isinstance(part, OpaquePart)
-    assert (part.kind, part.raw) == (block["type"], block)
+    assert (part.kind, thaw(part.raw)) == (block["type"], block)
     if block["type"] == "compaction":
         assert part.text == "summary so far"
 
@@ -466,3 +467,26 @@ def test_own_message_gets_new_parts_in_plain_shape() -> None:
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}},
         {"type": "text", "text": ""},
     ]
+
+
+# ---------------------------------------------------------------- caller ids
+
+
+def test_a_callers_string_id_becomes_the_message_id() -> None:
+    (m,) = anthropic.decode([{"role": "user", "content": "x", "id": "m1"}])
+    assert (m.id, dict(m.extra)) == ("m1", {})
+    assert anthropic.encode([m]).messages == [{"role": "user", "content": "x", "id": "m1"}]
+    (other,) = anthropic.decode([{"role": "user", "content": "x", "id": None}])
+    assert (other.id, dict(other.extra)) == (None, {"id": None})
+    assert anthropic.encode([other]).messages == [{"role": "user", "content": "x", "id": None}]
+
+
+def test_ids_of_other_formats_are_not_written_into_anthropic_messages() -> None:
+    (m,) = openai_chat.decode([{"role": "user", "content": "x", "id": "u1"}])
+    assert anthropic.encode([m]).messages == [{"role": "user", "content": "x"}]
+
+
+def test_a_result_without_content_in_a_system_list_comes_back_without_it() -> None:
+    system = [{"type": "text", "text": "rules"}, {"type": "tool_result", "tool_use_id": "t"}]
+    wire = anthropic.encode(anthropic.decode([], system=system))
+    assert wire.system == system

@@ -421,3 +421,121 @@ def test_own_content_gets_new_parts_in_plain_shape() -> None:
 
 def test_own_media_without_mime_type() -> None:
     same([{"role": "user", "parts": [{"inlineData": {"data": "AA"}}, {"file_data": {}}]}])
+
+
+# ---------------------------------------------------------------- null ids, model_dump() shapes
+
+
+@pytest.mark.parametrize("missing", [None, ""])
+def test_a_null_or_empty_call_id_comes_back_as_it_was(missing: str | None) -> None:
+    call, answer = same(
+        [
+            {
+                "role": "model",
+                "parts": [{"functionCall": {"name": "f", "args": {}, "id": missing}}],
+            },
+            {"role": "user", "parts": [{"functionResponse": {"name": "f", "id": missing}}]},
+        ]
+    )
+    # a derived id still pairs them
+    assert call.tool_calls[0].call_id == answer.tool_results[0].call_id == "gemini_0_f_0"
+    (first,) = call.tool_calls
+    renamed = dataclasses.replace(call, parts=(dataclasses.replace(first, call_id="c9"),))
+    (out,) = gemini.encode([renamed]).messages
+    assert out["parts"][0]["functionCall"]["id"] == "c9"
+
+
+# every field of a google-genai Part, as model_dump() writes one: unset fields are None
+_PART_FIELDS = (
+    "video_metadata",
+    "thought",
+    "inline_data",
+    "file_data",
+    "thought_signature",
+    "function_call",
+    "code_execution_result",
+    "executable_code",
+    "function_response",
+    "text",
+)
+
+
+def dumped(**fields: Any) -> dict[str, Any]:
+    return dict.fromkeys(_PART_FIELDS) | fields
+
+
+def test_parts_as_model_dump_writes_them() -> None:
+    contents: list[dict[str, Any]] = [
+        {"parts": [dumped(text="weather?")], "role": "user"},
+        {
+            "parts": [
+                dumped(text="plan", thought=True, thought_signature="CiQB"),
+                dumped(function_call={"id": None, "args": {"q": "x"}, "name": "get"}),
+                dumped(function_call={"id": "c2", "args": None, "name": "now"}),
+            ],
+            "role": "model",
+        },
+        {
+            "parts": [
+                dumped(
+                    function_response={"id": None, "name": "get", "response": {"output": "sun"}}
+                ),
+                dumped(function_response={"id": "c2", "name": "now", "response": None}),
+                dumped(
+                    inline_data={"display_name": None, "data": "iVBO", "mime_type": "image/png"}
+                ),
+                dumped(file_data={"display_name": None, "file_uri": "gs://b/o", "mime_type": None}),
+                dumped(code_execution_result={"outcome": "OUTCOME_OK", "output": "1"}),
+                dumped(),
+            ],
+            "role": "user",
+        },
+        {"parts": None, "role": None},
+    ]
+    system = {"parts": [dumped(text="be brief")], "role": None}
+    _, user, model, answers, empty = same(contents, system)
+    assert user.parts == (TextPart("weather?", dict.fromkeys(_PART_FIELDS[:-1])),)
+    thought, get, now = model.parts
+    assert isinstance(thought, ReasoningPart)
+    assert thought.signature == "CiQB"
+    assert isinstance(get, ToolCallPart)
+    assert isinstance(now, ToolCallPart)
+    assert (get.name, get.arguments, now.call_id, now.arguments) == ("get", {"q": "x"}, "c2", {})
+    kinds = [type(p).__name__ for p in answers.parts]
+    assert kinds == [
+        "ToolResultPart",
+        "ToolResultPart",
+        "MediaPart",
+        "MediaPart",
+        "OpaquePart",
+        "OpaquePart",
+    ]
+    assert [r.call_id for r in answers.tool_results] == [get.call_id, "c2"]
+    assert answers.tool_results[0].text == "sun"
+    assert isinstance(answers.parts[3], MediaPart)
+    assert answers.parts[3].url == "gs://b/o"
+    assert (empty.role, empty.parts) == (Role.USER, ())
+
+
+def test_an_empty_function_name_comes_back_empty() -> None:
+    same(
+        [
+            {"role": "model", "parts": [{"functionCall": {"name": ""}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "", "response": {}}}]},
+        ]
+    )
+
+
+def test_a_null_media_field_set_later_keeps_its_spelling() -> None:
+    (m,) = same([{"role": "user", "parts": [{"file_data": {"file_uri": None, "mimeType": None}}]}])
+    (media,) = m.parts
+    assert isinstance(media, MediaPart)
+    filled = dataclasses.replace(media, url="gs://b/o", media_type="video/mp4")
+    (out,) = gemini.encode([dataclasses.replace(m, parts=(filled,))]).messages
+    assert out["parts"] == [{"file_data": {"file_uri": "gs://b/o", "mimeType": "video/mp4"}}]
+
+
+@pytest.mark.parametrize("system", [{"parts": None, "role": None}, {"role": "user", "parts": None}])
+def test_a_system_instruction_with_null_parts(system: Any) -> None:
+    (lead,) = same([], system)
+    assert lead.parts == ()

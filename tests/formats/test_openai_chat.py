@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from synopsis.errors import ConversationError
-from synopsis.formats import openai_chat
+from synopsis.formats import anthropic, openai_chat, responses
 from synopsis.messages import (
     MediaPart,
     Message,
@@ -20,6 +20,7 @@ from synopsis.messages import (
     ToolCallPart,
     ToolResultPart,
 )
+from synopsis.validation import repair
 
 
 def one(item: dict[str, Any]) -> Message:
@@ -322,3 +323,86 @@ def test_edited_own_messages() -> None:
     assert openai_chat.encode([added]).messages[0]["content"] == [
         {"type": "input_audio", "input_audio": {}}
     ]
+
+
+# ---------------------------------------------------------------- tool_calls, legacy calls, ids
+
+
+def _call(call_id: str, name: str = "f") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def test_tool_calls_emptied_later_are_left_out() -> None:
+    (m,) = openai_chat.decode([{"role": "assistant", "content": "x", "tool_calls": [_call("c")]}])
+    dropped = dataclasses.replace(m, parts=tuple(p for p in m.parts if p not in m.tool_calls))
+    assert openai_chat.encode([dropped]).messages == [{"role": "assistant", "content": "x"}]
+    # a literal empty list is the caller's own, and comes back
+    one({"role": "assistant", "content": "x", "tool_calls": []})
+
+
+def test_repair_dropping_a_dangling_call_leaves_no_empty_tool_calls() -> None:
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "x", "tool_calls": [_call("c1")]},
+        {"role": "user", "content": "next"},
+    ]
+    fixed = repair(history, "openai", dangling="drop")
+    assert list(fixed) == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "x"},
+        {"role": "user", "content": "next"},
+    ]
+
+
+def test_a_real_call_with_the_legacy_id_is_not_taken_for_the_legacy_call() -> None:
+    item = {
+        "role": "assistant",
+        "content": None,
+        "function_call": {"name": "h", "arguments": "{}"},
+        "tool_calls": [_call("function:h", "g"), _call("function:f", "g")],
+    }
+    answer = {"role": "function", "name": "h", "content": "out"}
+    (call, result) = openai_chat.decode([item, answer])
+    assert openai_chat.encode([call, result]).messages == [item, answer]
+    ids = [c.call_id for c in call.tool_calls]
+    assert ids[:2] == ["function:h", "function:f"]
+    assert ids[2] not in ids[:2]  # the legacy call's own id, which its answer carries
+    assert result.tool_results[0].call_id == ids[2]
+    # without the legacy call, the real ones stay tool calls
+    real = dataclasses.replace(call, parts=call.tool_calls[:2])
+    (out,) = openai_chat.encode([real]).messages
+    assert out == {k: v for k, v in item.items() if k != "function_call"}
+
+
+def test_a_custom_key_on_a_function_call_is_only_an_extra() -> None:
+    call = {**_call("c"), "custom": 5}
+    m = one({"role": "assistant", "content": None, "tool_calls": [call]})
+    assert m.tool_calls[0].name == "f"
+    assert m.tool_calls[0].extra["custom"] == 5
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"role": "user", "content": "x", "id": "u1"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("c")], "id": "a1"},
+        {"role": "tool", "tool_call_id": "c", "content": "out", "id": "t1"},
+        {"role": "function", "name": "f", "content": "out", "id": "f1"},
+    ],
+)
+def test_a_callers_string_id_becomes_the_message_id(item: dict[str, Any]) -> None:
+    m = one(item)
+    assert m.id == item["id"]
+    assert "id" not in m.extra
+
+
+def test_an_id_that_is_not_a_string_stays_an_extra() -> None:
+    m = one({"role": "user", "content": "x", "id": 7})
+    assert (m.id, dict(m.extra)) == (None, {"id": 7})
+
+
+def test_ids_of_other_formats_are_not_written_into_chat_messages() -> None:
+    (item,) = responses.decode([{"type": "message", "id": "msg_1", "role": "user", "content": "x"}])
+    assert openai_chat.encode([item]).messages == [{"role": "user", "content": "x"}]
+    (own,) = anthropic.decode([{"role": "user", "content": "x", "id": "m1"}])
+    assert openai_chat.encode([own]).messages == [{"role": "user", "content": "x"}]

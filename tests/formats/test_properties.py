@@ -4,6 +4,7 @@ history of one format can be encoded into every other (and decoded there again).
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -85,6 +86,18 @@ def test_gemini_round_trip(request: tuple[list[dict[str, Any]], Any]) -> None:
     wire = gemini.encode(gemini.decode(items, system=system))
     assert wire.messages == items
     assert wire.system == system
+
+
+@SETTINGS
+@given(ws.gemini_dumped_request())
+def test_gemini_model_dump_round_trip(request: tuple[list[dict[str, Any]], Any]) -> None:
+    """Parts as google-genai's ``model_dump()`` writes them: every field present, unset ones
+    None."""
+    items, system = request
+    decoded = gemini.decode(items, system=system)
+    wire = gemini.encode(decoded)
+    assert (wire.messages, wire.system) == (items, system)
+    _through_all(decoded)
 
 
 @SETTINGS
@@ -203,3 +216,79 @@ def test_corrupted_anthropic(request: Any) -> None:
 def test_corrupted_gemini(request: Any) -> None:
     items, system = request if len(request) == 2 else (request, None)
     _accepted_round_trips("gemini", items, system)
+
+
+RETYPED = settings(SETTINGS, max_examples=200)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "responses", "anthropic", "gemini"])
+@RETYPED
+@given(data=st.data())
+def test_retyped_nested_values(fmt: str, data: st.DataObject) -> None:
+    """Any nested object or list of a valid history given another type (or a known key) is
+    rejected with ConversationError, or comes back equal."""
+    base = {
+        "openai": ws.openai_history().map(lambda items: (items, None)),
+        "responses": ws.responses_history().map(lambda items: (items, None)),
+        "anthropic": ws.anthropic_request(),
+        "gemini": ws.gemini_request() | ws.gemini_dumped_request(),
+    }[fmt]
+    items, system = data.draw(base)
+    for variant in ws.retypings([items, system], data.draw):
+        _accepted_round_trips(fmt, *variant)
+
+
+# ---------------------------------------------------------------- plain JSON out
+
+
+def _frozen_anywhere(value: object) -> bool:
+    if isinstance(value, MappingProxyType | tuple):
+        return True
+    if isinstance(value, dict):
+        return any(_frozen_anywhere(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_frozen_anywhere(v) for v in value)
+    return False
+
+
+def _plain_everywhere(messages: Sequence[Message]) -> None:
+    """Each encoder writes plain JSON: no read-only mapping or tuple of the model leaks out, and
+    the result serialises."""
+    wires = [encode(messages) for encode in ENCODERS.values()]
+    wires.append(gemini.encode(messages, call_ids=True))
+    for wire in wires:
+        assert not _frozen_anywhere(wire.messages)
+        assert not _frozen_anywhere(wire.system)
+        json.dumps([wire.messages, wire.system])
+
+
+@SETTINGS
+@given(ws.openai_history())
+def test_plain_json_from_openai(items: list[dict[str, Any]]) -> None:
+    _plain_everywhere(openai_chat.decode(items))
+
+
+@SETTINGS
+@given(ws.responses_history())
+def test_plain_json_from_responses(items: list[dict[str, Any]]) -> None:
+    _plain_everywhere(responses.decode(items))
+
+
+@SETTINGS
+@given(ws.anthropic_request())
+def test_plain_json_from_anthropic(request: tuple[list[dict[str, Any]], Any]) -> None:
+    items, system = request
+    _plain_everywhere(anthropic.decode(items, system=system))
+
+
+@SETTINGS
+@given(ws.gemini_request() | ws.gemini_dumped_request())
+def test_plain_json_from_gemini(request: tuple[list[dict[str, Any]], Any]) -> None:
+    items, system = request
+    _plain_everywhere(gemini.decode(items, system=system))
+
+
+@SETTINGS
+@given(STYLES.flatmap(any_history))
+def test_plain_json_from_model_histories(messages: list[Message]) -> None:
+    _plain_everywhere(messages)

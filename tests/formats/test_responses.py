@@ -10,6 +10,7 @@ import pytest
 
 from synopsis.errors import ConversationError
 from synopsis.formats import responses
+from synopsis.formats._common import hint
 from synopsis.messages import (
     MediaPart,
     Message,
@@ -238,6 +239,9 @@ def test_null_id_is_kept_as_an_extra() -> None:
 # ---------------------------------------------------------------- errors
 
 
+_NOT_OBJECTS: list[object] = [5, "UklG", [], True, 1.5]
+
+
 @pytest.mark.parametrize(
     ("items", "index", "rule"),
     [
@@ -269,7 +273,18 @@ def test_null_id_is_kept_as_an_extra() -> None:
             "function_call_output.output",
         ),
         ([{"type": "function_call_output", "call_id": "c", "output": [3]}], 0, "message.content"),
-        ([{"type": "reasoning"}], 0, "reasoning.summary"),
+        *(
+            (
+                [
+                    {"role": "user", "content": "ok"},
+                    {"role": "user", "content": [{"type": "input_audio", "input_audio": bad}]},
+                ],
+                1,
+                "message.content",
+            )
+            for bad in _NOT_OBJECTS
+        ),
+        ([{"type": "reasoning", "summary": None}], 0, "reasoning.summary"),
         ([{"type": "reasoning", "summary": ["x"]}], 0, "reasoning.summary"),
         ([{"type": "reasoning", "summary": [], "content": "x"}], 0, "reasoning.content"),
         ([{"type": "reasoning", "summary": [], "content": [1]}], 0, "reasoning.content"),
@@ -420,4 +435,46 @@ def test_own_media_parts_added_later() -> None:
     assert responses.encode([added]).messages[0]["content"] == [
         {"type": "input_image", "image_url": "data:application/octet-stream;base64,AA"},
         {"type": "input_audio", "data": "UklG"},
+    ]
+
+
+def test_input_audio_with_null_nested_value_keeps_it() -> None:
+    """A null ``input_audio`` beside flat fields is kept as it is; encoding it must not fail."""
+    item = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_audio", "input_audio": None, "data": "AAA", "format": "wav"}],
+    }
+    m = one(item)
+    assert m.parts == (
+        MediaPart("audio", media_type="audio/wav", data="AAA", extra={"input_audio": None}),
+    )
+
+
+# ---------------------------------------------------------------- reasoning without summary
+
+
+def test_reasoning_without_summary_is_noted_and_comes_back_without_it() -> None:
+    m = one({"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA"})
+    assert m.parts == (ReasoningPart(encrypted="gAAA"),)
+    assert hint(m, "responses", "missing_summary") is True
+    with_summary = one({"type": "reasoning", "summary": []})
+    assert hint(with_summary, "responses", "missing_summary") is None
+
+
+def test_reasoning_without_the_note_gets_an_empty_summary() -> None:
+    (m,) = responses.decode([{"type": "reasoning", "encrypted_content": "gAAA"}])
+    noted = dict(m.wire)
+    del noted["missing_summary"]
+    unnoted = dataclasses.replace(m, wire=noted)
+    assert responses.encode([unnoted]).messages == [
+        {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}
+    ]
+    built = Message(
+        Role.ASSISTANT,
+        (ReasoningPart(encrypted="gAAA"),),
+        wire={"format": "responses", "item": "reasoning"},
+    )
+    assert responses.encode([built]).messages == [
+        {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}
     ]

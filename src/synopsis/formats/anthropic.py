@@ -4,7 +4,8 @@ The top-level ``system`` becomes a leading SYSTEM message; ``encode`` lifts lead
 DEVELOPER messages back into ``Wire.system``. Tool results stay inside the user message that
 holds them, as the model allows. Thinking blocks keep their text and signature, redacted
 thinking its data; server tool blocks, search results, compaction and unknown blocks are kept
-whole. Decode then encode gives equal JSON.
+whole. A caller's own string ``id`` on a message becomes ``Message.id``. Decode then encode gives
+equal JSON.
 
 Messages from another format are shaped for Anthropic: ``tool`` messages become user messages
 of ``tool_result`` blocks, neighbours of the same role are merged (all results of one assistant
@@ -149,6 +150,14 @@ def _decode_block(block: object, index: int | None) -> Part:
     return OpaquePart(kind=kind, raw=block, text=opaque_text(block))
 
 
+def _no_content(blocks: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
+    """Positions of results without content: they differ from one with "" only on the wire, and
+    are noted by position since ids repeat in real histories."""
+    return tuple(
+        i for i, b in enumerate(blocks) if b["type"] == "tool_result" and "content" not in b
+    )
+
+
 def _decode_content(item: Mapping[str, Any], index: int) -> Message:
     role = item.get("role")
     if not isinstance(role, str) or role not in _ROLES:
@@ -165,20 +174,25 @@ def _decode_content(item: Mapping[str, Any], index: int) -> Message:
     elif isinstance(content, list):
         parts = tuple(_decode_block(b, index) for b in content)
         wire["content"] = "list"
-        # a result without content differs from one with "" only on the wire; noted by
-        # position, since ids repeat in real histories
-        no_content = [
-            i for i, b in enumerate(content) if b["type"] == "tool_result" and "content" not in b
-        ]
-        if no_content:
-            wire["no_content"] = tuple(no_content)
+        if no_content := _no_content(content):
+            wire["no_content"] = no_content
     else:
         raise ConversationError(
             f"'content' must be a string or a list of blocks, got {type(content).__name__}",
             index=index,
             rule=_RULE,
         )
-    return Message(_ROLES[role], parts, extra=rest(item, ("role", "content")), wire=wire)
+    known = ["role", "content"]
+    msg_id = item.get("id")
+    if isinstance(msg_id, str):
+        known.append("id")  # any other value stays among the extras
+    return Message(
+        _ROLES[role],
+        parts,
+        id=msg_id if isinstance(msg_id, str) else None,
+        extra=rest(item, known),
+        wire=wire,
+    )
 
 
 def _decode_system(system: object) -> Message | None:
@@ -194,7 +208,10 @@ def _decode_system(system: object) -> Message | None:
             f"'system' must be a string or a list of text blocks, got {type(system).__name__}",
             rule="system.type",
         )
-    return Message(Role.SYSTEM, parts, wire={"format": FORMAT, "system": form})
+    wire: dict[str, Any] = {"format": FORMAT, "system": form}
+    if isinstance(system, list) and (no_content := _no_content(system)):
+        wire["no_content"] = no_content
+    return Message(Role.SYSTEM, parts, wire=wire)
 
 
 def decode(items: Sequence[Any], *, system: object = None) -> tuple[Message, ...]:
@@ -308,7 +325,9 @@ def _encode_system(messages: Sequence[Message]) -> Any:  # noqa: ANN401 - str or
     for m in messages:
         if m.wire.get("format") == FORMAT:
             foreign = False
-            blocks.extend(b for p in m.parts if (b := _encode_block(p, m)) is not None)
+            absent = hint(m, FORMAT, "no_content") or ()
+            found = (_encode_block(p, m, i in absent) for i, p in enumerate(m.parts))
+            blocks.extend(b for b in found if b is not None)
             continue
         texts = (_parts_text([p]) for p in m.parts if not isinstance(p, ReasoningPart))
         blocks.extend(_text_block(t) for t in texts if t)
@@ -332,6 +351,8 @@ def _own_message(message: Message) -> dict[str, Any]:
         blocks = (_encode_block(p, message, i in absent) for i, p in enumerate(parts))
         content = [b for b in blocks if b is not None]
     out = {"role": _WIRE_ROLE[message.role], "content": content}
+    if message.id is not None:
+        out["id"] = message.id
     return out | own_extra(message, FORMAT, message.extra)
 
 

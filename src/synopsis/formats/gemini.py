@@ -8,7 +8,9 @@ call and its response, and the message's ``wire`` notes it so that ``encode`` le
 
 The JSON API accepts camelCase and snake_case keys (``functionCall``/``function_call``,
 ``inlineData``/``inline_data``); whichever was read is written back, and thought signatures stay
-on the part they came on. Decode then encode gives equal JSON.
+on the part they came on. A null field counts as absent and is written back as null, so parts as
+google-genai's ``model_dump()`` writes them (every field present, unset ones None) are read. An
+explicit null call id stays null. Decode then encode gives equal JSON.
 """
 
 from __future__ import annotations
@@ -65,7 +67,21 @@ _PART_META = frozenset(
 
 
 def _key(item: Mapping[str, Any], camel: str, snake: str) -> str | None:
-    return camel if camel in item else snake if snake in item else None
+    """The spelling of a field that is set: a null one is absent (``model_dump()`` writes every
+    field of a part, unset ones as None)."""
+    if item.get(camel) is not None:
+        return camel
+    return snake if item.get(snake) is not None else None
+
+
+def _spelling(item: Mapping[str, Any], camel: str, snake: str, snaked: bool) -> str:
+    """The key to write a field under: the one set, else the one present as null (so that no
+    second spelling appears beside it), else the spelling of the enclosing key."""
+    if found := _key(item, camel, snake):
+        return found
+    if camel in item or snake in item:
+        return camel if camel in item else snake
+    return snake if snaked else camel
 
 
 def synthetic_call_id(turn: int, name: str, occurrence: int) -> str:
@@ -128,7 +144,7 @@ def _decode_media(part: Mapping[str, Any], key: str, index: int | None) -> Media
 
 def _decode_part(part: object, index: int | None, pairing: _Pairing, synth: list[str]) -> Part:
     part = expect_mapping(part, index, "part", _RULE)
-    if "text" in part:
+    if part.get("text") is not None:
         text = expect_str(part, "text", index, _RULE)
         if part.get("thought") is True:
             sig = next((part[k] for k in _SIGNATURE if isinstance(part.get(k), str)), None)
@@ -142,7 +158,7 @@ def _decode_part(part: object, index: int | None, pairing: _Pairing, synth: list
         part, "functionResponse", "function_response"
     )
     if key is None:
-        kind = next((k for k in part if k not in _PART_META), "part")
+        kind = next((k for k, v in part.items() if k not in _PART_META and v is not None), "part")
         inner = part.get(kind)
         text = opaque_text(inner) if isinstance(inner, Mapping) else ""
         return OpaquePart(kind=kind, raw=part, text=text)
@@ -152,11 +168,12 @@ def _decode_part(part: object, index: int | None, pairing: _Pairing, synth: list
     name = expect_str(inner, "name", index, f"{what}.name")
     given = optional_str(inner, "id", index, f"{what}.id")
     call_id = pairing.call_id(-1 if index is None else index, calling, name, given)
-    if given is None:
+    if not given:  # an empty id pairs by name as a missing one does
         synth.append(call_id)
     extra = {**rest(part, (key,)), key: dict(inner)}
     if calling:
-        args = inner.get("args", {})
+        args = inner.get("args")
+        args = {} if args is None else args
         if not isinstance(args, Mapping):
             raise ConversationError(
                 f"functionCall 'args' must be an object, got {type(args).__name__}",
@@ -178,7 +195,10 @@ def _decode_part(part: object, index: int | None, pairing: _Pairing, synth: list
 def _decode_content(item: object, index: int, pairing: _Pairing) -> Message:
     item = expect_mapping(item, index)
     wire: dict[str, Any] = {"format": FORMAT}
-    if "role" in item:
+    if item.get("role") is None:
+        role = "user"
+        wire["role"] = "absent" if "role" not in item else "null"
+    else:
         role = item["role"]
         if not isinstance(role, str) or role not in _ROLES:
             raise ConversationError(
@@ -186,17 +206,22 @@ def _decode_content(item: object, index: int, pairing: _Pairing) -> Message:
                 index=index,
                 rule="message.role",
             )
-    else:
-        role, wire["role"] = "user", "absent"
     synth: list[str] = []
-    if "parts" in item:
+    parts: tuple[Part, ...] = ()
+    if (form := _parts_form(item)) == "present":
         raw = expect_list(item["parts"], index, "'parts'", _RULE)
         parts = tuple(_decode_part(p, index, pairing, synth) for p in raw)
     else:
-        parts, wire["parts"] = (), "absent"
+        wire["parts"] = form
     if synth:
         wire["synth_ids"] = tuple(synth)
     return Message(_ROLES[role], parts, extra=rest(item, ("role", "parts")), wire=wire)
+
+
+def _parts_form(item: Mapping[str, Any]) -> str:
+    if "parts" not in item:
+        return "absent"
+    return "null" if item["parts"] is None else "present"
 
 
 def _decode_system(system: object) -> Message | None:
@@ -208,13 +233,13 @@ def _decode_system(system: object) -> Message | None:
         parts: tuple[Part, ...] = (TextPart(system),)
         wire["system"] = "string"
     elif isinstance(system, Mapping | list):
-        raw = system.get("parts", []) if isinstance(system, Mapping) else system
-        raw = expect_list(raw, None, "systemInstruction 'parts'", "system.type")
+        raw = system.get("parts") if isinstance(system, Mapping) else system
+        raw = expect_list([] if raw is None else raw, None, "'parts'", "system.type")
         parts = tuple(_decode_part(p, None, _Pairing(), []) for p in raw)
         wire["system"] = "content" if isinstance(system, Mapping) else "list"
         if isinstance(system, Mapping):
             extra = rest(system, ("parts",))
-            wire["parts"] = "present" if "parts" in system else "absent"
+            wire["parts"] = _parts_form(system)
     else:
         raise ConversationError(
             f"'systemInstruction' must be a Content object or a string, got "
@@ -248,12 +273,13 @@ class _Encoder:
             if key is None:
                 continue
             inner = dict(extra.pop(key))
-            mime = _key(inner, "mimeType", "mime_type") or (
-                "mime_type" if key == snake else "mimeType"
+            snaked = key == snake
+            mime = _spelling(inner, "mimeType", "mime_type", snaked)
+            where = (
+                "data" if camel == "inlineData" else _spelling(inner, "fileUri", "file_uri", snaked)
             )
-            where = "data" if camel == "inlineData" else _key(inner, "fileUri", "file_uri")
             value = part.data if camel == "inlineData" else part.url
-            for field, v in ((mime, part.media_type), (where or "fileUri", value)):
+            for field, v in ((mime, part.media_type), (where, value)):
                 if v is not None:
                     inner[field] = v
             return {**extra, key: inner}
@@ -279,17 +305,24 @@ class _Encoder:
         if isinstance(part, ToolCallPart):
             self.names[part.call_id] = part.name
             inner["name"] = part.name
-            if "args" in inner or kept is None or part.arguments:
+            # absent and null args both read as {}; either comes back while there are none
+            if inner.get("args") is not None or kept is None or part.arguments:
                 inner["args"] = arguments_mapping(part)
         else:
-            inner["name"] = part.name or self.names.get(part.call_id) or "unknown"
+            named = part.name if part.name is not None else self.names.get(part.call_id)
+            inner["name"] = "unknown" if named is None else named
             was = _render_response(kept.get("response")) if kept is not None else None
             if was != (part.content, part.is_error):
                 inner["response"] = {"error" if part.is_error else "output": part.text}
         # an id goes back where Gemini sent one; generateContent rejects "id" in requests on
         # several hosts, so other ids (another provider's, a part added later) only on request
         synthesised = part.call_id in (hint(message, FORMAT, "synth_ids") or ())
-        if "id" in inner or (kept is None and self.call_ids and not synthesised):
+        if "id" in inner:
+            # an explicit null (or empty) id comes back as it was while the id is still the
+            # derived one
+            if not synthesised:
+                inner["id"] = part.call_id
+        elif kept is None and self.call_ids and not synthesised:
             inner["id"] = part.call_id
         return {**extra, key: inner}
 
@@ -336,6 +369,8 @@ class _Encoder:
             return None
         if not parts and hint(first, FORMAT, "parts") == "absent":
             return extra
+        if not parts and hint(first, FORMAT, "parts") == "null":
+            return {**extra, "parts": None}
         return {**extra, "parts": parts}
 
 
@@ -366,11 +401,15 @@ def encode(messages: Sequence[Message], *, call_ids: bool = False) -> Wire:
         parts = enc.parts(message)
         role = "model" if message.role is Role.ASSISTANT else "user"
         if message.wire.get("format") == FORMAT:
-            body: dict[str, Any] = (
-                {} if hint(message, FORMAT, "role") == "absent" else {"role": role}
-            )
-            if parts or hint(message, FORMAT, "parts") != "absent":
+            body: dict[str, Any] = {}
+            role_form = hint(message, FORMAT, "role")
+            if role_form != "absent":
+                body["role"] = None if role_form == "null" else role
+            parts_form = hint(message, FORMAT, "parts")
+            if parts or parts_form is None:
                 body["parts"] = parts
+            elif parts_form == "null":
+                body["parts"] = None
             out.append(body | own_extra(message, FORMAT, message.extra))
             foreign.append(False)
         elif not parts:

@@ -2,8 +2,13 @@
 
 Covers the ``developer`` role, content-part lists (text, image_url, input_audio, file,
 refusal), ``tool_calls`` (function and custom), the legacy ``function_call`` / ``function``
-role, and ``name``. Unknown keys are kept and written back, so decode then encode gives equal
-JSON.
+role, ``name``, and a caller's own message ``id`` (which becomes ``Message.id``). Unknown keys
+are kept and written back, so decode then encode gives equal JSON.
+
+The legacy ``function_call`` has no id; it is given ``function:<name>`` (with a suffix when a
+real call of that message already uses that id), and the ``function`` message that follows
+gets the same one. The message's ``wire`` names that id, so the encoder never mistakes a real
+tool call for it.
 """
 
 from __future__ import annotations
@@ -110,6 +115,25 @@ def _decode_content(item: Mapping[str, Any], index: int) -> tuple[tuple[Part, ..
     )
 
 
+def _legacy_id(name: str, taken: set[str]) -> str:
+    """An id for a ``function_call`` that no real call of the same message has."""
+    base = candidate = _LEGACY_PREFIX + name
+    n = 0
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}#{n}"
+    return candidate
+
+
+def _message_id(item: Mapping[str, Any], known: list[str]) -> str | None:
+    """The caller's own id when it is a string (any other value stays among the extras)."""
+    value = item.get("id")
+    if isinstance(value, str):
+        known.append("id")
+        return value
+    return None
+
+
 def _decode_call(call: object, index: int, no_args: list[int], position: int) -> ToolCallPart:
     call = expect_mapping(call, index, "tool call")
     call_id = expect_str(call, "id", index, "tool_call.id")
@@ -132,7 +156,9 @@ def _decode_call(call: object, index: int, no_args: list[int], position: int) ->
     return ToolCallPart(call_id=call_id, name=name, arguments=args, extra=extra)
 
 
-def _decode_one(item: object, index: int) -> Message:
+def _decode_one(item: object, index: int, legacy: dict[str, str]) -> Message:
+    """``legacy`` maps a function name to the id given to the latest ``function_call`` of that
+    name, so that the ``function`` message answering it gets the same id."""
     item = expect_mapping(item, index)
     role = item.get("role")
     if not isinstance(role, str) or role not in _ROLES:
@@ -143,6 +169,7 @@ def _decode_one(item: object, index: int) -> Message:
         )
     taken: list[str] = []  # a null name stays among the extras, so that it comes back
     name = take_str(item, "name", index, "message.name", taken)
+    msg_id = _message_id(item, taken)
     parts, form = _decode_content(item, index)
     wire: dict[str, Any] = {"format": FORMAT, "content": form}
 
@@ -155,8 +182,9 @@ def _decode_one(item: object, index: int) -> Message:
                 raise ConversationError(
                     "a 'function' message needs a 'name'", index=index, rule="function.name"
                 )
-            call_id, wire["legacy"] = _LEGACY_PREFIX + name, True
-            extra = rest(item, ("role", "content", "name"))
+            call_id = legacy.get(name, _LEGACY_PREFIX + name)
+            wire["legacy_id"] = call_id
+            extra = rest(item, ("role", "content", *taken))
         content: str | tuple[TextPart | MediaPart, ...]
         if form == "parts":
             bad = [p for p in parts if not isinstance(p, TextPart | MediaPart)]
@@ -170,7 +198,7 @@ def _decode_one(item: object, index: int) -> Message:
         else:
             content = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
         result = ToolResultPart(call_id=call_id, content=content, name=name)
-        return Message(Role.TOOL, (result,), name=name, extra=extra, wire=wire)
+        return Message(Role.TOOL, (result,), id=msg_id, name=name, extra=extra, wire=wire)
 
     calls: list[ToolCallPart] = []
     known = ["role", "content", *taken]
@@ -182,29 +210,37 @@ def _decode_one(item: object, index: int) -> Message:
             if no_args:
                 wire["no_args"] = tuple(no_args)
             wire["tool_calls"] = "list"
+            if not raw_calls:
+                # written back only then: a list emptied later (calls dropped by a repair) is
+                # left out, since OpenAI rejects an empty one (rule C4)
+                wire["tool_calls_empty"] = True
             known.append("tool_calls")
         if item.get("function_call") is not None:
             fc = expect_mapping(item["function_call"], index, "function_call")
             fname = expect_str(fc, "name", index, "tool_call.name")
             # the legacy form always sent its arguments as JSON text
             fargs = expect_str(fc, "arguments", index, "tool_call.arguments")
+            legacy_id = _legacy_id(fname, {c.call_id for c in calls})
             calls.append(
                 ToolCallPart(
-                    call_id=_LEGACY_PREFIX + fname,
+                    call_id=legacy_id,
                     name=fname,
                     arguments=fargs,
                     extra=rest(fc, ("name", "arguments")),
                 )
             )
-            wire["legacy"] = True
+            legacy[fname] = wire["legacy_id"] = legacy_id
             known.append("function_call")
-    return Message(Role(role), (*parts, *calls), name=name, extra=rest(item, known), wire=wire)
+    return Message(
+        Role(role), (*parts, *calls), id=msg_id, name=name, extra=rest(item, known), wire=wire
+    )
 
 
 def decode(items: Sequence[Any]) -> tuple[Message, ...]:
     """Decode a list of chat-completions message dicts. Raises ``ConversationError`` naming the
     message index and rule for anything that is not a chat-completions message."""
-    return tuple(_decode_one(item, i) for i, item in enumerate(expect_history(items)))
+    legacy: dict[str, str] = {}
+    return tuple(_decode_one(item, i, legacy) for i, item in enumerate(expect_history(items)))
 
 
 # ---------------------------------------------------------------- encode
@@ -282,7 +318,7 @@ def _encode_result(
             content = _ABSENT
     else:
         content = [_encode_block(p, message) for p in result.content]
-    if hint(message, FORMAT, "legacy") and result.call_id.startswith(_LEGACY_PREFIX):
+    if result.call_id == hint(message, FORMAT, "legacy_id"):
         out: dict[str, Any] = {"role": "function", "name": result.name or message.name or ""}
         return {**_with_content(out, content), **extra}
     out = {"role": "tool"}
@@ -295,7 +331,9 @@ def _encode_result(
 
 def _encode_call(call: ToolCallPart, message: Message, no_args: bool) -> dict[str, Any]:
     extra = own_extra(message, FORMAT, call.extra)
-    kind = "custom" if "custom" in extra else "function"
+    # the type, not the presence of a "custom" key: an unknown key of that name on a function
+    # call is only an extra
+    kind = "custom" if extra.get("type") == "custom" else "function"
     args_key = "arguments" if kind == "function" else "input"
     args: Any = call.arguments
     if isinstance(args, Mapping):
@@ -312,6 +350,8 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
     """One model message as one or more chat-completions messages (results held in a user
     message, as Anthropic and Gemini keep them, become ``tool`` messages first)."""
     extra = own_extra(message, FORMAT, message.extra)
+    if message.id is not None and message.wire.get("format") == FORMAT:
+        extra = {"id": message.id, **extra}
     form = hint(message, FORMAT, "content")
     results = message.tool_results
     if message.role is Role.TOOL or results:
@@ -333,15 +373,15 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
         msg["name"] = message.name
     calls = message.tool_calls
     if message.role is Role.ASSISTANT:
-        legacy = bool(hint(message, FORMAT, "legacy"))
-        regular = [c for c in calls if not (legacy and c.call_id.startswith(_LEGACY_PREFIX))]
-        if regular or hint(message, FORMAT, "tool_calls") == "list":
+        legacy_id = hint(message, FORMAT, "legacy_id")
+        regular = [c for c in calls if c.call_id != legacy_id]
+        if regular or hint(message, FORMAT, "tool_calls_empty"):
             absent = hint(message, FORMAT, "no_args") or ()
             msg["tool_calls"] = [
                 _encode_call(c, message, i in absent) for i, c in enumerate(regular)
             ]
         for c in calls:
-            if legacy and c.call_id.startswith(_LEGACY_PREFIX):
+            if c.call_id == legacy_id:
                 args = c.arguments if isinstance(c.arguments, str) else c.arguments_text
                 msg["function_call"] = {
                     "name": c.name,

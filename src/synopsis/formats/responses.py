@@ -102,6 +102,12 @@ def _decode_block(block: object, index: int, text_type: str) -> Part:
     if kind == "input_audio":
         # the SDK nests data/format under "input_audio"; older clients sent them flat
         nested = block.get("input_audio")
+        if nested is not None and not isinstance(nested, Mapping):
+            raise ConversationError(
+                f"'input_audio' must be an object, got {type(nested).__name__}",
+                index=index,
+                rule=_CONTENT_RULE,
+            )
         source = nested if isinstance(nested, Mapping) else block
         inner: list[str] = []
         data = take_str(source, "data", index, _CONTENT_RULE, inner)
@@ -177,8 +183,14 @@ def _decode_output(item: Mapping[str, Any], index: int, strict: bool) -> tuple[T
 
 def _decode_reasoning(item: Mapping[str, Any], index: int) -> Message:
     blocks: list[Mapping[str, Any]] = []
+    wire: dict[str, Any] = {"format": FORMAT, "item": "reasoning"}
+    if "summary" not in item:
+        # the API requires it (rule R6), but the converter only records its absence: the
+        # validator reports it, and the round trip stays exact
+        wire["missing_summary"] = True
     for key in ("summary", "content"):
-        if key == "summary" or item.get(key) is not None:
+        # a null content is allowed (and kept among the extras); a null summary is not
+        if key in item and (key == "summary" or item[key] is not None):
             rule = f"reasoning.{key}"
             found = expect_list(item.get(key), index, f"reasoning '{key}'", rule)
             blocks += (expect_mapping(b, index, "reasoning part", rule) for b in found)
@@ -188,7 +200,6 @@ def _decode_reasoning(item: Mapping[str, Any], index: int) -> Message:
     text = "\n".join(b["text"] for b in blocks if isinstance(b.get("text"), str))
     kept = {k: item[k] for k in ("summary", "content") if k in item}
     part = ReasoningPart(text=text, encrypted=encrypted, extra=kept)
-    wire = {"format": FORMAT, "item": "reasoning"}
     return Message(Role.ASSISTANT, (part,), id=msg_id, extra=rest(item, known), wire=wire)
 
 
@@ -294,7 +305,7 @@ def _encode_media(
         return out
     if part.kind == "audio":
         fmt = None if part.media_type is None else part.media_type.split("/", 1)[-1]
-        if own and "input_audio" not in extra:
+        if own and not isinstance(extra.get("input_audio"), Mapping):
             flat = {"type": "input_audio", **extra}
             flat |= {k: v for k, v in (("data", part.data), ("format", fmt)) if v is not None}
             return flat
@@ -359,7 +370,8 @@ def _encode_call(call: ToolCallPart, message: Message, kind: str) -> dict[str, A
 
 def _encode_reasoning(part: ReasoningPart, message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "reasoning", **own_extra(message, FORMAT, part.extra)}
-    out.setdefault("summary", [])  # required even when empty (rule R6)
+    if not hint(message, FORMAT, "missing_summary"):
+        out.setdefault("summary", [])  # required even when empty (rule R6)
     if part.encrypted is not None:
         out["encrypted_content"] = part.encrypted
     return out

@@ -265,7 +265,7 @@ class _Checker:
             if (
                 self.profile.empty_tool_calls
                 and m.wire.get("format") == "openai"
-                and m.wire.get("tool_calls") == "list"
+                and m.wire.get("tool_calls_empty")
                 and not m.tool_calls
             ):
                 self.add(
