@@ -86,6 +86,9 @@ def test_inspect_accepts_a_request_body(tmp_path: Path) -> None:
         ("[]", ["--window", "0"], "expected a positive number"),
         ("[]", ["--model"], "expected one argument"),
         ("[]", ["--provider", "bedrock"], "invalid choice"),
+        ("[" * 100_000 + "]" * 100_000, [], "nested too deeply"),
+        ('[{"role": "user", "content": "x", "n": ' + "9" * 5000 + "}]", [], "cannot read"),
+        ('{"a": 1}\n' + "[" * 100_000 + "]" * 100_000, [], "nested too deeply"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content, args, expected) -> None:
@@ -112,3 +115,11 @@ def test_unknown_model_uses_default_window(caplog: pytest.LogCaptureFixture) -> 
     done = run("inspect", str(DANGLING), "--model", "no-such-model-9", "--json")
     assert done.returncode == 0
     assert json.loads(done.stdout)["window"] == 200_000
+
+
+def test_lone_surrogates_in_a_history_print_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "h.json"
+    path.write_text('[{"role": "user", "content": "bad \\ud800 text"}]')
+    done = run("inspect", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "\\ud800" in done.stdout

@@ -7,6 +7,7 @@ format, a bad option) ends in one line on stderr and exit code 2, never a traceb
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from pathlib import Path
@@ -56,7 +57,7 @@ def load_file(path: Path) -> object:
     if not text.strip():
         raise UsageError(f"{path} is empty")
     try:
-        return json.loads(text)
+        return _parse_json(text, str(path))
     except json.JSONDecodeError as whole:
         lines = [line for line in text.splitlines() if line.strip()]
         if len(lines) < 2:
@@ -68,10 +69,23 @@ def load_file(path: Path) -> object:
             if not line.strip():
                 continue
             try:
-                items.append(json.loads(line))
+                items.append(_parse_json(line, f"{path}:{number}"))
             except json.JSONDecodeError as exc:
                 raise UsageError(f"{path}:{number} is not JSON ({exc.msg})") from None
         return items
+
+
+def _parse_json(text: str, where: str) -> object:
+    """json.loads, with the two ways valid-looking JSON still fails turned into usage errors:
+    nesting deeper than the interpreter's stack, and integers past Python's digit limit."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise UsageError(f"{where} is nested too deeply to be a history") from None
+    except ValueError as exc:
+        raise UsageError(f"{where} holds a value synopsis cannot read ({exc})") from None
 
 
 def _print_report(report: Report, top: int) -> None:
@@ -167,6 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A history can hold lone surrogates (valid JSON escapes, not valid UTF-8); print them
+    # escaped rather than die halfway through a report.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
