@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from synopsis.errors import ConfigurationError
+import synopsis
+from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.messages import (
     MediaPart,
     Message,
@@ -346,3 +347,16 @@ def test_real_transcripts_count(transcripts: dict[str, tuple[Message, ...]]) -> 
         assert exact > len(messages) * 3, name
         assert 0.5 < rough / exact < 2.0, name
         assert exact == 3 + sum(counter.count_message(m) for m in messages)
+
+
+@pytest.mark.parametrize("tools", [5, "abc", {"a": 1}, ["x"], [None], [{"name": "f"}, 3]])
+def test_tools_that_are_not_definitions_are_refused_with_a_sentence(tools) -> None:
+    with pytest.raises(ConversationError, match="tool") as info:
+        synopsis.count_tokens([{"role": "user", "content": "x"}], tools=tools)
+    assert info.value.rule == "tools"
+
+
+@pytest.mark.parametrize("model", [5, [], b"gpt-4o"])
+def test_a_model_that_is_not_a_name_is_refused_with_a_sentence(model) -> None:
+    with pytest.raises(ConfigurationError, match="model must be a string"):
+        synopsis.count_tokens("x", model)

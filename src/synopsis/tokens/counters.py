@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, runtime_checkable
 
-from synopsis.errors import ConfigurationError
+from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.messages import (
     MediaPart,
     Message,
@@ -172,13 +172,26 @@ class MessageCounter:
             for message, count in zip(missing, counts, strict=True):
                 self._store(message, count)
         total += sum(counts)
-        if tools:
+        if tools is not None:
             total += self.count_tools(tools)
         return total
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens for the tool definitions of a request (0 for none): name, description and
         compact JSON schema of each, plus the provider's per-tool and preamble overhead."""
+        if tools is None:
+            return 0
+        if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+            raise ConversationError(
+                f"tools must be a list of tool definitions, not {type(tools).__name__}",
+                rule="tools",
+            )
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, Mapping):
+                raise ConversationError(
+                    f"tool definition {i} must be a JSON object, not {type(tool).__name__}",
+                    rule="tools",
+                )
         if not tools:
             return 0
         listed = _expand_tools(tools)

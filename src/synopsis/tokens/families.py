@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from synopsis.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from synopsis.tokens._vocab import EncodingName
     from synopsis.tokens.framing import Provider
@@ -104,6 +106,8 @@ def family_for_model(model: str | None) -> ModelFamily:
     """The counting family for a model name (``None``: OpenAI's current ``o200k_base``)."""
     if model is None:
         return FAMILIES["openai-o200k"]
+    if not isinstance(model, str):
+        raise ConfigurationError(f"model must be a string such as 'gpt-4o', got {model!r}.")
     name = model.strip().lower().rsplit("/", 1)[-1].removeprefix("ft:")
     if "claude" in name:
         version = _claude_version(name)
