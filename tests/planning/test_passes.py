@@ -98,3 +98,18 @@ def test_no_plan_means_no_pass() -> None:
     assert done.passes == 0
     assert done.messages == tuple(msgs)
     assert not done.fits
+
+
+def test_a_token_keep_shrinks_by_half_after_the_pass_cap() -> None:
+    done = run_passes(
+        grow(20, 800),
+        count=tokens,
+        overhead=50,
+        summarize=fixed_summary(900),
+        keep=Keep.tokens(800),
+        trigger=Trigger.fraction(0.8),
+        window=2_000,
+        config=GovernorConfig(),
+    )
+    assert done.shrunk
+    assert done.plans[-1].tokens_tail <= 400

@@ -6,7 +6,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart, thaw
+from synopsis.messages import (
+    MediaPart,
+    Message,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    thaw,
+)
 from synopsis.planning import Measure, Reduced, Reductions, Trigger, TruncateArgs, reduce
 from synopsis.planning.reductions import DUPLICATE_MARKER, SUMMARY_MARKER
 from tests.planning.helpers import ones, say, user
@@ -178,3 +186,27 @@ def test_truncation_never_writes_json_a_strict_parser_refuses() -> None:
     out = run(msgs)
     assert not out.changed
     assert out.messages[1] is call
+
+
+def test_results_with_media_are_not_deduplicated_by_text() -> None:
+    image = MediaPart("image", url="https://x/chart.png")
+    big = "line\n" * 100
+    with_media = Message(Role.TOOL, (ToolResultPart("a", (TextPart(big), image)),))
+    again = Message(Role.TOOL, (ToolResultPart("b", (TextPart(big), image)),))
+    msgs = [user("t"), with_media, again, *[say(str(i)) for i in range(20)]]
+    assert not run(msgs, ratio=0.1).changed
+
+
+def test_oversized_text_parts_are_marked_and_other_parts_skipped() -> None:
+    huge = "word " * 6000
+    call = ToolCallPart("c", "bash", {"cmd": huge})
+    msgs = [user(huge), Message(Role.ASSISTANT, (TextPart(huge), call, TextPart("short")))]
+    out = reduce(
+        msgs,
+        [6000, 12000],
+        measure=Measure(18_000, 2, 100_000),
+        threshold=8_000,
+        config=Reductions(truncate_args=None, dedupe_results=False),
+        count_text=lambda text: len(text.split()),
+    )
+    assert [(o.index, o.part) for o in out.oversized] == [(0, 0), (1, 0)]

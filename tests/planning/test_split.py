@@ -5,7 +5,14 @@ from typing import Any
 import pytest
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, content_hash, message_id
+from synopsis.messages import (
+    Message,
+    Role,
+    ToolCallPart,
+    ToolResultPart,
+    content_hash,
+    message_id,
+)
 from synopsis.planning import Keep, Protect, SplitPlan, analyze, plan_split
 from synopsis.planning.units import SUMMARY_TAG
 from tests.planning.helpers import calls, ones, reasoning, result, say, summary, system, user
@@ -313,3 +320,29 @@ def test_an_earlier_summary_is_summarized_again_not_protected() -> None:
     assert 1 in p.summarize
     assert 1 not in p.head
     assert 3 in p.head  # a person's turn is still kept by the user-turn bound
+
+
+def test_a_pinned_call_whose_unit_holds_an_orphan_is_not_kept() -> None:
+    pinned_call = calls("a")
+    msgs = [system(), user("t"), pinned_call, result("zz"), result("a"), say("x"), user("y")]
+    msgs += [say("z")]
+    p = plan(msgs, keep=Keep.messages(2), protect=Protect(pin=lambda m: m is pinned_call))
+    assert p is not None
+    assert p.head == (0, 1)
+    assert {2, 3, 4} <= set(p.summarize)
+
+
+def test_a_result_inside_its_own_call_message_ties_nothing_else() -> None:
+    server = Message(Role.ASSISTANT, (ToolCallPart("s", "web_search"), ToolResultPart("s", "hits")))
+    msgs = [user("t"), server, user("more"), say("ok")]
+    s = analyze(msgs)
+    assert all(s.is_safe(b) for b in range(len(msgs) + 1))
+    assert 1 not in s.tied
+
+
+def test_when_no_phase_finds_a_cut_within_the_minimum_tail_the_best_effort_does() -> None:
+    msgs = [system(), user("t"), calls("a"), say("x"), result("a"), say("y")]
+    p = plan(msgs, keep=Keep.messages(3), min_tail=3)
+    assert p is not None
+    assert (p.boundary, p.phase) == (5, "best-effort")
+    assert p.summarize == (2, 3, 4)

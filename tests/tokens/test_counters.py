@@ -360,3 +360,10 @@ def test_tools_that_are_not_definitions_are_refused_with_a_sentence(tools) -> No
 def test_a_model_that_is_not_a_name_is_refused_with_a_sentence(model) -> None:
     with pytest.raises(ConfigurationError, match="model must be a string"):
         synopsis.count_tokens("x", model)
+
+
+def test_no_tools_count_nothing_and_text_counts_as_text() -> None:
+    counter = synopsis.TiktokenCounter()
+    assert counter.count_tools(None) == 0
+    assert counter.count_tools([]) == 0
+    assert synopsis.count_tokens("hello world", "gpt-4o") == counter.count_text("hello world")

@@ -206,7 +206,7 @@ def decide(
     if not state.armed:
         if measure.ratio < config.reset_ratio:
             state = replace(state, armed=True, stuck=False)
-        elif not state.stuck and since is not None and since >= config.cooldown_messages:
+        elif not state.stuck and (since is None or since >= config.cooldown_messages):
             state = replace(state, armed=True)
     emergency = measure.ratio >= config.emergency_ratio
     usage = f"{measure.tokens:,} of {measure.window:,} tokens ({measure.ratio:.0%})"
@@ -267,12 +267,6 @@ def decide(
             "no-progress",
             f"the last compaction left the history over the trigger; waiting for it to fall "
             f"below {config.reset_ratio:.0%} of the window",
-        )
-    if not state.armed:
-        return no(
-            "cooldown",
-            f"the last compaction stopped above {config.reset_ratio:.0%} of the window; "
-            f"waiting for usage to fall below it or for {waiting}",
         )
     if refresh and not fires:
         return yes("refresh", f"{since} new messages since the last compaction (refresh)")
