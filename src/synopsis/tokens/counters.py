@@ -176,7 +176,7 @@ class MessageCounter:
             total += self.count_tools(tools)
         return total
 
-    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+    def count_tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
         """Tokens for the tool definitions of a request (0 for none): name, description and
         compact JSON schema of each, plus the provider's per-tool and preamble overhead."""
         if tools is None:
