@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -123,3 +125,85 @@ def test_lone_surrogates_in_a_history_print_escaped(tmp_path: Path) -> None:
     done = run("inspect", str(path))
     assert done.returncode == 0, done.stderr
     assert "\\ud800" in done.stdout
+
+
+def test_a_file_that_is_not_utf8_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latin1.json"
+    raw = '[{"role": "user", "content": "café"}]'.encode("latin-1")
+    path.write_bytes(raw)
+    assert main(["inspect", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"synopsis: error: cannot read {path}: 'utf-8' codec can't decode byte 0xe9 "
+        f"in position {raw.index(0xE9)}: invalid continuation byte\n"
+    )
+
+
+def test_blank_lines_in_jsonl_are_skipped_but_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text(
+        '{"role": "user", "content": "a"}\n\n  \n{"role": "assistant", "content": "b"}\n'
+    )
+    assert main(["inspect", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["message_count"] == 2
+    assert report["problems"] == []
+    path.write_text('{"role": "user", "content": "a"}\n\n{"role": oops}\n')
+    assert main(["inspect", str(path)]) == 2
+    assert capsys.readouterr().err == (f"synopsis: error: {path}:3 is not JSON (Expecting value)\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "detail"),
+    [
+        (["--window", "abc"], "argument --window: expected a whole number, got 'abc'"),
+        (["--window", "-5"], "argument --window: expected a positive number, got -5"),
+        (["--top", "1.5"], "argument --top: expected a whole number, got '1.5'"),
+    ],
+)
+def test_window_and_top_must_be_positive_whole_numbers(
+    args: list[str], detail: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", str(CODEX), *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"synopsis: error: {detail}\n"
+
+
+def test_window_and_top_shape_the_report(tmp_path: Path) -> None:
+    items = [
+        {"role": "user", "content": "alpha " * 40},
+        {"role": "assistant", "content": "beta " * 20},
+        {"role": "user", "content": "gamma"},
+    ]
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(items))
+    report = json.loads(run("inspect", str(path), "--window", "1000", "--json").stdout)
+    assert report["window"] == 1000
+    done = run("inspect", str(path), "--window", "1000", "--top", "2")
+    assert done.returncode == 0, done.stderr
+    share = report["total_tokens"] / 1000
+    assert f"window: 1,000 tokens for the given window; this history fills {share:.1%}" in (
+        done.stdout
+    )
+    assert "Largest 2 messages" in done.stdout
+    assert "alpha" in done.stdout
+    assert "beta" in done.stdout
+    assert "gamma" not in done.stdout
+
+
+def test_main_runs_with_streams_that_are_not_text_files(tmp_path: Path) -> None:
+    # Called from a program that collects the output in memory: nothing to reconfigure.
+    path = tmp_path / "h.json"
+    path.write_text('[{"role": "user", "content": "bad \\ud800 text"}]')
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["inspect", str(path), "--json"]) == 0
+        assert main(["inspect", str(tmp_path / "missing.json")]) == 2
+    assert json.loads(out.getvalue())["message_count"] == 1
+    assert err.getvalue() == f"synopsis: error: no such file: {tmp_path / 'missing.json'}\n"

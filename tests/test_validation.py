@@ -132,6 +132,20 @@ def test_result_after_a_user_turn_is_misplaced_for_chat_but_fine_for_responses()
     assert check(msgs, RESPONSES) == []
 
 
+def test_user_message_with_results_and_text_ends_the_openai_answer_block() -> None:
+    # The converter sends result 'a' as a tool message and the note as a user message, so the
+    # tool message for 'b' after it no longer follows the call.
+    answer_and_note = Message(Role.USER, (ToolResultPart("a", "r"), TextPart("note")))
+    msgs = [user("go"), call("a", "b"), answer_and_note, tool("b"), assistant("ok")]
+    problems = check(msgs, OPENAI)
+    assert [(p.index, p.part, p.rule) for p in problems] == [(3, 0, "openai.C1")]
+    assert problems[0].message == (
+        "tool result for 'b' is not in the turn right after its call (message 1)"
+    )
+    only_results = Message(Role.USER, (ToolResultPart("a", "r"),))
+    assert check([user("go"), call("a", "b"), only_results, tool("b")], OPENAI) == []
+
+
 def test_anthropic_merges_user_side_but_wants_results_first() -> None:
     ok = [user("go"), call("a"), tool("a"), user("and then?")]
     assert check(ok, ANTHROPIC) == []
@@ -242,6 +256,24 @@ def test_thinking_rules() -> None:
     assert check([user("go"), assistant("done"), user("next")], on) == []
 
 
+def test_thinking_tool_loop_that_opens_the_history_must_start_with_thinking() -> None:
+    # No user turn before the loop (a history cut to its last tool loop): the scan runs to
+    # message 0, and that call turn is where the loop starts.
+    on = dataclasses.replace(ANTHROPIC, thinking=True)
+    msgs = [call("a", text="no thinking"), tool("a"), assistant("done")]
+    problems = check(msgs, on)
+    assert [(p.index, p.part, p.rule) for p in problems] == [
+        (0, None, "anthropic.A5"),
+        (0, 0, "anthropic.A6"),
+    ]
+    assert problems[1].message == (
+        "When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+    )
+    think = ReasoningPart("plan", signature="s")
+    thought = Message(Role.ASSISTANT, (think, ToolCallPart("a", "bash", "{}")))
+    assert rules(check([thought, tool("a"), assistant("done")], on)) == ["anthropic.A5"]
+
+
 def test_reasoning_item_needs_its_following_item() -> None:
     reasoning = Message(Role.ASSISTANT, (ReasoningPart(encrypted="e"),))
     assert check([user("go"), reasoning, call("a"), tool("a")], RESPONSES) == []
@@ -313,6 +345,18 @@ def test_repair_can_drop_dangling_call_instead() -> None:
     ]
 
 
+def test_repair_leaves_a_trailing_unfinished_call_alone() -> None:
+    # Only the call in the middle is settled; the last one may still be running.
+    msgs = [user("go"), call("a", text="checking"), assistant("hm"), user("more"), call("b")]
+    for dangling in ("answer", "drop"):
+        fixed = repair_messages(msgs, OPENAI, dangling=dangling)
+        assert [(f.index, f.action) for f in fixed.fixes] == [
+            (1, "answered dangling call" if dangling == "answer" else "dropped dangling call")
+        ]
+        assert fixed.messages[-1] == msgs[-1]
+        assert check(fixed.messages, OPENAI) == []
+
+
 def test_repair_in_user_style_puts_result_first_in_existing_turn() -> None:
     msgs = [
         user("go"),
@@ -352,6 +396,39 @@ def test_repair_drops_orphans_and_empties() -> None:
     assert {f.action for f in fixed.fixes} == {"dropped orphaned result", "dropped empty message"}
 
 
+def test_repair_drops_blank_text_blocks_where_content_must_be_non_empty() -> None:
+    items = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": " \n"}],
+        },
+        {"role": "assistant", "content": "hello"},
+    ]
+    problems = validate(items, "anthropic", format="anthropic")
+    assert [(p.index, p.part, p.rule) for p in problems] == [(0, 1, "anthropic.empty_text")]
+    fixed = repair(items, "anthropic", format="anthropic")
+    assert list(fixed) == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, items[1]]
+    assert [str(f) for f in fixed.fixes] == [
+        "message 0: dropped blank text: empty text block removed"
+    ]
+    assert validate(list(fixed), "anthropic", format="anthropic") == []
+    assert repair(items, "openai", format="anthropic").fixes == ()
+
+
+def test_dropping_a_call_drops_the_thinking_it_leaves_alone() -> None:
+    thought = Message(
+        Role.ASSISTANT, (ReasoningPart("plan", signature="s"), ToolCallPart("a", "bash", "{}"))
+    )
+    msgs = [user("go"), thought, user("never mind"), assistant("ok")]
+    fixed = repair_messages(msgs, ANTHROPIC, dangling="drop")
+    assert [(f.index, f.action, f.detail) for f in fixed.fixes] == [
+        (1, "dropped dangling call", "call id 'a'"),
+        (1, "dropped message", "only thinking was left, with no turn"),
+    ]
+    assert [m.text for m in fixed.messages] == ["go", "never mind", "ok"]
+    assert check(fixed.messages, ANTHROPIC) == []
+
+
 def test_repair_never_merges_or_edits_thinking() -> None:
     think = ReasoningPart("deep", signature="sig-1")
     msgs = [user("go"), assistant("a"), Message(Role.ASSISTANT, (think, TextPart("b")))]
@@ -372,6 +449,56 @@ def test_repair_strict_lifts_and_merges_systems() -> None:
     assert check(fixed.messages, OPENAI_STRICT) == []
     assert fixed.messages[0] == Message(Role.SYSTEM, (TextPart("one\n\ntwo"),))
     assert fixed.messages[1].text == "go\n\nagain"
+
+
+def test_repair_strict_merges_systems_that_hold_more_than_text() -> None:
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/chart.png"}}
+    second = [{"type": "text", "text": "two"}, image]
+    items = [
+        {"role": "system", "content": "one"},
+        {"role": "system", "content": second},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "x"},
+    ]
+    assert [(p.index, p.rule) for p in validate(items, "openai-strict")] == [
+        (1, "openai-strict.system_position")
+    ]
+    fixed = repair(items, "openai-strict")
+    assert [(f.index, f.action) for f in fixed.fixes] == [(1, "merged system message")]
+    # the parts are kept as they are, in order: joining the text would lose the image
+    merged = {"role": "system", "content": [{"type": "text", "text": "one"}, *second]}
+    assert list(fixed) == [merged, *items[2:]]
+    assert validate(list(fixed), "openai-strict") == []
+
+
+def test_repair_strict_merges_user_turns_that_hold_more_than_text() -> None:
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    items = [
+        {"role": "user", "content": "look"},
+        {"role": "user", "content": [image]},
+        {"role": "assistant", "content": "a cat"},
+    ]
+    assert rules(validate(items, "openai-strict")) == ["openai-strict.alternation"]
+    fixed = repair(items, "openai-strict")
+    assert [(f.index, f.action, f.detail) for f in fixed.fixes] == [
+        (1, "merged message", "into the user message before")
+    ]
+    merged = {"role": "user", "content": [{"type": "text", "text": "look"}, image]}
+    assert list(fixed) == [merged, items[2]]
+    assert validate(list(fixed), "openai-strict") == []
+
+
+def test_repair_keeps_a_function_response_turn_apart_from_user_text() -> None:
+    # Gemini: same-role neighbours merge, but a function response turn stays its own turn.
+    results = Message(Role.USER, (ToolResultPart("a", "ok"),))
+    msgs = [user("go"), call("a"), results, user("more"), assistant("x"), user("y"), user("z")]
+    fixed = repair_messages(msgs, GEMINI)
+    assert [(f.index, f.action, f.detail) for f in fixed.fixes] == [
+        (6, "merged message", "into the user message before")
+    ]
+    assert fixed.messages[:5] == tuple(msgs[:5])
+    assert fixed.messages[5] == user("y\n\nz")
+    assert check(fixed.messages, GEMINI) == []
 
 
 def test_repair_keeps_allowed_mid_system() -> None:

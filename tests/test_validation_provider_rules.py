@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synopsis.errors import ConfigurationError
-from synopsis.formats import encode
+from synopsis.formats import decode, encode
 from synopsis.messages import Message, ReasoningPart, Role, TextPart, ToolCallPart
 from synopsis.validation import (
     ANTHROPIC,
@@ -75,6 +75,22 @@ def test_mid_conversation_system_is_a_profile_option() -> None:
     assert [(p.index, p.rule) for p in late] == [(2, "anthropic.system_position")]
     fixed = repair([U, Y, MID, U], opus48, format="anthropic")
     assert (list(fixed), fixed.system) == ([U, Y, U], "mid")
+
+
+def test_systems_built_by_hand_merge_with_a_lifted_one_into_one_system() -> None:
+    # Two leading system messages built in code, then a history decoded from Anthropic whose
+    # list holds a system message: all three become the one top-level system prompt.
+    own = [Message(Role.SYSTEM, (TextPart(t),)) for t in ("rules", "style")]
+    msgs = [*own, *decode([U, MID, Y], "anthropic").messages]
+    fixed = repair_messages(msgs, ANTHROPIC)
+    assert [(f.index, f.action, f.detail) for f in fixed.fixes] == [
+        (3, "lifted system message", "moved into the top-level system prompt"),
+        (1, "merged system message", "into the top-level system prompt"),
+    ]
+    assert check(fixed.messages, ANTHROPIC) == []
+    wire = encode(fixed.messages, "anthropic")
+    assert wire.system == "rules\n\nstyle\n\nmid"
+    assert wire.messages == [U, Y]
 
 
 @settings(max_examples=150, deadline=None)
@@ -189,6 +205,23 @@ def test_r4_stays_narrow() -> None:
     ]
     for items in fine:
         assert validate(items, NEWER, format="responses") == [], items
+
+
+def test_r4_accepts_reasoning_that_leads_the_same_message() -> None:
+    # The converter sends such a message as its reasoning item, then its message item.
+    head = list(decode([U, RS, FC, FCO], "responses").messages)
+    think, text = ReasoningPart(encrypted="e2"), TextPart("done")
+    own = {"format": "responses"}
+    before = Message(Role.ASSISTANT, (think, text), wire=own)
+    assert check([*head, before], NEWER) == []
+    sent = encode([*head, before], "responses").messages
+    assert sent[-2:] == [
+        {"type": "reasoning", "summary": [], "encrypted_content": "e2"},
+        {"role": "assistant", "content": "done"},
+    ]
+    assert validate(sent, NEWER, format="responses") == []
+    after = Message(Role.ASSISTANT, (text, think), wire=own)
+    assert [(p.index, p.rule) for p in check([*head, after], NEWER)] == [(4, "responses.R4")]
 
 
 def test_store_false_needs_items_in_full() -> None:
