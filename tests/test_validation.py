@@ -641,3 +641,17 @@ def test_calls_dropped_by_repair_leave_no_empty_tool_calls_to_report() -> None:
     model = decode(items, "openai").messages
     dropped = repair_messages(model, get_profile("openai"), dangling="drop").messages
     assert not [p for p in check(dropped, get_profile("openai")) if p.rule == "openai.C4"]
+
+
+def test_strict_system_merge_keeps_the_fields_a_block_carries() -> None:
+    cached = TextPart("rules", extra={"cache_control": {"type": "ephemeral"}})
+    msgs = [
+        Message(Role.SYSTEM, (cached,)),
+        Message(Role.SYSTEM, (TextPart("style"),)),
+        user("hi"),
+    ]
+    fixed = repair_messages(msgs, get_profile("openai-strict"))
+    head = fixed.messages[0]
+    assert head.role is Role.SYSTEM
+    assert head.parts == (cached, TextPart("style"))
+    assert check(fixed.messages, get_profile("openai-strict")) == []

@@ -139,7 +139,10 @@ def _lift_systems(items: list[Item], profile: Profile, fixes: list[Fix]) -> list
     if profile.system == "leading" and top_level_systems([m for _, m in head], profile) < len(head):
         head = _top_level(head, lifted, fixes)
     if profile.system == "first_only" and len(head) > 1:
-        if all(_text_only(m) for _, m in head):
+        # Joining text into one string is the plainest system prompt, but it would drop the
+        # fields a block carries (cache_control); keep the blocks whenever any has one.
+        plain = all(_text_only(m) and not any(p.extra for p in m.parts) for _, m in head)
+        if plain:
             text = "\n\n".join(m.text for _, m in head)
             merged = Message(Role.SYSTEM, (TextPart(text),), wire=head[0][1].wire)
         else:
