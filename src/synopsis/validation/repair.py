@@ -141,7 +141,7 @@ def _lift_systems(items: list[Item], profile: Profile, fixes: list[Fix]) -> list
     if profile.system == "first_only" and len(head) > 1:
         # Joining text into one string is the plainest system prompt, but it would drop the
         # fields a block carries (cache_control); keep the blocks whenever any has one.
-        plain = all(_text_only(m) and not any(p.extra for p in m.parts) for _, m in head)
+        plain = all(all(isinstance(p, TextPart) and not p.extra for p in m.parts) for _, m in head)
         if plain:
             text = "\n\n".join(m.text for _, m in head)
             merged = Message(Role.SYSTEM, (TextPart(text),), wire=head[0][1].wire)
