@@ -19,12 +19,14 @@ PINNED = [
     "Profile",
     "ReasoningPart",
     "Role",
+    "SummarizerError",
     "SynopsisError",
     "TextPart",
     "TiktokenCounter",
     "TokenCounter",
     "ToolCallPart",
     "ToolResultPart",
+    "TransportError",
     "Trigger",
     "UnknownFormatError",
     "VocabularyError",
@@ -52,6 +54,10 @@ def test_errors_subclass_builtins() -> None:
     assert issubclass(synopsis.ConversationError, ValueError)
     assert issubclass(synopsis.ConfigurationError, ValueError)
     assert issubclass(synopsis.VocabularyError, RuntimeError)
+    assert issubclass(synopsis.TransportError, ConnectionError)
+    assert issubclass(synopsis.SummarizerError, RuntimeError)
+    assert synopsis.TransportError("down", retryable=False).retryable is False
+    assert synopsis.TransportError("slow").retryable is True
     err = synopsis.ConversationError("bad", index=3, rule="message.role")
     assert (err.index, err.rule, str(err)) == (3, "message.role", "message 3: bad [message.role]")
 

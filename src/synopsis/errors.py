@@ -6,7 +6,9 @@ Every error subclasses a builtin so callers can catch what they already know::
     ├── ConversationError (ValueError)      input no provider would accept, or not a history
     │   └── UnknownFormatError              detect() could not name the format
     ├── ConfigurationError (ValueError)     an option out of range or of the wrong type
-    └── VocabularyError (RuntimeError)      a bundled tokenizer file is missing or corrupt
+    ├── VocabularyError (RuntimeError)      a bundled tokenizer file is missing or corrupt
+    ├── TransportError (ConnectionError)    a summarizer's model could not be reached
+    └── SummarizerError (RuntimeError)      every model failed and falling back was refused
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 __all__ = [
     "ConfigurationError",
     "ConversationError",
+    "SummarizerError",
     "SynopsisError",
+    "TransportError",
     "UnknownFormatError",
     "VocabularyError",
 ]
@@ -49,3 +53,15 @@ class ConfigurationError(SynopsisError, ValueError):
 
 class VocabularyError(SynopsisError, RuntimeError):
     """A bundled tokenizer vocabulary is missing, or its sha256 does not match."""
+
+
+class TransportError(SynopsisError, ConnectionError):
+    """The completion could not be obtained; ``retryable`` says whether asking again may help."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        self.retryable = retryable
+        super().__init__(message)
+
+
+class SummarizerError(SynopsisError, RuntimeError):
+    """Every model failed and the summarizer was told not to fall back (``abort_on_failure``)."""

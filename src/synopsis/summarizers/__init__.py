@@ -1,5 +1,5 @@
-"""Summarizers: the protocol, the summary record and its rendering, and the rule-based
-summarizer that works offline.
+"""Summarizers: the protocol, the summary record and its rendering, the rule-based summarizer
+that works offline, and the LLM summarizer over any completion callable.
 
 >>> from synopsis.summarizers import RuleBasedSummarizer, render
 >>> from synopsis.messages import Message, Role, TextPart
@@ -10,8 +10,11 @@ summarizer that works offline.
 
 from __future__ import annotations
 
+from synopsis.errors import SummarizerError, TransportError
+from synopsis.summarizers.completion import Completion, CompletionRequest, CompletionResponse
 from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts
 from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS, find_extractor
+from synopsis.summarizers.llm import LLMSummarizer
 from synopsis.summarizers.message_level import summarize_part
 from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
 from synopsis.summarizers.records import (
@@ -31,16 +34,22 @@ __all__ = [
     "DEFAULT_EXTRACTORS",
     "ActionItem",
     "AsyncSummarizer",
+    "Completion",
+    "CompletionRequest",
+    "CompletionResponse",
     "Coverage",
     "Entities",
     "Extractor",
     "Facets",
+    "LLMSummarizer",
     "RuleBasedSummarizer",
     "Sections",
     "Summarizer",
+    "SummarizerError",
     "SummaryRecord",
     "ToolExchange",
     "ToolFacts",
+    "TransportError",
     "Usage",
     "find_extractor",
     "render",
