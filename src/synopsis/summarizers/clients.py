@@ -70,6 +70,47 @@ def _transport_error(provider: str, error: Exception) -> TransportError:
     )
 
 
+_Convert = Callable[[Any, CompletionRequest], CompletionResponse]
+
+
+def _sync(
+    provider: str,
+    failures: tuple[type[Exception], ...],
+    create: Callable[..., Any],
+    arguments: Callable[[CompletionRequest], dict[str, Any]],
+    convert: _Convert,
+) -> SyncCompletion:
+    """One SDK call per request, its failures as TransportError, its answer converted."""
+
+    def complete(request: CompletionRequest) -> CompletionResponse:
+        try:
+            response = create(**arguments(request))
+        except failures as error:
+            raise _transport_error(provider, error) from error
+        return convert(response, request)
+
+    return complete
+
+
+def _async(
+    provider: str,
+    failures: tuple[type[Exception], ...],
+    create: Callable[..., Awaitable[Any]],
+    arguments: Callable[[CompletionRequest], dict[str, Any]],
+    convert: _Convert,
+) -> AsyncCompletion:
+    """:func:`_sync` for an async SDK client."""
+
+    async def acomplete(request: CompletionRequest) -> CompletionResponse:
+        try:
+            response = await create(**arguments(request))
+        except failures as error:
+            raise _transport_error(provider, error) from error
+        return convert(response, request)
+
+    return acomplete
+
+
 def _messages(request: CompletionRequest) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": m["content"]} for m in request.messages]
 
@@ -123,27 +164,12 @@ def openai_chat_completion(client: OpenAI | AsyncOpenAI) -> SyncCompletion | Asy
     failures = (openai.APIConnectionError, openai.APIStatusError)
 
     if isinstance(client, openai.AsyncOpenAI):
-        async_client = client
-
-        async def acomplete(request: CompletionRequest) -> CompletionResponse:
-            try:
-                response = await async_client.chat.completions.create(**_chat_arguments(request))
-            except failures as error:
-                raise _transport_error("openai", error) from error
-            return _chat_response(response, request)
-
-        return acomplete
-
-    sync_client = client
-
-    def complete(request: CompletionRequest) -> CompletionResponse:
-        try:
-            response = sync_client.chat.completions.create(**_chat_arguments(request))
-        except failures as error:
-            raise _transport_error("openai", error) from error
-        return _chat_response(response, request)
-
-    return complete
+        return _async(
+            "openai", failures, client.chat.completions.create, _chat_arguments, _chat_response
+        )
+    return _sync(
+        "openai", failures, client.chat.completions.create, _chat_arguments, _chat_response
+    )
 
 
 # -- OpenAI Responses -------------------------------------------------------------------------
@@ -200,27 +226,12 @@ def openai_responses_completion(
     failures = (openai.APIConnectionError, openai.APIStatusError)
 
     if isinstance(client, openai.AsyncOpenAI):
-        async_client = client
-
-        async def acomplete(request: CompletionRequest) -> CompletionResponse:
-            try:
-                response = await async_client.responses.create(**_responses_arguments(request))
-            except failures as error:
-                raise _transport_error("openai", error) from error
-            return _responses_response(response, request)
-
-        return acomplete
-
-    sync_client = client
-
-    def complete(request: CompletionRequest) -> CompletionResponse:
-        try:
-            response = sync_client.responses.create(**_responses_arguments(request))
-        except failures as error:
-            raise _transport_error("openai", error) from error
-        return _responses_response(response, request)
-
-    return complete
+        return _async(
+            "openai", failures, client.responses.create, _responses_arguments, _responses_response
+        )
+    return _sync(
+        "openai", failures, client.responses.create, _responses_arguments, _responses_response
+    )
 
 
 # -- Anthropic Messages -----------------------------------------------------------------------
@@ -273,24 +284,9 @@ def anthropic_completion(client: Anthropic | AsyncAnthropic) -> SyncCompletion |
     failures = (anthropic.APIConnectionError, anthropic.APIStatusError)
 
     if isinstance(client, anthropic.AsyncAnthropic):
-        async_client = client
-
-        async def acomplete(request: CompletionRequest) -> CompletionResponse:
-            try:
-                response = await async_client.messages.create(**_anthropic_arguments(request))
-            except failures as error:
-                raise _transport_error("anthropic", error) from error
-            return _anthropic_response(response, request)
-
-        return acomplete
-
-    sync_client = client
-
-    def complete(request: CompletionRequest) -> CompletionResponse:
-        try:
-            response = sync_client.messages.create(**_anthropic_arguments(request))
-        except failures as error:
-            raise _transport_error("anthropic", error) from error
-        return _anthropic_response(response, request)
-
-    return complete
+        return _async(
+            "anthropic", failures, client.messages.create, _anthropic_arguments, _anthropic_response
+        )
+    return _sync(
+        "anthropic", failures, client.messages.create, _anthropic_arguments, _anthropic_response
+    )
