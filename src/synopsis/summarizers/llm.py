@@ -25,8 +25,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Annotated, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias
 
 from pydantic import (
     BaseModel,
@@ -39,6 +38,7 @@ from pydantic import (
 
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.messages import Message, content_hash, message_id, message_text
+from synopsis.summarizers._options import utc_now, whole_number
 from synopsis.summarizers.completion import (
     ChatMessage,
     Completion,
@@ -66,6 +66,9 @@ from synopsis.summarizers.render import render
 from synopsis.summarizers.rules import RuleBasedSummarizer
 from synopsis.summarizers.scanning import dedupe, scan_text
 from synopsis.tokens import counter_for_model
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 __all__ = ["LLMSummarizer", "SummaryContent", "parse_summary", "required_anchors"]
 
@@ -205,16 +208,6 @@ _Outcome: TypeAlias = CompletionResponse | Exception | None
 _Plan: TypeAlias = Generator[_Effect, _Outcome, "SummaryRecord | _Failure"]
 
 
-def _positive(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return value
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 async def _awaited(value: Awaitable[CompletionResponse]) -> CompletionResponse:
     return await value
 
@@ -257,16 +250,16 @@ class LLMSummarizer:
         self.system_prompt = system_prompt or SYSTEM_PROMPT
         self.fallback: Summarizer = fallback or RuleBasedSummarizer()
         self.abort_on_failure = abort_on_failure
-        self.max_retries = _positive("max_retries", max_retries, 0)
+        self.max_retries = whole_number("max_retries", max_retries, 0)
         self.backoff = backoff
         self.sleep = sleep
-        self.max_summary_tokens = _positive("max_summary_tokens", max_summary_tokens, 1)
-        self.result_chars = _positive("result_chars", result_chars, 1)
+        self.max_summary_tokens = whole_number("max_summary_tokens", max_summary_tokens, 1)
+        self.result_chars = whole_number("result_chars", result_chars, 1)
         self.quality_guard = quality_guard
-        self.anchor_limit = _positive("anchor_limit", anchor_limit, 0)
+        self.anchor_limit = whole_number("anchor_limit", anchor_limit, 0)
         self.temperature = temperature
         self.counter = counter_for_model(model_for_counting or self.models[0])
-        self.clock = clock or _now
+        self.clock = clock or utc_now
 
     def __repr__(self) -> str:
         return f"LLMSummarizer(models={list(self.models)!r}, max_retries={self.max_retries})"
@@ -291,7 +284,7 @@ class LLMSummarizer:
                 )
         limit = self.max_summary_tokens
         if max_tokens is not None:
-            limit = min(limit, _positive("max_tokens", max_tokens, 1))
+            limit = min(limit, whole_number("max_tokens", max_tokens, 1))
         tokens_in = sum(self.counter.count_message(m) for m in messages)
         input_tokens = tokens_in + (self.counter.count_text(render(previous)) if previous else 0)
         base: dict[str, Any] = {

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.messages import Message, content_hash, message_id
+from synopsis.summarizers._options import utc_now, whole_number
 from synopsis.summarizers.budget import ENTITY_KEYS, Draft, fit
 from synopsis.summarizers.digest import Digest, digest
 from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS
@@ -37,6 +37,8 @@ from synopsis.summarizers.scanning import bounded, dedupe
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from synopsis.summarizers.exchanges import Extractor
 
 __all__ = ["RuleBasedSummarizer"]
@@ -45,16 +47,6 @@ _REQUEST_CHARS = 300
 _CARRIED_NARRATIVE = 1000
 _CONCEPTS = 12
 _ERROR_MARK = "[❌"
-
-
-def _whole(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return value
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class RuleBasedSummarizer:
@@ -80,11 +72,13 @@ class RuleBasedSummarizer:
         deterministic_ids: bool = False,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.max_summary_tokens = _whole("max_summary_tokens", max_summary_tokens, 1)
+        self.max_summary_tokens = whole_number("max_summary_tokens", max_summary_tokens, 1)
         self.remaining_window = (
-            None if remaining_window is None else _whole("remaining_window", remaining_window, 0)
+            None
+            if remaining_window is None
+            else whole_number("remaining_window", remaining_window, 0)
         )
-        self.user_message_chars = _whole("user_message_chars", user_message_chars, 1)
+        self.user_message_chars = whole_number("user_message_chars", user_message_chars, 1)
         table: dict[str, Extractor] = dict(DEFAULT_EXTRACTORS)
         for name, extractor in (extractors or {}).items():
             if not isinstance(name, str) or not callable(extractor):
@@ -95,7 +89,7 @@ class RuleBasedSummarizer:
         self.extractors: Mapping[str, Extractor] = MappingProxyType(table)
         self.counter = counter_for_model(model_for_counting)
         self.deterministic_ids = deterministic_ids
-        self.clock = clock or _now
+        self.clock = clock or utc_now
 
     def __repr__(self) -> str:
         return (
@@ -110,7 +104,7 @@ class RuleBasedSummarizer:
         if self.remaining_window is not None:
             limits.append(self.remaining_window // 10)
         if max_tokens is not None:
-            limits.append(_whole("max_tokens", max_tokens, 1))
+            limits.append(whole_number("max_tokens", max_tokens, 1))
         return min(limits)
 
     def measure(self, record: SummaryRecord) -> int:
