@@ -20,6 +20,7 @@ from synopsis.messages import Message, content_hash, message_id
 from synopsis.summarizers._options import utc_now, whole_number
 from synopsis.summarizers.budget import ENTITY_KEYS, Draft, fit
 from synopsis.summarizers.digest import Digest, digest
+from synopsis.summarizers.drafts import record_from, record_lists
 from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS
 from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
@@ -27,9 +28,6 @@ from synopsis.summarizers.records import (
     MAX_SECTION_ITEMS,
     ActionItem,
     Coverage,
-    Entities,
-    Facets,
-    Sections,
     SummaryRecord,
 )
 from synopsis.summarizers.render import render
@@ -153,7 +151,7 @@ class RuleBasedSummarizer:
             base["id"] = hashlib.sha256(key.encode()).hexdigest()[:32]
 
         def build(content: Draft, truncated: bool) -> SummaryRecord:
-            return _record(content, base, truncated)
+            return record_from(content, base, truncated)
 
         record = fit(draft, build, self.measure, budget)
         return record.model_copy(update={"tokens_out": self.counter.count_text(render(record))})
@@ -170,37 +168,6 @@ class RuleBasedSummarizer:
         return self.summarize(
             messages, previous=previous, instructions=instructions, max_tokens=max_tokens
         )
-
-
-def _record(draft: Draft, base: Mapping[str, Any], truncated: bool) -> SummaryRecord:
-    lists = draft.lists
-    steps = lists["next_step"]
-    sections = Sections(
-        primary_request=lists["primary_request"],
-        key_concepts=lists["key_concepts"],
-        files_and_code=lists["files_and_code"],
-        errors_and_fixes=lists["errors_and_fixes"],
-        problem_solving=lists["problem_solving"],
-        user_messages=lists["user_messages"],
-        pending_tasks=lists["pending_tasks"],
-        current_work=lists["current_work"],
-        next_step=steps[0] if steps else None,
-    )
-    facets = Facets(
-        participants=lists["participants"],
-        decisions=lists["decisions"],
-        action_items=lists["action_items"],
-        unresolved=lists["unresolved"],
-        entities=Entities(**{k: lists[f"entities.{k}"] for k in ENTITY_KEYS}),
-    )
-    return SummaryRecord(
-        **base,
-        narrative="\n".join(lists["narrative"]),
-        key_points=lists["key_points"],
-        facets=facets,
-        sections=sections,
-        truncated=truncated,
-    )
 
 
 def _narrative(found: Digest) -> str:
@@ -307,31 +274,13 @@ def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Dr
     }
     for kind in ENTITY_KEYS:
         new[f"entities.{kind}"] = dedupe(found.entities[kind])
-    prev_lists = _lists(previous) if previous else None
+    prev_lists = record_lists(previous) if previous else None
     files = _files(prev_lists["files_and_code"] if prev_lists else (), found.files)
     if prev_lists is not None:
         new = _merge(prev_lists, new)
     new["files_and_code"] = files
     new["narrative"] = narrative
     return Draft(_capped(new))
-
-
-def _lists(record: SummaryRecord) -> dict[str, list[Any]]:
-    s, f = record.sections, record.facets
-    out: dict[str, list[Any]] = {
-        "key_points": list(record.key_points),
-        "next_step": [s.next_step] if s.next_step else [],
-        "participants": list(f.participants),
-        "decisions": list(f.decisions),
-        "action_items": list(f.action_items),
-        "unresolved": list(f.unresolved),
-    }
-    for name in Sections.model_fields:
-        if name != "next_step":
-            out[name] = list(getattr(s, name))
-    for kind in ENTITY_KEYS:
-        out[f"entities.{kind}"] = list(getattr(f.entities, kind))
-    return out
 
 
 def _merge(old: Mapping[str, list[Any]], new: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
