@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from synopsis.errors import SummarizerError, TransportError
 from synopsis.summarizers.records import Usage
+
+if TYPE_CHECKING:
+    from synopsis.messages import Message
 
 __all__ = [
     "ChatMessage",
@@ -37,7 +40,16 @@ ChatMessage: TypeAlias = Mapping[Literal["role", "content"], str]
 @dataclass(frozen=True, slots=True)
 class CompletionRequest:
     """What to ask: ``system`` goes first, ``messages`` after it; ``json_schema`` (when given)
-    is the shape the answer must have, for providers with structured output."""
+    is the shape the answer must have, for providers with structured output.
+
+    A cache-aligned request (``LLMSummarizer(cache_aligned=True)``) also carries
+    ``conversation``: the agent's own history, to be sent *unchanged* (encoded in the
+    provider's format, its system messages where that provider puts a system prompt) before
+    ``messages``, with the agent's ``tools`` as they were, so that the provider's prompt cache
+    for that prefix is hit. Such a request has an empty ``system`` and no ``json_schema``:
+    either would change the prefix. A completion that cannot send a conversation must raise
+    ``TransportError(..., retryable=False)`` rather than ignore it.
+    """
 
     model: str
     system: str
@@ -45,6 +57,8 @@ class CompletionRequest:
     temperature: float = 0.0
     max_tokens: int | None = None
     json_schema: Mapping[str, Any] | None = None
+    conversation: Sequence[Message] = ()
+    tools: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True, slots=True)
