@@ -1,9 +1,9 @@
-"""The LLM summarizer: one completion call, checked, with a way out of every failure.
+"""The LLM summarizer: completion calls, checked, with a way out of every failure.
 
 The order of things when a call does not give a good summary (DESIGN "Summarize"; seed 001):
 
-1. A transport failure (:class:`~synopsis.summarizers.completion.TransportError`, a timeout, a
-   dropped connection) is retried after ``backoff * 2**attempt`` seconds, ``max_retries`` times.
+1. A transport failure (:class:`~synopsis.errors.TransportError`, a timeout, a dropped
+   connection) is retried after ``backoff * 2**attempt`` seconds, ``max_retries`` times.
 2. Bad output (not JSON, not the schema, empty, or not shorter than its input) is logged with
    its first 200 characters and not retried: the same prompt would likely fail the same way.
 3. A summary that drops anchors (the first request, paths and identifiers the input repeats,
@@ -12,33 +12,43 @@ The order of things when a call does not give a good summary (DESIGN "Summarize"
    summarizer (rule-based by default), or raises :class:`SummarizerError` when
    ``abort_on_failure`` is set.
 
-``summarize`` and ``asummarize`` run the same steps (one generator yields the calls and the
-sleeps; a sync and an async driver carry them out), so they cannot drift apart.
+Input over ``max_input_tokens`` (seed 000's chunked summarization) is cut into consecutive
+chunks that fit, each summarized on its own; the partial summaries are then consolidated into
+one, in rounds when even they do not fit together, at most ``max_depth`` levels deep, after
+which what is left is truncated deterministically. With ``oversize="trim"`` the oldest messages
+are left out instead (seeds 001 and 004), the first request always kept. A single message
+larger than the cap is clipped, head and tail kept.
+
+In cache-aligned mode the request is the conversation itself, unchanged, with the summary
+instruction as one final user turn, so that a provider's prompt cache for that prefix is hit.
+
+The steps form one plan (:mod:`~synopsis.summarizers.effects`) that ``summarize`` and
+``asummarize`` both carry out.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import logging
-import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    ValidationError,
-    model_validator,
-)
+from pydantic import ValidationError
 
 from synopsis.errors import ConfigurationError, ConversationError
-from synopsis.messages import Message, content_hash, message_id, message_text
+from synopsis.messages import Message, Role, TextPart, content_hash, message_id
+from synopsis.models import context_window
+from synopsis.summarizers import effects
 from synopsis.summarizers._options import utc_now, whole_number
+from synopsis.summarizers.answers import (
+    SUMMARY_SCHEMA,
+    SummaryContent,
+    missing_anchors,
+    parse_summary,
+    required_anchors,
+)
+from synopsis.summarizers.chunking import clip_text, group, trim
 from synopsis.summarizers.completion import (
     ChatMessage,
     Completion,
@@ -49,143 +59,46 @@ from synopsis.summarizers.completion import (
     Usage,
     is_retryable,
 )
-from synopsis.summarizers.digest import digest
-from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS
-from synopsis.summarizers.prompts import SYSTEM_PROMPT, build_prompt, missing_anchors_prompt
-from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
-from synopsis.summarizers.records import (
-    MAX_FACET_ITEMS,
-    MAX_KEY_POINTS,
-    MAX_SECTION_ITEMS,
-    Coverage,
-    Facets,
-    Sections,
-    SummaryRecord,
+from synopsis.summarizers.drafts import fit_record
+from synopsis.summarizers.effects import Call, Effect, Outcome, Sleep
+from synopsis.summarizers.prompts import (
+    SYSTEM_PROMPT,
+    build_consolidation_prompt,
+    build_prompt,
+    cache_aligned_prompt,
+    missing_anchors_prompt,
+    partial_json,
+    quote_transcript,
+    transcript_blocks,
 )
+from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
+from synopsis.summarizers.records import Coverage, SummaryRecord
 from synopsis.summarizers.render import render
 from synopsis.summarizers.rules import RuleBasedSummarizer
-from synopsis.summarizers.scanning import dedupe, scan_text
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Mapping
     from datetime import datetime
 
-__all__ = ["LLMSummarizer", "SummaryContent", "parse_summary", "required_anchors"]
+__all__ = [
+    "SUMMARY_SCHEMA",
+    "LLMSummarizer",
+    "Oversize",
+    "SummaryContent",
+    "parse_summary",
+    "required_anchors",
+]
 
 logger = logging.getLogger("synopsis.summarizers")
 
+Oversize: TypeAlias = Literal["chunk", "trim"]
+
 _LOGGED_CHARS: Final = 200
-_PREFIX_WORDS: Final = 6
-_USER_CHARS: Final = 2000
-
-
-def _clip(value: object, cap: int) -> object:
-    return value[:cap] if isinstance(value, list) else value
-
-
-class SummaryContent(BaseModel):
-    """What the LLM fills: the content fields of a :class:`SummaryRecord`. Lists longer than
-    their cap are cut to it (an LLM that lists 31 key points still gave a summary)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    narrative: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-    key_points: Annotated[tuple[str, ...], Field(max_length=MAX_KEY_POINTS)] = ()
-    sections: Sections = Field(default_factory=Sections)
-    facets: Facets = Field(default_factory=Facets)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _apply_caps(cls, data: Any) -> Any:  # noqa: ANN401 - raw JSON of any shape
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        data["key_points"] = _clip(data.get("key_points", []), MAX_KEY_POINTS)
-        for key, cap in (("sections", MAX_SECTION_ITEMS), ("facets", MAX_FACET_ITEMS)):
-            group = data.get(key)
-            if isinstance(group, dict):
-                group = {k: _clip(v, cap) for k, v in group.items()}
-                entities = group.get("entities")
-                if isinstance(entities, dict):
-                    group["entities"] = {k: _clip(v, cap) for k, v in entities.items()}
-                data[key] = group
-        return data
-
-
-SUMMARY_SCHEMA: Final = SummaryContent.model_json_schema()
-
-
-def parse_summary(text: str) -> SummaryContent:
-    """The content in an LLM's answer: strict JSON (a surrounding Markdown fence is tolerated).
-
-    Raises :class:`ValueError` (a :class:`json.JSONDecodeError` or a pydantic
-    :class:`~pydantic.ValidationError`) when the text does not parse or does not validate.
-    """
-    body = text.strip()
-    if body.startswith("```") and body.endswith("```") and len(body) > 6:
-        body = body[3:-3].removeprefix("json").strip()
-    return SummaryContent.model_validate(json.loads(body))
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def _prefix(text: str) -> str:
-    return " ".join(text.split()[:_PREFIX_WORDS])
-
-
-def required_anchors(
-    messages: Sequence[Message], previous: SummaryRecord | None = None, *, limit: int = 10
-) -> list[str]:
-    """What a summary of ``messages`` must keep verbatim: the start of the first request (the
-    previous summary's, when updating one), up to ``limit`` paths and identifiers that occur at
-    least twice (most frequent first), and the start of each pending item."""
-    found = digest(messages, DEFAULT_EXTRACTORS, _USER_CHARS)
-    anchors: list[str] = []
-    first = (
-        previous.sections.primary_request[0]
-        if previous and previous.sections.primary_request
-        else found.first_request
-    )
-    if first:
-        anchors.append(_prefix(first))
-    text = "\n".join(message_text(m) for m in messages)
-    names = scan_text(text)
-    counts = {name: text.count(name) for name in (*names.files, *names.symbols)}
-    repeated = [name for name, count in counts.items() if count >= 2]
-    repeated.sort(key=lambda name: -counts[name])
-    anchors += repeated[:limit]
-    anchors += [_prefix(item) for item in found.pending]
-    return dedupe(anchors)
-
-
-def _missing(content: SummaryContent, anchors: Sequence[str]) -> list[str]:
-    strings: list[str] = []
-
-    def collect(value: object) -> None:
-        if isinstance(value, str):
-            strings.append(value)
-        elif isinstance(value, dict):
-            for item in value.values():
-                collect(item)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                collect(item)
-
-    collect(content.model_dump())
-    haystack = _normal("\n".join(strings))
-    return [anchor for anchor in anchors if _normal(anchor) not in haystack]
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    request: CompletionRequest
-
-
-@dataclass(frozen=True, slots=True)
-class _Sleep:
-    seconds: float
+_FRAME_TOKENS: Final = 200
+"""Tokens of a request's framing: the meta line, the headings, the closing request."""
+_MIN_TRANSCRIPT: Final = 256
+"""The least transcript a request carries, however much else the input cap must hold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,20 +109,57 @@ class _Failure:
 
 @dataclass(frozen=True, slots=True)
 class _Context:
+    """One request to make (with every model in turn) and how to judge its answer."""
+
     prompt: list[ChatMessage]
     anchors: list[str]
     base: dict[str, Any]
-    input_tokens: int
+    input_tokens: int | None
+    """The answer must render shorter than the messages it replaces (and the summary it
+    revises), counted here; ``None`` for a partial summary (of a chunk,
+    or of some partials), which may be longer than a small part: only the whole is judged."""
     max_tokens: int
+    conversation: tuple[Message, ...] = ()
 
 
-_Effect: TypeAlias = _Call | _Sleep
-_Outcome: TypeAlias = CompletionResponse | Exception | None
-_Plan: TypeAlias = Generator[_Effect, _Outcome, "SummaryRecord | _Failure"]
+@dataclass(slots=True)
+class _Job:
+    """One ``summarize`` call: its arguments, and the usage of every accepted request."""
+
+    messages: Sequence[Message]
+    previous: SummaryRecord | None
+    instructions: str | None
+    limit: int
+    spent: list[Usage] = field(default_factory=list)
 
 
-async def _awaited(value: Awaitable[CompletionResponse]) -> CompletionResponse:
-    return await value
+_Plan: TypeAlias = "Generator[Effect, Outcome, SummaryRecord | _Failure]"
+
+
+def _total(usages: Sequence[Usage]) -> Usage:
+    return Usage(**{name: sum(getattr(u, name) for u in usages) for name in Usage.model_fields})
+
+
+def _first_request(messages: Sequence[Message]) -> int | None:
+    for index, message in enumerate(messages):
+        if message.role is Role.USER and any(
+            isinstance(p, TextPart) and p.text.strip() for p in message.parts
+        ):
+            return index
+    return None
+
+
+def _checked(messages: Sequence[Message]) -> Sequence[Message]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise ConversationError("a history must be a sequence of messages", rule="history.type")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise ConversationError(
+                f"expected a Message, got {type(message).__name__}",
+                index=index,
+                rule="history.type",
+            )
+    return messages
 
 
 class LLMSummarizer:
@@ -219,7 +169,19 @@ class LLMSummarizer:
     ``system_prompt`` replaces seed 001's prompt; ``sleep`` replaces :func:`time.sleep` (and
     :func:`asyncio.sleep` in :meth:`asummarize`; an awaitable it returns is awaited there).
     ``result_chars`` clips each tool call's arguments and result in the prompt.
-    ``max_summary_tokens`` is the completion's ``max_tokens`` (lowered by a call's own).
+    ``max_summary_tokens`` is the completion's ``max_tokens`` (lowered by a call's own) and
+    the most tokens the rendered record may take: a longer answer is cut to fit, least
+    important content first, and marked ``truncated``.
+
+    ``max_input_tokens`` caps one request's prompt (seed 001 uses 8,000, seed 004 4,000); by
+    default it is the smallest window of ``models`` less ``max_summary_tokens``. Over it,
+    ``oversize="chunk"`` summarizes in chunks and consolidates them (``max_depth`` levels at
+    most), ``"trim"`` leaves the oldest messages out.
+
+    ``cache_aligned=True`` is for a summarizer that is the conversation's own model: pass the
+    whole prefix to summarize, its system message first, and the agent's ``tools`` here; the
+    completion sends them unchanged with the instruction as a final user turn (the bundled
+    clients do). A prefix over the input cap is summarized the usual way instead.
     """
 
     def __init__(
@@ -234,10 +196,15 @@ class LLMSummarizer:
         backoff: float = 0.25,
         sleep: Callable[[float], object] | None = None,
         max_summary_tokens: int = 2000,
+        max_input_tokens: int | None = None,
+        oversize: Oversize = "chunk",
+        max_depth: int = 5,
         result_chars: int = 2000,
         quality_guard: bool = True,
         anchor_limit: int = 10,
         temperature: float = 0.0,
+        cache_aligned: bool = False,
+        tools: Sequence[Mapping[str, Any]] = (),
         model_for_counting: str | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -245,6 +212,8 @@ class LLMSummarizer:
             raise ConfigurationError(f"completion must be callable, got {completion!r}")
         if isinstance(models, str) or not models or not all(isinstance(m, str) for m in models):
             raise ConfigurationError(f"models must be a non-empty list of names, got {models!r}")
+        if oversize not in ("chunk", "trim"):
+            raise ConfigurationError(f"oversize must be 'chunk' or 'trim', got {oversize!r}")
         self.completion = completion
         self.models: tuple[str, ...] = tuple(models)
         self.system_prompt = system_prompt or SYSTEM_PROMPT
@@ -254,77 +223,126 @@ class LLMSummarizer:
         self.backoff = backoff
         self.sleep = sleep
         self.max_summary_tokens = whole_number("max_summary_tokens", max_summary_tokens, 1)
+        if max_input_tokens is None:
+            window = min(context_window(m) for m in self.models)
+            max_input_tokens = max(window - self.max_summary_tokens, 1)
+        self.max_input_tokens = whole_number("max_input_tokens", max_input_tokens, 1)
+        self.oversize: Oversize = oversize
+        self.max_depth = whole_number("max_depth", max_depth, 1)
         self.result_chars = whole_number("result_chars", result_chars, 1)
         self.quality_guard = quality_guard
         self.anchor_limit = whole_number("anchor_limit", anchor_limit, 0)
         self.temperature = temperature
+        self.cache_aligned = cache_aligned
+        self.tools: tuple[Mapping[str, Any], ...] = tuple(tools)
         self.counter = counter_for_model(model_for_counting or self.models[0])
         self.clock = clock or utc_now
 
     def __repr__(self) -> str:
-        return f"LLMSummarizer(models={list(self.models)!r}, max_retries={self.max_retries})"
+        return (
+            f"LLMSummarizer(models={list(self.models)!r}, max_retries={self.max_retries}, "
+            f"max_input_tokens={self.max_input_tokens}, oversize={self.oversize!r}, "
+            f"cache_aligned={self.cache_aligned})"
+        )
 
-    # -- the steps, shared by both drivers -------------------------------------------------
+    def measure(self, record: SummaryRecord) -> int:
+        """Tokens of the longer of the record's two renderings."""
+        return max(
+            self.counter.count_text(render(record, style=style))
+            for style in ("sections", "snapshot")
+        )
 
-    def _context(
-        self,
-        messages: Sequence[Message],
-        previous: SummaryRecord | None,
-        instructions: str | None,
-        max_tokens: int | None,
-    ) -> _Context:
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise ConversationError("a history must be a sequence of messages", rule="history.type")
-        for index, message in enumerate(messages):
-            if not isinstance(message, Message):
-                raise ConversationError(
-                    f"expected a Message, got {type(message).__name__}",
-                    index=index,
-                    rule="history.type",
-                )
-        limit = self.max_summary_tokens
-        if max_tokens is not None:
-            limit = min(limit, whole_number("max_tokens", max_tokens, 1))
-        tokens_in = sum(self.counter.count_message(m) for m in messages)
-        input_tokens = tokens_in + (self.counter.count_text(render(previous)) if previous else 0)
-        base: dict[str, Any] = {
+    # -- what to ask ----------------------------------------------------------------------
+
+    def _base(
+        self, messages: Sequence[Message], previous: SummaryRecord | None, offset: int = 0
+    ) -> dict[str, Any]:
+        return {
             "created_at": self.clock(),
             "depth": previous.depth + 1 if previous else 0,
             "parent_id": previous.id if previous else None,
             "covers": tuple(
-                Coverage(id=message_id(m, i), sha256=content_hash(m))
+                Coverage(id=message_id(m, offset + i), sha256=content_hash(m))
                 for i, m in enumerate(messages)
             ),
-            "tokens_in": tokens_in,
+            "tokens_in": sum(self.counter.count_message(m) for m in messages),
         }
+
+    def _anchors(self, messages: Sequence[Message], previous: SummaryRecord | None) -> list[str]:
+        if not self.quality_guard:
+            return []
+        return required_anchors(messages, previous, limit=self.anchor_limit)
+
+    def _room(self, job: _Job, previous: SummaryRecord | None) -> int:
+        """Tokens left for the transcript (or the partial summaries) in one request."""
+        count = self.counter.count_text
+        used = count(self.system_prompt) + _FRAME_TOKENS
+        used += count(partial_json(previous)) if previous else 0
+        used += count(job.instructions) if job.instructions else 0
+        return max(self.max_input_tokens - used, _MIN_TRANSCRIPT)
+
+    def _aligned(self, job: _Job) -> _Context | None:
+        prompt = cache_aligned_prompt(previous=job.previous, instructions=job.instructions)
+        base = self._base(job.messages, job.previous)
+        tools = sum(self.counter.count_text(json.dumps(t, default=str)) for t in self.tools)
+        size = base["tokens_in"] + tools + self.counter.count_text(prompt[0]["content"])
+        if size > self.max_input_tokens:
+            logger.info(
+                "summarizer: the conversation (%d tokens) is over the input cap (%d); "
+                "summarizing it without cache alignment",
+                size,
+                self.max_input_tokens,
+            )
+            return None
+        previous = self.counter.count_text(render(job.previous)) if job.previous else 0
+        return _Context(
+            prompt,
+            self._anchors(job.messages, job.previous),
+            base,
+            base["tokens_in"] + previous,
+            job.limit,
+            tuple(job.messages),
+        )
+
+    def _quoted(
+        self, job: _Job, start: int, stop: int, transcript: str, *, whole: bool
+    ) -> _Context:
+        """The request over ``job.messages[start:stop]`` given as ``transcript``: the whole
+        summary (with the previous one to revise), or one chunk's partial summary."""
+        messages = job.messages[start:stop]
+        previous = job.previous if whole else None
+        base = self._base(messages, previous, start)
         prompt = build_prompt(
             messages,
             previous=previous,
-            instructions=instructions,
-            total_tokens=tokens_in,
-            result_chars=self.result_chars,
+            instructions=job.instructions,
+            total_tokens=base["tokens_in"],
+            transcript=transcript,
         )
-        anchors = (
-            required_anchors(messages, previous, limit=self.anchor_limit)
-            if self.quality_guard
-            else []
+        size = base["tokens_in"] + (self.counter.count_text(render(previous)) if previous else 0)
+        return _Context(
+            prompt, self._anchors(messages, previous), base, size if whole else None, job.limit
         )
-        return _Context(prompt, anchors, base, input_tokens, limit)
+
+    # -- one request, every model ---------------------------------------------------------
 
     def _ask(
         self, model: str, context: _Context, turns: list[ChatMessage]
-    ) -> Generator[_Effect, _Outcome, CompletionResponse | Exception]:
+    ) -> Generator[Effect, Outcome, CompletionResponse | Exception]:
+        aligned = bool(context.conversation)
         request = CompletionRequest(
             model=model,
-            system=self.system_prompt,
+            system="" if aligned else self.system_prompt,
             messages=turns,
             temperature=self.temperature,
             max_tokens=context.max_tokens,
-            json_schema=SUMMARY_SCHEMA,
+            json_schema=None if aligned else SUMMARY_SCHEMA,
+            conversation=context.conversation,
+            tools=self.tools if aligned else (),
         )
         attempt = 0
         while True:
-            outcome = yield _Call(request)
+            outcome = yield Call(request)
             if isinstance(outcome, CompletionResponse):
                 return outcome
             if not isinstance(outcome, Exception):
@@ -337,7 +355,7 @@ class LLMSummarizer:
             )
             if attempt >= self.max_retries or not is_retryable(outcome):
                 return outcome
-            yield _Sleep(self.backoff * 2**attempt)
+            yield Sleep(self.backoff * 2**attempt)
             attempt += 1
 
     def _accept(
@@ -356,8 +374,9 @@ class LLMSummarizer:
             model=response.model or model,
             usage=usage,
         )
+        record = fit_record(record, self.measure, context.max_tokens)
         tokens_out = self.counter.count_text(render(record))
-        if tokens_out >= context.input_tokens:
+        if context.input_tokens is not None and tokens_out >= context.input_tokens:
             return self._bad(
                 model,
                 f"summary not shorter than its input "
@@ -379,7 +398,7 @@ class LLMSummarizer:
         if isinstance(accepted, _Failure):
             return accepted
         record, content = accepted
-        missing = _missing(content, context.anchors)
+        missing = missing_anchors(content, context.anchors)
         if not missing:
             return record
         logger.info("summarizer %s: summary misses %s; asking again", model, missing)
@@ -387,68 +406,133 @@ class LLMSummarizer:
         again = yield from self._ask(model, context, turns)
         if isinstance(again, Exception):
             return _Failure(f"{model}: transport error {again!r}", again)
-        usage = Usage(
-            **{
-                field: getattr(outcome.usage, field) + getattr(again.usage, field)
-                for field in Usage.model_fields
-            }
-        )
-        accepted = self._accept(model, again, context, usage)
+        accepted = self._accept(model, again, context, _total([outcome.usage, again.usage]))
         if isinstance(accepted, _Failure):
             return accepted
         record, content = accepted
-        missing = _missing(content, context.anchors)
+        missing = missing_anchors(content, context.anchors)
         if missing:
             logger.warning("summarizer %s: summary still misses %s", model, missing)
             return _Failure(f"{model}: summary misses {missing}")
         return record
 
-    def _plan(self, context: _Context) -> _Plan:
+    def _request(self, job: _Job, context: _Context) -> _Plan:
         failure = _Failure("no model tried")
         for model in self.models:
             result = yield from self._try_model(model, context)
             if isinstance(result, SummaryRecord):
+                job.spent.append(result.usage)
                 return result
             failure = result
         return failure
 
-    def _give_up(self, failure: _Failure) -> None:
-        if self.abort_on_failure:
-            raise SummarizerError(f"every model failed; last: {failure.reason}") from failure.cause
-        logger.warning("summarizer: every model failed (last: %s); falling back", failure.reason)
+    # -- the whole summary ----------------------------------------------------------------
+
+    def _plan(self, job: _Job) -> _Plan:
+        if self.cache_aligned:
+            aligned = self._aligned(job)
+            if aligned is not None:
+                return (yield from self._request(job, aligned))
+        count = self.counter.count_text
+        blocks = transcript_blocks(job.messages, result_chars=self.result_chars)
+        sizes = [count(block) for block in blocks]
+        room = self._room(job, job.previous)
+        if sum(sizes) <= room or self.oversize == "trim":
+            kept = trim(blocks, sizes, room, count, keep=_first_request(job.messages))
+            context = self._quoted(job, 0, len(blocks), quote_transcript(kept), whole=True)
+            return (yield from self._request(job, context))
+        room = self._room(job, None)
+        partials: list[SummaryRecord] = []
+        for run in group(sizes, room):
+            chunk = [
+                clip_text(b, room, count) if len(run) == 1 else b
+                for b in blocks[run.start : run.stop]
+            ]
+            context = self._quoted(job, run.start, run.stop, quote_transcript(chunk), whole=False)
+            result = yield from self._request(job, context)
+            if isinstance(result, _Failure):
+                return result
+            partials.append(result)
+        logger.info("summarizer: %d chunks summarized; consolidating", len(partials))
+        return (yield from self._consolidate(job, partials, level=1))
+
+    def _merge_context(
+        self, job: _Job, partials: Sequence[SummaryRecord], text: str, *, final: bool
+    ) -> _Context:
+        previous = job.previous if final else None
+        if final:
+            base = self._base(job.messages, previous)
+            anchors = self._anchors(job.messages, previous)
+        else:
+            base = {
+                "created_at": self.clock(),
+                "covers": tuple(c for p in partials for c in p.covers),
+                "tokens_in": sum(p.tokens_in for p in partials),
+            }
+            anchors = []
+        prompt = build_consolidation_prompt(
+            text,
+            count=len(partials),
+            messages=len(base["covers"]),
+            previous=previous,
+            instructions=job.instructions,
+            total_tokens=base["tokens_in"],
+        )
+        size = base["tokens_in"] + (self.counter.count_text(render(previous)) if previous else 0)
+        return _Context(prompt, anchors, base, size if final else None, job.limit)
+
+    def _consolidate(self, job: _Job, partials: Sequence[SummaryRecord], level: int) -> _Plan:
+        """One summary from ``partials``: merged in groups that fit, level by level, until
+        they fit one request or ``max_depth`` is reached and the rest is truncated."""
+        count = self.counter.count_text
+        texts = [partial_json(p) for p in partials]
+        sizes = [count(t) for t in texts]
+        room = self._room(job, job.previous)
+        runs = group(sizes, self._room(job, None))
+        if sum(sizes) > room and level < self.max_depth and len(runs) < len(partials):
+            merged: list[SummaryRecord] = []
+            for run in runs:
+                if len(run) == 1:
+                    merged.append(partials[run.start])
+                    continue
+                text = "\n".join(texts[run.start : run.stop])
+                context = self._merge_context(
+                    job, partials[run.start : run.stop], text, final=False
+                )
+                result = yield from self._request(job, context)
+                if isinstance(result, _Failure):
+                    return result
+                merged.append(result)
+            return (yield from self._consolidate(job, merged, level + 1))
+        text = clip_text("\n".join(texts), room, count)
+        if len(text) < sum(map(len, texts)) + len(texts) - 1:
+            logger.warning(
+                "summarizer: partial summaries still over the input cap at depth %d; truncated",
+                level,
+            )
+        return (yield from self._request(job, self._merge_context(job, partials, text, final=True)))
 
     # -- the drivers ----------------------------------------------------------------------
 
-    def _call(self, request: CompletionRequest) -> _Outcome:
-        try:
-            value = self.completion(request)
-        except Exception as error:  # every failure of a completion is classified
-            return error
-        if not inspect.isawaitable(value):
-            return value
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            if inspect.iscoroutine(value):
-                value.close()
-            raise ConfigurationError(
-                "an async completion cannot run inside a running event loop; use asummarize"
-            )
-        try:
-            return asyncio.run(_awaited(value))
-        except Exception as error:
-            return error
+    def _job(
+        self,
+        messages: Sequence[Message],
+        previous: SummaryRecord | None,
+        instructions: str | None,
+        max_tokens: int | None,
+    ) -> _Job:
+        limit = self.max_summary_tokens
+        if max_tokens is not None:
+            limit = min(limit, whole_number("max_tokens", max_tokens, 1))
+        return _Job(_checked(messages), previous, instructions, limit)
 
-    async def _acall(self, request: CompletionRequest) -> _Outcome:
-        try:
-            value = self.completion(request)
-            if inspect.isawaitable(value):
-                value = await value
-        except Exception as error:
-            return error
-        return value
+    def _finish(self, job: _Job, result: SummaryRecord | _Failure) -> SummaryRecord | None:
+        if isinstance(result, SummaryRecord):
+            return result.model_copy(update={"usage": _total(job.spent)})
+        if self.abort_on_failure:
+            raise SummarizerError(f"every model failed; last: {result.reason}") from result.cause
+        logger.warning("summarizer: every model failed (last: %s); falling back", result.reason)
+        return None
 
     def summarize(
         self,
@@ -458,21 +542,10 @@ class LLMSummarizer:
         instructions: str | None = None,
         max_tokens: int | None = None,
     ) -> SummaryRecord:
-        plan = self._plan(self._context(messages, previous, instructions, max_tokens))
-        outcome: _Outcome = None
-        try:
-            while True:
-                effect = plan.send(outcome)
-                if isinstance(effect, _Sleep):
-                    (time.sleep if self.sleep is None else self.sleep)(effect.seconds)
-                    outcome = None
-                else:
-                    outcome = self._call(effect.request)
-        except StopIteration as stop:
-            result: SummaryRecord | _Failure = stop.value
-        if isinstance(result, SummaryRecord):
-            return result
-        self._give_up(result)
+        job = self._job(messages, previous, instructions, max_tokens)
+        record = self._finish(job, effects.run(self._plan(job), self.completion, self.sleep))
+        if record is not None:
+            return record
         return self.fallback.summarize(
             messages, previous=previous, instructions=instructions, max_tokens=max_tokens
         )
@@ -486,23 +559,10 @@ class LLMSummarizer:
         max_tokens: int | None = None,
     ) -> SummaryRecord:
         """The same steps as :meth:`summarize`, awaiting an async completion and sleep."""
-        plan = self._plan(self._context(messages, previous, instructions, max_tokens))
-        outcome: _Outcome = None
-        try:
-            while True:
-                effect = plan.send(outcome)
-                if isinstance(effect, _Sleep):
-                    slept = (asyncio.sleep if self.sleep is None else self.sleep)(effect.seconds)
-                    if inspect.isawaitable(slept):
-                        await slept
-                    outcome = None
-                else:
-                    outcome = await self._acall(effect.request)
-        except StopIteration as stop:
-            result: SummaryRecord | _Failure = stop.value
-        if isinstance(result, SummaryRecord):
-            return result
-        self._give_up(result)
+        job = self._job(messages, previous, instructions, max_tokens)
+        record = self._finish(job, await effects.arun(self._plan(job), self.completion, self.sleep))
+        if record is not None:
+            return record
         if isinstance(self.fallback, AsyncSummarizer):
             return await self.fallback.asummarize(
                 messages, previous=previous, instructions=instructions, max_tokens=max_tokens
