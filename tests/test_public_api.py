@@ -70,3 +70,56 @@ def test_readme_examples_run(capsys) -> None:
         exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "tool call 'call_1' has no result in the next message [openai.C2]" in out
+
+
+SUMMARIZERS = [
+    "DEFAULT_EXTRACTORS",
+    "ActionItem",
+    "AsyncSummarizer",
+    "Completion",
+    "CompletionRequest",
+    "CompletionResponse",
+    "Coverage",
+    "Entities",
+    "Extractor",
+    "Facets",
+    "LLMSummarizer",
+    "RuleBasedSummarizer",
+    "Sections",
+    "Summarizer",
+    "SummarizerError",
+    "SummaryRecord",
+    "ToolExchange",
+    "ToolFacts",
+    "TransportError",
+    "Usage",
+    "anthropic_completion",
+    "find_extractor",
+    "openai_chat_completion",
+    "openai_responses_completion",
+    "render",
+    "render_compact",
+    "summarize_part",
+    "summary_message",
+    "summary_schema",
+]
+
+
+def test_summarizers_all_is_pinned() -> None:
+    import synopsis.summarizers as summarizers  # noqa: PLC0415 - the module under test
+
+    assert summarizers.__all__ == SUMMARIZERS
+    for name in summarizers.__all__:
+        assert hasattr(summarizers, name), name
+
+
+def test_importing_the_summarizers_imports_no_sdk() -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = (
+        "import sys, synopsis.summarizers; "
+        "print([m for m in ('openai', 'anthropic') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

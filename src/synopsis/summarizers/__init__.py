@@ -1,5 +1,6 @@
 """Summarizers: the protocol, the summary record and its rendering, the rule-based summarizer
-that works offline, and the LLM summarizer over any completion callable.
+that works offline, and the LLM summarizer over any completion callable (with ready ones for
+the openai and anthropic SDKs, which are imported only when such a completion is built).
 
 >>> from synopsis.summarizers import RuleBasedSummarizer, render
 >>> from synopsis.messages import Message, Role, TextPart
@@ -11,6 +12,11 @@ that works offline, and the LLM summarizer over any completion callable.
 from __future__ import annotations
 
 from synopsis.errors import SummarizerError, TransportError
+from synopsis.summarizers.clients import (
+    anthropic_completion,
+    openai_chat_completion,
+    openai_responses_completion,
+)
 from synopsis.summarizers.completion import Completion, CompletionRequest, CompletionResponse
 from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts
 from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS, find_extractor
@@ -51,7 +57,10 @@ __all__ = [
     "ToolFacts",
     "TransportError",
     "Usage",
+    "anthropic_completion",
     "find_extractor",
+    "openai_chat_completion",
+    "openai_responses_completion",
     "render",
     "render_compact",
     "summarize_part",
