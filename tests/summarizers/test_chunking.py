@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +21,7 @@ def test_groups_partition_in_order_and_fit_unless_alone(sizes: list[int], budget
         assert len(run) > 0
         assert len(run) == 1 or sum(sizes[i] for i in run) <= budget
     # Greedy: the next item never fits into the run before it.
-    for before, after in zip(runs, runs[1:], strict=False):
+    for before, after in itertools.pairwise(runs):
         assert sum(sizes[i] for i in before) + sizes[after.start] > budget
 
 

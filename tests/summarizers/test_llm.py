@@ -494,3 +494,20 @@ def test_the_prompt_sent_quotes_the_history_as_data():
     assert "… [cut " in content
     assert "keep every version number" in content
     assert Message(Role.USER, (TextPart("x"),)).text == "x"
+
+
+def test_an_answer_in_sections_becomes_the_record(caplog):
+    text = (
+        "Analysis:\nFixing parse_config in src/app/core.py for empty files.\n"
+        "1. Primary Request and Intent:\n- Fix the failing test in src/app/core.py please\n"
+        "3. Files and Code Sections:\n- src/app/core.py\n"
+        "7. Pending Tasks:\n- add a guard for empty input\n"
+    )
+    script = Script(answer(text))
+    summarizer, _ = make(script)
+    with caplog.at_level(logging.INFO, "synopsis.summarizers"):
+        record = summarizer.summarize(history())
+    assert len(script.requests) == 1
+    assert record.model == "small-model"
+    assert record.sections.pending_tasks == ("add a guard for empty input",)
+    assert "answer in sections, not JSON" in caplog.text

@@ -15,6 +15,7 @@ from synopsis.messages import (
     ToolResultPart,
 )
 from synopsis.summarizers import Sections, SummaryRecord
+from synopsis.summarizers.answers import parse_sectioned
 from synopsis.summarizers.completion import TransportError, is_retryable
 from synopsis.summarizers.prompts import (
     DATA_WARNING,
@@ -135,3 +136,61 @@ def test_transport_error_is_a_connection_error_with_a_retry_flag():
 )
 def test_which_errors_are_retried(error, expected):
     assert is_retryable(error) is expected
+
+
+# -- an answer in sections instead of JSON ----------------------------------------------
+
+SECTIONED = """<analysis>
+The user asked to fix parse_config; the guard is not written yet.
+</analysis>
+<summary>
+1. **Primary Request and Intent:**
+   - Fix the failing test in src/app/core.py
+3. **Files and Code Sections:**
+   - src/app/core.py: parse_config lacks a guard
+7. **Pending Tasks:**
+   - add a guard for empty input
+   - rerun pytest
+9. **Optional Next Step:**
+   - Add the guard
+</summary>"""
+
+
+def test_seed_002_sections_are_read_when_the_answer_is_not_json():
+    content = parse_sectioned(SECTIONED)
+    assert content is not None
+    assert content.narrative == "The user asked to fix parse_config; the guard is not written yet."
+    assert content.sections.primary_request == ("Fix the failing test in src/app/core.py",)
+    assert content.sections.files_and_code == ("src/app/core.py: parse_config lacks a guard",)
+    assert content.sections.pending_tasks == ("add a guard for empty input", "rerun pytest")
+    assert content.sections.next_step == "Add the guard"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I could not summarize this.",
+        "## Pending Tasks\n- only one section",
+        "",
+    ],
+)
+def test_text_with_fewer_than_two_sections_is_not_a_summary(text: str):
+    assert parse_sectioned(text) is None
+
+
+def test_markdown_headings_and_prose_before_them_count():
+    text = "Work on the parser.\n## Current Work\n* editing core.py\n## Next step:\nrun tests"
+    content = parse_sectioned(text)
+    assert content is not None
+    assert content.narrative == "Work on the parser."
+    assert content.sections.current_work == ("editing core.py",)
+    assert content.sections.next_step == "run tests"
+
+
+def test_without_prose_the_narrative_is_the_current_work():
+    content = parse_sectioned("Current Work:\n- editing\nPending Tasks:\n- tests")
+    assert content is not None
+    assert content.narrative == "editing"
+    bare = parse_sectioned("Pending Tasks:\n- tests\nAll User Messages:\n- hi")
+    assert bare is not None
+    assert bare.narrative == "(see sections)"

@@ -8,6 +8,7 @@ record); :func:`required_anchors` lists what a summary must keep verbatim, and
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -32,6 +33,7 @@ __all__ = [
     "SUMMARY_SCHEMA",
     "SummaryContent",
     "missing_anchors",
+    "parse_sectioned",
     "parse_summary",
     "required_anchors",
 ]
@@ -137,3 +139,57 @@ def missing_anchors(content: SummaryContent, anchors: Sequence[str]) -> list[str
     collect(content.model_dump())
     haystack = _normal("\n".join(strings))
     return [anchor for anchor in anchors if _normal(anchor) not in haystack]
+
+
+_TITLES: Final = {
+    "primary request and intent": "primary_request",
+    "primary request": "primary_request",
+    "key technical concepts": "key_concepts",
+    "files and code sections": "files_and_code",
+    "files and code": "files_and_code",
+    "errors and fixes": "errors_and_fixes",
+    "problem solving": "problem_solving",
+    "all user messages": "user_messages",
+    "user messages": "user_messages",
+    "pending tasks": "pending_tasks",
+    "current work": "current_work",
+    "optional next step": "next_step",
+    "next step": "next_step",
+}
+_PROSE: Final = frozenset({"analysis", "summary"})
+_HEADING = re.compile(r"^\s*(?:#+\s*)?(?:\d+\.\s*)?\**\s*([A-Za-z][A-Za-z ]*?)\s*:?\s*\**\s*:?\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_TAGS = re.compile(r"</?(?:analysis|summary)>", re.IGNORECASE)
+_MIN_SECTIONS: Final = 2
+
+
+def parse_sectioned(text: str) -> SummaryContent | None:
+    """The content of an answer written as seed 002's numbered sections instead of JSON (an
+    LLM that ignored the format but did the work), or ``None`` when fewer than two of the
+    sections are there. Prose under "Analysis" (or before the first section) is the
+    narrative; each other line under a section heading is one item, bullets stripped."""
+    sections: dict[str, list[str]] = {}
+    prose: list[str] = []
+    current: list[str] | None = prose
+    for raw in _TAGS.sub("", text).splitlines():
+        heading = _HEADING.match(raw)
+        title = heading.group(1).strip().lower() if heading else ""
+        if title in _TITLES:
+            current = sections.setdefault(_TITLES[title], [])
+            continue
+        if title in _PROSE:
+            current = prose
+            continue
+        line = _BULLET.sub("", raw).strip().strip("*").strip()
+        if line and current is not None:
+            current.append(line)
+    if len(sections) < _MIN_SECTIONS:
+        return None
+    steps = sections.pop("next_step", [])
+    narrative = " ".join(prose) or " ".join(sections.get("current_work", [])) or "(see sections)"
+    return SummaryContent.model_validate(
+        {
+            "narrative": narrative,
+            "sections": {**sections, "next_step": " ".join(steps) or None},
+        }
+    )

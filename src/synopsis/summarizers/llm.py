@@ -6,6 +6,7 @@ The order of things when a call does not give a good summary (DESIGN "Summarize"
    connection) is retried after ``backoff * 2**attempt`` seconds, ``max_retries`` times.
 2. Bad output (not JSON, not the schema, empty, or not shorter than its input) is logged with
    its first 200 characters and not retried: the same prompt would likely fail the same way.
+   An answer in seed 002's numbered sections instead of JSON is read as such, not discarded.
 3. A summary that drops anchors (the first request, paths and identifiers the input repeats,
    pending items) is asked for once more, naming what is missing.
 4. Whatever still failed moves on to the next model of ``models``, then to the ``fallback``
@@ -45,6 +46,7 @@ from synopsis.summarizers.answers import (
     SUMMARY_SCHEMA,
     SummaryContent,
     missing_anchors,
+    parse_sectioned,
     parse_summary,
     required_anchors,
 )
@@ -364,7 +366,11 @@ class LLMSummarizer:
         try:
             content = parse_summary(response.text)
         except (ValueError, ValidationError) as error:
-            return self._bad(model, "invalid JSON summary", response.text, error)
+            sectioned = parse_sectioned(response.text)
+            if sectioned is None:
+                return self._bad(model, "invalid JSON summary", response.text, error)
+            logger.info("summarizer %s: answer in sections, not JSON; its sections are kept", model)
+            content = sectioned
         record = SummaryRecord(
             **context.base,
             narrative=content.narrative,
