@@ -1,5 +1,6 @@
-"""The contract every summarizer meets. Each case is a summarizer and the budget it promises;
-an LLM summarizer (later) joins the ``CASES`` list and must pass the same tests."""
+"""The contract every summarizer meets. Each case is a summarizer and the budget it promises:
+the rule-based one in several configurations, and the LLM one (in-process and over the real
+openai SDK and HTTP) answered by the echo model, whole, chunked, trimmed and cache-aligned."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import pytest
 from synopsis.messages import content_hash, message_id
 from synopsis.summarizers import (
     AsyncSummarizer,
+    LLMSummarizer,
     RuleBasedSummarizer,
     Summarizer,
     ToolExchange,
     ToolFacts,
     render,
 )
+from tests.fakes.echo_model import echo_completion
 from tests.summarizers.helpers import coding_session, exchange, rendered_tokens, say, user
 
 if TYPE_CHECKING:
@@ -30,6 +33,7 @@ class Case:
     summarizer: Any  # both protocols at once; checked by the first test
     budget: int
     counting_model: str | None = None
+    model: str = "rules"  # the record's model: an LLM case must not pass by falling back
 
 
 def _deploy(exchange: ToolExchange) -> ToolFacts:
@@ -48,6 +52,36 @@ CASES = {
     "rules-remaining-window": Case(RuleBasedSummarizer(remaining_window=3_000), 300),
     "rules-custom-extractor": Case(
         RuleBasedSummarizer(extractors={"Deploy": _deploy}, max_summary_tokens=2_000), 2_000
+    ),
+    "llm-echo": Case(
+        LLMSummarizer(echo_completion, models=["gpt-4o"], max_summary_tokens=500),
+        500,
+        model="gpt-4o",
+    ),
+    "llm-echo-chunked": Case(
+        LLMSummarizer(
+            echo_completion, models=["gpt-4o"], max_summary_tokens=400, max_input_tokens=1_500
+        ),
+        400,
+        model="gpt-4o",
+    ),
+    "llm-echo-trimmed": Case(
+        LLMSummarizer(
+            echo_completion,
+            models=["gpt-4o"],
+            max_summary_tokens=400,
+            max_input_tokens=1_500,
+            oversize="trim",
+        ),
+        400,
+        model="gpt-4o",
+    ),
+    "llm-echo-cache-aligned": Case(
+        LLMSummarizer(
+            echo_completion, models=["gpt-4o"], max_summary_tokens=500, cache_aligned=True
+        ),
+        500,
+        model="gpt-4o",
     ),
 }
 
@@ -88,6 +122,7 @@ def test_async_gives_the_same_record(case: Case) -> None:
 def test_covers_every_input_message_with_its_hash(case: Case) -> None:
     history = coding_session()
     record = case.summarizer.summarize(history)
+    assert record.model == case.model
     assert [(c.id, c.sha256) for c in record.covers] == [
         (message_id(m, i), content_hash(m)) for i, m in enumerate(history)
     ]
@@ -97,6 +132,7 @@ def test_covers_every_input_message_with_its_hash(case: Case) -> None:
 def test_never_exceeds_the_budget(case: Case, max_tokens: int | None) -> None:
     history = coding_session() * 8  # long enough that every case must cut
     record = case.summarizer.summarize(history, max_tokens=max_tokens)
+    assert record.model == case.model
     assert fits(case, record, max_tokens)
     assert record.tokens_out <= (min(case.budget, max_tokens) if max_tokens else case.budget)
 

@@ -364,3 +364,11 @@ def test_cache_aligned_revision_quotes_the_previous_summary():
     record = summarizer.summarize(conversation(), previous=previous)
     assert "sched/legacy.py was split" in responder.requests[0].messages[0]["content"]
     assert record.parent_id == previous.id
+
+
+def test_nothing_to_summarize_asks_no_model():
+    responder = Responder()
+    summarizer = make(responder)
+    assert summarizer.summarize([]).model == "rules"
+    assert asyncio.run(summarizer.asummarize([])).model == "rules"
+    assert responder.requests == []

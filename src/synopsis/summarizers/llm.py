@@ -20,6 +20,8 @@ which what is left is truncated deterministically. With ``oversize="trim"`` the 
 are left out instead (seeds 001 and 004), the first request always kept. A single message
 larger than the cap is clipped, head and tail kept.
 
+Nothing to summarize (no messages) asks no model: the ``fallback`` gives the record.
+
 In cache-aligned mode the request is the conversation itself, unchanged, with the summary
 instruction as one final user turn, so that a provider's prompt cache for that prefix is hit.
 
@@ -549,9 +551,10 @@ class LLMSummarizer:
         max_tokens: int | None = None,
     ) -> SummaryRecord:
         job = self._job(messages, previous, instructions, max_tokens)
-        record = self._finish(job, effects.run(self._plan(job), self.completion, self.sleep))
-        if record is not None:
-            return record
+        if job.messages:
+            record = self._finish(job, effects.run(self._plan(job), self.completion, self.sleep))
+            if record is not None:
+                return record
         return self.fallback.summarize(
             messages, previous=previous, instructions=instructions, max_tokens=max_tokens
         )
@@ -566,9 +569,11 @@ class LLMSummarizer:
     ) -> SummaryRecord:
         """The same steps as :meth:`summarize`, awaiting an async completion and sleep."""
         job = self._job(messages, previous, instructions, max_tokens)
-        record = self._finish(job, await effects.arun(self._plan(job), self.completion, self.sleep))
-        if record is not None:
-            return record
+        if job.messages:
+            plan = self._plan(job)
+            record = self._finish(job, await effects.arun(plan, self.completion, self.sleep))
+            if record is not None:
+                return record
         if isinstance(self.fallback, AsyncSummarizer):
             return await self.fallback.asummarize(
                 messages, previous=previous, instructions=instructions, max_tokens=max_tokens

@@ -1,0 +1,142 @@
+"""A deterministic stand-in for an LLM summarizer's model: it answers a summary request with
+valid JSON built by reading the prompt, the way a careful model would.
+
+It keeps what the prompt quotes: the previous summary's (or the partial summaries') lists, the
+user's messages and first request, paths and identifiers, TODO lines; and it adds items the
+quality guard says are missing. It never invents anything. Used in-process as a completion
+and behind the fake HTTP server, so the contract suite can run the LLM summarizer's whole path
+(prompt, parse, fit, chain) without a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
+from synopsis.summarizers.prompts import render_transcript
+from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_KEY_POINTS, MAX_SECTION_ITEMS
+from synopsis.summarizers.scanning import dedupe, scan_text
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["echo_completion", "echo_summary"]
+
+_BLOCK = re.compile(r"^\[(\d+)\] (\w+)(?: \([^)]*\))?:$")
+_MISSING = "leaves out these items from the transcript"
+
+
+def _between(text: str, tag: str) -> str | None:
+    start = text.find(f"<{tag}>")
+    end = text.rfind(f"</{tag}>")
+    if start < 0 or end < start:
+        return None
+    return text[start + len(tag) + 2 : end]
+
+
+def _objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object in ``text`` that parses (a truncated one is skipped)."""
+    decoder = json.JSONDecoder()
+    index = text.find("{")
+    while index >= 0:
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except json.JSONDecodeError:
+            index = text.find("{", index + 1)
+            continue
+        if isinstance(value, dict):
+            yield value
+        index = text.find("{", end)
+
+
+def _users(transcript: str) -> list[str]:
+    users: list[str] = []
+    current: list[str] | None = None
+    for line in transcript.splitlines():
+        match = _BLOCK.match(line)
+        if match:
+            if current:
+                users.append(" ".join(current))
+            current = [] if match.group(2) == "user" else None
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    if current:
+        users.append(" ".join(current))
+    return users
+
+
+def _merged(summaries: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    lists: dict[str, list[Any]] = {}
+    for summary in summaries:
+        for group in ("sections", "facets"):
+            for key, value in (summary.get(group) or {}).items():
+                if key == "entities":
+                    for kind, items in (value or {}).items():
+                        lists.setdefault(f"entities.{kind}", []).extend(items or [])
+                elif isinstance(value, list):
+                    lists.setdefault(key, []).extend(value)
+        lists.setdefault("key_points", []).extend(summary.get("key_points") or [])
+    return lists
+
+
+def echo_summary(text: str) -> dict[str, Any]:
+    """The summary JSON for a prompt whose quoted parts are in ``text``."""
+    earlier = [
+        *_objects(_between(text, "previous_summary") or ""),
+        *_objects(_between(text, "partial_summaries") or ""),
+    ]
+    lists = _merged(earlier)
+    transcript = _between(text, "transcript") or ""
+    users = _users(transcript)
+    found = scan_text(transcript)
+    todos = [
+        line.split("TODO:", 1)[1].strip() for line in transcript.splitlines() if "TODO:" in line
+    ]
+    requests = lists.get("primary_request") or users[:1]
+    symbols = dedupe([*lists.get("entities.symbols", []), *found.symbols])
+    content: dict[str, Any] = {
+        "narrative": f"{len(users)} user messages, {len(earlier)} earlier summaries.",
+        "key_points": dedupe(lists.get("key_points", []))[:MAX_KEY_POINTS],
+        "sections": {
+            "primary_request": requests[:1],
+            "key_concepts": dedupe([*lists.get("key_concepts", []), *found.symbols])[
+                :MAX_SECTION_ITEMS
+            ],
+            "user_messages": dedupe([*lists.get("user_messages", []), *users])[-MAX_SECTION_ITEMS:],
+            "pending_tasks": (todos or lists.get("pending_tasks", []))[:MAX_SECTION_ITEMS],
+        },
+        "facets": {
+            "entities": {
+                "files": dedupe([*lists.get("entities.files", []), *found.files])[:MAX_FACET_ITEMS],
+                "symbols": symbols[:MAX_FACET_ITEMS],
+            }
+        },
+    }
+    return content
+
+
+def _with_missing(answer: str, request: str) -> str:
+    content = json.loads(answer)
+    missing = [line[2:] for line in request.splitlines() if line.startswith("- ")]
+    content["key_points"] = dedupe([*content.get("key_points", []), *missing])[:MAX_KEY_POINTS]
+    return json.dumps(content)
+
+
+def echo_text(turns: Sequence[dict[str, Any]]) -> str:
+    """The answer to chat turns (role and string content) holding a summary request."""
+    last = str(turns[-1]["content"])
+    if _MISSING in last and len(turns) >= 2:
+        return _with_missing(str(turns[-2]["content"]), last)
+    return json.dumps(echo_summary("\n".join(str(t["content"]) for t in turns)))
+
+
+def echo_completion(request: CompletionRequest) -> CompletionResponse:
+    """A completion for :class:`~synopsis.summarizers.llm.LLMSummarizer` that answers with
+    :func:`echo_summary`; a cache-aligned request's conversation is read as a transcript."""
+    turns: list[dict[str, Any]] = [dict(m) for m in request.messages]
+    if request.conversation:
+        quoted = render_transcript(request.conversation)
+        turns[0] = {"role": "user", "content": f"{quoted}\n{turns[0]['content']}"}
+    return CompletionResponse(echo_text(turns), model=request.model)
