@@ -13,7 +13,7 @@ from synopsis.planning.governor import (
     record_failure,
     turn_key,
 )
-from synopsis.planning.passes import PassResult, run_passes
+from synopsis.planning.passes import PassResult, PassStep, iter_passes, run_passes
 from synopsis.planning.reductions import (
     Oversized,
     Reduced,
@@ -34,6 +34,7 @@ __all__ = [
     "Measure",
     "Oversized",
     "PassResult",
+    "PassStep",
     "Protect",
     "Reduced",
     "Reduction",
@@ -45,6 +46,7 @@ __all__ = [
     "analyze",
     "check_savings",
     "decide",
+    "iter_passes",
     "measure_history",
     "plan_split",
     "record_compaction",

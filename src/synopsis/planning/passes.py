@@ -17,12 +17,12 @@ from synopsis.planning.split import Keep, Protect, SplitPlan, plan_split
 from synopsis.planning.triggers import Measure, Trigger
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Generator, Sequence
 
     from synopsis.messages import Message
     from synopsis.planning.governor import GovernorConfig
 
-__all__ = ["PassResult", "run_passes"]
+__all__ = ["PassResult", "PassStep", "iter_passes", "run_passes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,23 +41,27 @@ class PassResult:
         return len(self.plans)
 
 
-def run_passes(
+PassStep = tuple[SplitPlan, list["Message"]]
+"""What a pass asks for: the plan, and the messages it cuts, to be replaced by their summary."""
+
+
+def iter_passes(
     messages: Sequence[Message],
     *,
     count: Callable[[Message], int],
     overhead: int,
-    summarize: Callable[[Sequence[Message]], Sequence[Message]],
     keep: Keep,
     trigger: Trigger,
     window: int,
     config: GovernorConfig,
     protect: Protect | None = None,
-) -> PassResult:
-    """Compact ``messages`` until the trigger no longer fires, within the pass cap.
+) -> Generator[PassStep, Sequence[Message], PassResult]:
+    """The pass loop as a generator: it yields each pass's plan and cut, is sent back the
+    message(s) that stand for the cut, and returns the :class:`PassResult`. The caller does
+    the summarizing, blocking or awaiting (see :func:`run_passes`).
 
     ``count`` gives a message's tokens and ``overhead`` the tokens outside the messages
-    (system prompt sent apart, tool definitions, framing); ``summarize`` turns the messages a
-    plan cuts into the message(s) that stand for them.
+    (system prompt sent apart, tool definitions, framing).
     """
     current = tuple(messages)
     plans: list[SplitPlan] = []
@@ -91,9 +95,43 @@ def run_passes(
             break
         shrunk = shrunk or attempt >= config.max_passes
         cut = [current[i] for i in plan.summarize]
-        current = plan.apply(current, summarize(cut))
+        summary = yield plan, cut
+        current = plan.apply(current, summary)
         plans.append(plan)
         counts, now = measure(current)
     return PassResult(
         current, tuple(plans), not trigger.fires(now), now.tokens < target, shrunk, now
     )
+
+
+def run_passes(
+    messages: Sequence[Message],
+    *,
+    count: Callable[[Message], int],
+    overhead: int,
+    summarize: Callable[[Sequence[Message]], Sequence[Message]],
+    keep: Keep,
+    trigger: Trigger,
+    window: int,
+    config: GovernorConfig,
+    protect: Protect | None = None,
+) -> PassResult:
+    """Compact ``messages`` until the trigger no longer fires, within the pass cap;
+    ``summarize`` turns the messages a plan cuts into the message(s) that stand for them."""
+    steps = iter_passes(
+        messages,
+        count=count,
+        overhead=overhead,
+        keep=keep,
+        trigger=trigger,
+        window=window,
+        config=config,
+        protect=protect,
+    )
+    try:
+        _, cut = next(steps)
+        while True:
+            _, cut = steps.send(summarize(cut))
+    except StopIteration as stop:
+        result: PassResult = stop.value
+    return result
