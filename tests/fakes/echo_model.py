@@ -135,7 +135,9 @@ def echo_text(turns: Sequence[dict[str, Any]]) -> str:
 def echo_completion(request: CompletionRequest) -> CompletionResponse:
     """A completion for :class:`~synopsis.summarizers.llm.LLMSummarizer` that answers with
     :func:`echo_summary`; a cache-aligned request's conversation is read as a transcript."""
-    turns: list[dict[str, Any]] = [dict(m) for m in request.messages]
+    turns: list[dict[str, Any]] = [
+        {"role": m["role"], "content": m["content"]} for m in request.messages
+    ]
     if request.conversation:
         quoted = render_transcript(request.conversation)
         turns[0] = {"role": "user", "content": f"{quoted}\n{turns[0]['content']}"}

@@ -18,24 +18,47 @@ The provider's usage report is mapped onto :class:`~synopsis.summarizers.records
 retryable, any other status is not. Build the client with ``max_retries=0`` so that the
 summarizer's retry policy is the only one that runs.
 
+``stream=True`` (``openai_chat_completion(client, stream=True)``, and so on) asks for the answer
+as server-sent events, with ``stream_options.include_usage`` for Chat Completions so that the
+usage arrives too, and puts the text deltas and the usage report together into the
+:class:`~synopsis.summarizers.completion.CompletionResponse` the whole answer would give. A
+stream that breaks off is a retryable ``TransportError``: a connection that drops or a read that
+times out mid-stream, an error event from the provider, or a body that ends before the
+provider's last event (a ``finish_reason``, ``response.completed``, ``message_stop``).
+
+A cache-aligned request (one with a ``conversation``) sends that conversation unchanged, encoded
+by :func:`synopsis.formats.encode` in the provider's format, before the request's own messages,
+and its ``tools`` as given (in that provider's shape; never a ``tool_choice``), so that the
+provider's prompt cache for the agent's prefix is hit. The system messages go where the format
+puts them: in the list for Chat Completions and Responses, in ``system=`` for Anthropic. The
+request's own ``system`` is sent only when it is not empty, before all of that (as
+``instructions`` for Responses).
+
 The SDKs are optional: ``pip install "synopsis[openai]"`` or ``"synopsis[anthropic]"``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, overload
 
 from synopsis.errors import TransportError
+from synopsis.formats import FormatName, encode
+from synopsis.messages import thaw
 from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
 from synopsis.summarizers.records import Usage
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
     from anthropic.types import Message as AnthropicMessage
+    from anthropic.types import MessageDeltaUsage, RawMessageStreamEvent
+    from anthropic.types import Usage as AnthropicUsage
     from openai import AsyncOpenAI, OpenAI
-    from openai.types.chat import ChatCompletion
-    from openai.types.responses import Response
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent, ResponseUsage
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MAX_TOKENS",
@@ -51,6 +74,9 @@ _SCHEMA_NAME = "summary"
 
 SyncCompletion = Callable[[CompletionRequest], CompletionResponse]
 AsyncCompletion = Callable[[CompletionRequest], Awaitable[CompletionResponse]]
+_Arguments = Callable[[CompletionRequest], dict[str, Any]]
+_Convert = Callable[[Any, CompletionRequest], CompletionResponse]
+_Failures = tuple[type[Exception], ...]
 
 
 def _missing(package: str) -> ImportError:
@@ -60,69 +86,131 @@ def _missing(package: str) -> ImportError:
     )
 
 
+def _http_errors() -> _Failures:
+    """The HTTP library's request errors (a connection cut mid-stream, a read timeout), which
+    an SDK may let through while it reads a stream: httpx2's, or httpx's for older SDKs. Only
+    a library the SDK has loaded is looked at."""
+    loaded = (sys.modules.get(name) for name in ("httpx2", "httpx"))
+    return tuple(module.RequestError for module in loaded if module is not None)
+
+
 def _transport_error(provider: str, error: Exception) -> TransportError:
-    """A timeout, a lost connection (no status), a 429 or a 5xx is worth another try."""
+    """A timeout, a lost connection (no status), a 429 or a 5xx is worth another try; so is an
+    error event inside a stream that had started (the status of that stream is below 400)."""
     status: int | None = getattr(error, "status_code", None)
-    retryable = status is None or status == 429 or status >= 500
+    retryable = status is None or status < 400 or status == 429 or status >= 500
     where = f" (HTTP {status})" if status is not None else ""
     return TransportError(
         f"{provider}: {type(error).__name__}{where}: {error}", retryable=retryable
     )
 
 
-_Convert = Callable[[Any, CompletionRequest], CompletionResponse]
+def _unfinished(provider: str, last: str) -> TransportError:
+    return TransportError(f"{provider}: the stream ended before {last}", retryable=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """How one provider endpoint is asked and read: ``convert`` reads a whole answer, ``fold``
+    the list of events of a streamed one (asked with ``stream_arguments`` added)."""
+
+    provider: str
+    arguments: _Arguments
+    convert: _Convert
+    fold: _Convert
+    stream_arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def plan(self, stream: bool) -> tuple[_Arguments, _Convert]:
+        if not stream:
+            return self.arguments, self.convert
+
+        def arguments(request: CompletionRequest) -> dict[str, Any]:
+            return {**self.arguments(request), "stream": True, **self.stream_arguments}
+
+        return arguments, self.fold
 
 
 def _sync(
-    provider: str,
-    failures: tuple[type[Exception], ...],
-    create: Callable[..., Any],
-    arguments: Callable[[CompletionRequest], dict[str, Any]],
-    convert: _Convert,
+    endpoint: _Endpoint, create: Callable[..., Any], failures: _Failures, stream: bool
 ) -> SyncCompletion:
-    """One SDK call per request, its failures as TransportError, its answer converted."""
+    """One SDK call per request (its events read to the end when streamed), its failures as
+    TransportError, its answer converted."""
+    arguments, convert = endpoint.plan(stream)
 
     def complete(request: CompletionRequest) -> CompletionResponse:
         try:
-            response = create(**arguments(request))
+            answer = create(**arguments(request))
+            if stream:
+                answer = list(answer)
         except failures as error:
-            raise _transport_error(provider, error) from error
-        return convert(response, request)
+            raise _transport_error(endpoint.provider, error) from error
+        return convert(answer, request)
 
     return complete
 
 
 def _async(
-    provider: str,
-    failures: tuple[type[Exception], ...],
-    create: Callable[..., Awaitable[Any]],
-    arguments: Callable[[CompletionRequest], dict[str, Any]],
-    convert: _Convert,
+    endpoint: _Endpoint, create: Callable[..., Awaitable[Any]], failures: _Failures, stream: bool
 ) -> AsyncCompletion:
     """:func:`_sync` for an async SDK client."""
+    arguments, convert = endpoint.plan(stream)
 
     async def acomplete(request: CompletionRequest) -> CompletionResponse:
         try:
-            response = await create(**arguments(request))
+            answer = await create(**arguments(request))
+            if stream:
+                answer = [event async for event in answer]
         except failures as error:
-            raise _transport_error(provider, error) from error
-        return convert(response, request)
+            raise _transport_error(endpoint.provider, error) from error
+        return convert(answer, request)
 
     return acomplete
+
+
+def _completion(
+    endpoint: _Endpoint,
+    create: Callable[..., Any],
+    failures: _Failures,
+    *,
+    is_async: bool,
+    stream: bool,
+) -> SyncCompletion | AsyncCompletion:
+    if is_async:
+        return _async(endpoint, create, failures, stream)
+    return _sync(endpoint, create, failures, stream)
+
+
+# -- The request ------------------------------------------------------------------------------
 
 
 def _messages(request: CompletionRequest) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": m["content"]} for m in request.messages]
 
 
+def _conversation(request: CompletionRequest, format: FormatName) -> tuple[list[Any], Any]:
+    """The conversation in the provider's format, then the request's messages; and the
+    top-level system prompt the format lifted out of the conversation (None when none)."""
+    wire = encode(request.conversation, format)
+    return [*wire.messages, *_messages(request)], wire.system
+
+
+def _tools(request: CompletionRequest) -> dict[str, Any]:
+    """``tools`` as the request gives them (and no ``tool_choice``: it is part of the prefix
+    that Anthropic caches)."""
+    return {"tools": [thaw(tool) for tool in request.tools]} if request.tools else {}
+
+
 # -- OpenAI Chat Completions ------------------------------------------------------------------
 
 
 def _chat_arguments(request: CompletionRequest) -> dict[str, Any]:
+    system = [{"role": "system", "content": request.system}] if request.system else []
+    messages, _ = _conversation(request, "openai")
     arguments: dict[str, Any] = {
         "model": request.model,
-        "messages": [{"role": "system", "content": request.system}, *_messages(request)],
+        "messages": [*system, *messages],
         "temperature": request.temperature,
+        **_tools(request),
     }
     if request.max_tokens is not None:
         arguments["max_tokens"] = request.max_tokens
@@ -134,54 +222,85 @@ def _chat_arguments(request: CompletionRequest) -> dict[str, Any]:
     return arguments
 
 
+def _chat_usage(usage: CompletionUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt = usage.prompt_tokens_details
+    completion = usage.completion_tokens_details
+    return Usage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        cached_tokens=(prompt.cached_tokens or 0) if prompt else 0,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+    )
+
+
 def _chat_response(response: ChatCompletion, request: CompletionRequest) -> CompletionResponse:
     text = (response.choices[0].message.content or "") if response.choices else ""
-    usage = Usage()
-    if response.usage is not None:
-        prompt = response.usage.prompt_tokens_details
-        completion = response.usage.completion_tokens_details
-        usage = Usage(
-            prompt_tokens=response.usage.prompt_tokens,
-            completion_tokens=response.usage.completion_tokens,
-            total_tokens=response.usage.total_tokens,
-            cached_tokens=(prompt.cached_tokens or 0) if prompt else 0,
-            reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
-        )
-    return CompletionResponse(text=text, usage=usage, model=response.model or request.model)
+    return CompletionResponse(
+        text=text, usage=_chat_usage(response.usage), model=response.model or request.model
+    )
 
 
-@overload
-def openai_chat_completion(client: OpenAI) -> SyncCompletion: ...
-@overload
-def openai_chat_completion(client: AsyncOpenAI) -> AsyncCompletion: ...
-def openai_chat_completion(client: OpenAI | AsyncOpenAI) -> SyncCompletion | AsyncCompletion:
-    """A completion over ``client.chat.completions.create`` (the system prompt is the first
-    message; a JSON schema is sent as ``response_format``)."""
+def _chat_fold(
+    chunks: Sequence[ChatCompletionChunk], request: CompletionRequest
+) -> CompletionResponse:
+    """The first choice's content deltas; the usage of the last chunk (the one that
+    ``include_usage`` adds after the finish reason)."""
+    if not any(choice.finish_reason for chunk in chunks for choice in chunk.choices):
+        raise _unfinished("openai", "a finish_reason")
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    usage = next((c.usage for c in reversed(chunks) if c.usage is not None), None)
+    model = next((c.model for c in chunks if c.model), request.model)
+    return CompletionResponse(text=text, usage=_chat_usage(usage), model=model)
+
+
+_CHAT = _Endpoint(
+    "openai",
+    _chat_arguments,
+    _chat_response,
+    _chat_fold,
+    {"stream_options": {"include_usage": True}},
+)
+
+
+def _openai(client: OpenAI | AsyncOpenAI) -> tuple[_Failures, bool]:
+    """The failures an OpenAI client raises, and whether it is async."""
     try:
         import openai  # noqa: PLC0415 - optional dependency
     except ImportError as error:
         raise _missing("openai") from error
-    failures = (openai.APIConnectionError, openai.APIStatusError)
+    return (openai.APIError, *_http_errors()), isinstance(client, openai.AsyncOpenAI)
 
-    if isinstance(client, openai.AsyncOpenAI):
-        return _async(
-            "openai", failures, client.chat.completions.create, _chat_arguments, _chat_response
-        )
-    return _sync(
-        "openai", failures, client.chat.completions.create, _chat_arguments, _chat_response
-    )
+
+@overload
+def openai_chat_completion(client: OpenAI, *, stream: bool = False) -> SyncCompletion: ...
+@overload
+def openai_chat_completion(client: AsyncOpenAI, *, stream: bool = False) -> AsyncCompletion: ...
+def openai_chat_completion(
+    client: OpenAI | AsyncOpenAI, *, stream: bool = False
+) -> SyncCompletion | AsyncCompletion:
+    """A completion over ``client.chat.completions.create`` (the system prompt is the first
+    message; a JSON schema is sent as ``response_format``); ``stream`` reads it streamed."""
+    failures, is_async = _openai(client)
+    create = client.chat.completions.create
+    return _completion(_CHAT, create, failures, is_async=is_async, stream=stream)
 
 
 # -- OpenAI Responses -------------------------------------------------------------------------
 
 
 def _responses_arguments(request: CompletionRequest) -> dict[str, Any]:
+    items, _ = _conversation(request, "responses")
     arguments: dict[str, Any] = {
         "model": request.model,
-        "instructions": request.system,
-        "input": _messages(request),
+        "input": items,
         "temperature": request.temperature,
+        **_tools(request),
     }
+    if request.system:
+        arguments["instructions"] = request.system
     if request.max_tokens is not None:
         arguments["max_output_tokens"] = request.max_tokens
     if request.json_schema is not None:
@@ -195,98 +314,166 @@ def _responses_arguments(request: CompletionRequest) -> dict[str, Any]:
     return arguments
 
 
-def _responses_response(response: Response, request: CompletionRequest) -> CompletionResponse:
-    usage = Usage()
-    if response.usage is not None:
-        usage = Usage(
-            prompt_tokens=response.usage.input_tokens,
-            completion_tokens=response.usage.output_tokens,
-            total_tokens=response.usage.total_tokens,
-            cached_tokens=response.usage.input_tokens_details.cached_tokens,
-            reasoning_tokens=response.usage.output_tokens_details.reasoning_tokens,
-        )
-    return CompletionResponse(
-        text=response.output_text, usage=usage, model=response.model or request.model
+def _responses_usage(usage: ResponseUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    return Usage(
+        prompt_tokens=usage.input_tokens,
+        completion_tokens=usage.output_tokens,
+        total_tokens=usage.total_tokens,
+        cached_tokens=usage.input_tokens_details.cached_tokens,
+        reasoning_tokens=usage.output_tokens_details.reasoning_tokens,
     )
 
 
+def _responses_response(response: Response, request: CompletionRequest) -> CompletionResponse:
+    return CompletionResponse(
+        text=response.output_text,
+        usage=_responses_usage(response.usage),
+        model=response.model or request.model,
+    )
+
+
+def _responses_fold(
+    events: Sequence[ResponseStreamEvent], request: CompletionRequest
+) -> CompletionResponse:
+    """The ``response.output_text.delta`` texts; the usage and model of the response that the
+    last event (``response.completed``, or ``response.incomplete`` at the token limit) holds."""
+    last = next(
+        (e.response for e in events if e.type in ("response.completed", "response.incomplete")),
+        None,
+    )
+    if last is None:
+        raise _unfinished("openai", "response.completed")
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    return replace(_responses_response(last, request), text=text)
+
+
+_RESPONSES = _Endpoint("openai", _responses_arguments, _responses_response, _responses_fold)
+
+
 @overload
-def openai_responses_completion(client: OpenAI) -> SyncCompletion: ...
+def openai_responses_completion(client: OpenAI, *, stream: bool = False) -> SyncCompletion: ...
 @overload
-def openai_responses_completion(client: AsyncOpenAI) -> AsyncCompletion: ...
 def openai_responses_completion(
-    client: OpenAI | AsyncOpenAI,
+    client: AsyncOpenAI, *, stream: bool = False
+) -> AsyncCompletion: ...
+def openai_responses_completion(
+    client: OpenAI | AsyncOpenAI, *, stream: bool = False
 ) -> SyncCompletion | AsyncCompletion:
     """A completion over ``client.responses.create`` (the system prompt is ``instructions``; a
-    JSON schema is sent as ``text.format``)."""
-    try:
-        import openai  # noqa: PLC0415 - optional dependency
-    except ImportError as error:
-        raise _missing("openai") from error
-    failures = (openai.APIConnectionError, openai.APIStatusError)
-
-    if isinstance(client, openai.AsyncOpenAI):
-        return _async(
-            "openai", failures, client.responses.create, _responses_arguments, _responses_response
-        )
-    return _sync(
-        "openai", failures, client.responses.create, _responses_arguments, _responses_response
-    )
+    JSON schema is sent as ``text.format``); ``stream`` reads it streamed."""
+    failures, is_async = _openai(client)
+    create = client.responses.create
+    return _completion(_RESPONSES, create, failures, is_async=is_async, stream=stream)
 
 
 # -- Anthropic Messages -----------------------------------------------------------------------
 
 
+def _anthropic_system(own: str, lifted: Any) -> Any:  # noqa: ANN401 - str or text blocks
+    """The request's system prompt, then the one lifted out of the conversation."""
+    if not own or lifted is None:
+        return own or lifted
+    blocks = [{"type": "text", "text": lifted}] if isinstance(lifted, str) else list(lifted)
+    return [{"type": "text", "text": own}, *blocks]
+
+
 def _anthropic_arguments(request: CompletionRequest) -> dict[str, Any]:
+    messages, lifted = _conversation(request, "anthropic")
+    system = _anthropic_system(request.system, lifted)
     return {
         "model": request.model,
-        "system": request.system,
-        "messages": _messages(request),
+        **({"system": system} if system else {}),
+        "messages": messages,
         "max_tokens": (
             request.max_tokens if request.max_tokens is not None else DEFAULT_ANTHROPIC_MAX_TOKENS
         ),
+        **_tools(request),
         # Not every SDK version types ``temperature``; the API accepts it in every version.
         "extra_body": {"temperature": request.temperature},
     }
+
+
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def _anthropic_counts(usage: AnthropicUsage | MessageDeltaUsage) -> dict[str, int]:
+    """The token counts a usage report gives; one it leaves out (None) is unknown, not 0."""
+    return {name: value for name in _COUNTS if (value := getattr(usage, name)) is not None}
+
+
+def _anthropic_usage(counts: Mapping[str, int]) -> Usage:
+    cached = counts.get("cache_read_input_tokens", 0)
+    prompt = counts.get("input_tokens", 0) + cached + counts.get("cache_creation_input_tokens", 0)
+    output = counts.get("output_tokens", 0)
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=output,
+        total_tokens=prompt + output,
+        cached_tokens=cached,
+    )
 
 
 def _anthropic_response(
     response: AnthropicMessage, request: CompletionRequest
 ) -> CompletionResponse:
     text = "".join(block.text for block in response.content if block.type == "text")
-    usage = response.usage
-    cached = usage.cache_read_input_tokens or 0
-    prompt = usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0)
     return CompletionResponse(
         text=text,
-        usage=Usage(
-            prompt_tokens=prompt,
-            completion_tokens=usage.output_tokens,
-            total_tokens=prompt + usage.output_tokens,
-            cached_tokens=cached,
-        ),
+        usage=_anthropic_usage(_anthropic_counts(response.usage)),
         model=response.model or request.model,
     )
 
 
+def _anthropic_fold(
+    events: Sequence[RawMessageStreamEvent], request: CompletionRequest
+) -> CompletionResponse:
+    """The text deltas; the usage of ``message_start`` (the input), updated by each
+    ``message_delta`` (whose counts are totals so far: the output, and any input it names)."""
+    start = next((e.message for e in events if e.type == "message_start"), None)
+    if start is None or not any(e.type == "message_stop" for e in events):
+        raise _unfinished("anthropic", "message_stop")
+    counts = _anthropic_counts(start.usage)
+    for event in events:
+        if event.type == "message_delta":
+            counts |= _anthropic_counts(event.usage)
+    text = "".join(
+        e.delta.text
+        for e in events
+        if e.type == "content_block_delta" and e.delta.type == "text_delta"
+    )
+    return CompletionResponse(
+        text=text, usage=_anthropic_usage(counts), model=start.model or request.model
+    )
+
+
+_ANTHROPIC = _Endpoint("anthropic", _anthropic_arguments, _anthropic_response, _anthropic_fold)
+
+
 @overload
-def anthropic_completion(client: Anthropic) -> SyncCompletion: ...
+def anthropic_completion(client: Anthropic, *, stream: bool = False) -> SyncCompletion: ...
 @overload
-def anthropic_completion(client: AsyncAnthropic) -> AsyncCompletion: ...
-def anthropic_completion(client: Anthropic | AsyncAnthropic) -> SyncCompletion | AsyncCompletion:
+def anthropic_completion(client: AsyncAnthropic, *, stream: bool = False) -> AsyncCompletion: ...
+def anthropic_completion(
+    client: Anthropic | AsyncAnthropic, *, stream: bool = False
+) -> SyncCompletion | AsyncCompletion:
     """A completion over ``client.messages.create`` (``system=`` the system prompt;
-    ``max_tokens`` defaults to :data:`DEFAULT_ANTHROPIC_MAX_TOKENS`). The JSON schema is not
-    sent: the prompt asks for it, and the answer is validated either way."""
+    ``max_tokens`` defaults to :data:`DEFAULT_ANTHROPIC_MAX_TOKENS`); ``stream`` reads it
+    streamed. The JSON schema is not sent: the prompt asks for it, and the answer is validated
+    either way."""
     try:
         import anthropic  # noqa: PLC0415 - optional dependency
     except ImportError as error:
         raise _missing("anthropic") from error
-    failures = (anthropic.APIConnectionError, anthropic.APIStatusError)
-
-    if isinstance(client, anthropic.AsyncAnthropic):
-        return _async(
-            "anthropic", failures, client.messages.create, _anthropic_arguments, _anthropic_response
-        )
-    return _sync(
-        "anthropic", failures, client.messages.create, _anthropic_arguments, _anthropic_response
+    # while streaming, this SDK lets the HTTP library's errors through unwrapped
+    failures: _Failures = (anthropic.APIError, *_http_errors())
+    is_async = isinstance(client, anthropic.AsyncAnthropic)
+    return _completion(
+        _ANTHROPIC, client.messages.create, failures, is_async=is_async, stream=stream
     )
