@@ -1,0 +1,328 @@
+"""The options of :class:`synopsis.config.Settings`: each field, its default, its description
+(naming the seed it comes from) and the checks that need no other option.
+
+Values may come as text (the environment) or TOML values, so every field accepts the text
+form: numbers as text, ``"none"`` (or nothing) to unset an optional one, and names as one
+comma-separated text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
+
+from synopsis._settings_text import normalize_keep, normalize_trigger
+from synopsis.formats import FormatName  # noqa: TC001 - pydantic reads it at runtime
+from synopsis.validation.profiles import PROFILES
+
+__all__ = ["SettingsFields"]
+
+_UNSET = ("", "none", "null")
+
+
+def _no_bool(value: object, info: ValidationInfo) -> object:
+    # pydantic would read True as 1; a switch where a number belongs is a mistake.
+    if isinstance(value, bool):
+        raise ValueError(f"{info.field_name} must be a number, got {value!r}")
+    return value
+
+
+def _optional(value: object, info: ValidationInfo) -> object:
+    # TOML has no null and the environment only text: "none" (or nothing) unsets.
+    if isinstance(value, str) and value.strip().lower() in _UNSET:
+        return None
+    return _no_bool(value, info)
+
+
+def _optional_text(value: object) -> object:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def _names(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _no_empty_name(value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    if any(not name.strip() for name in value):
+        raise ValueError(f"{info.field_name} must not hold an empty name, got {list(value)!r}")
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(_no_bool)]
+Number = Annotated[float, BeforeValidator(_no_bool)]
+OptionalWhole = Annotated[int | None, BeforeValidator(_optional)]
+OptionalNumber = Annotated[float | None, BeforeValidator(_optional)]
+OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
+Names = Annotated[tuple[str, ...], BeforeValidator(_names), AfterValidator(_no_empty_name)]
+
+
+class SettingsFields(BaseModel):
+    """The options, their defaults and their checks one by one; see
+    :class:`synopsis.config.Settings`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    # -- the model and its window --
+    model: OptionalText = Field(
+        None,
+        description="The conversation's model: it sizes the window and picks the token "
+        "counter (seed 001 modelInfo; seed 004 resolves the window from it).",
+    )
+    context_window: OptionalWhole = Field(
+        None, gt=0, description="Window in tokens, over the model table (seed 004)."
+    )
+    reserve_output_tokens: OptionalWhole = Field(
+        None,
+        ge=0,
+        description="Tokens left free for the answer; unset: the model's max output, at most "
+        "25% of the window (seed 003: a summary must never cause the overflow it prevents).",
+    )
+    # -- when: the trigger and the governor --
+    trigger: float | str = Field(
+        0.8,
+        description="When to compact: a share of the window, 'fraction:F', 'tokens:N' or "
+        "'messages:N', combined with | (or) and & (and) (seed 001 triggerTokenRatio 0.8; "
+        "seed 002 fixed token threshold; seed 004 trigger).",
+    )
+    enabled: bool = Field(
+        True, description="Master switch; off, only a forced compaction runs (seed 001)."
+    )
+    reset_ratio: Number = Field(
+        0.7,
+        gt=0,
+        lt=1,
+        description="Hysteresis: a compaction aims below this share of the window, and the "
+        "trigger re-arms under it (seed 001 resetTokenRatio).",
+    )
+    min_messages: Whole = Field(
+        12, ge=0, description="Shorter histories are left alone (seed 001 minMessages)."
+    )
+    cooldown_messages: Whole = Field(
+        4,
+        ge=0,
+        description="New messages needed after a compaction before the next (seed 001).",
+    )
+    emergency_ratio: Number = Field(
+        1.0,
+        gt=0,
+        le=10,
+        description="At this share of the window the cooldown gives way (seed 001 emergency).",
+    )
+    max_passes: Whole = Field(
+        3,
+        ge=1,
+        description="Summarizing passes per compaction before the tail shrinks (seed 001 "
+        "maxSummaryChainDepth).",
+    )
+    min_tail_messages: Whole = Field(
+        2, ge=0, description="The kept tail never shrinks below this (seed 001: never below 2)."
+    )
+    max_per_turn: Whole = Field(
+        5, ge=1, description="Most compactions while one user turn runs (synopsis)."
+    )
+    breaker_failures: Whole = Field(
+        3,
+        ge=1,
+        description="Summarizer failures in a row after which only an emergency tries again "
+        "(synopsis; seed 001 fails safe).",
+    )
+    min_savings: Number = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="Skip a plan freeing less than this share of the trigger's tokens "
+        "(synopsis; seed 000 counted messages).",
+    )
+    refresh_after_messages: OptionalWhole = Field(
+        None, ge=1, description="Also compact every this many new messages (synopsis)."
+    )
+    # -- where: keep and protect --
+    keep: int | str = Field(
+        "messages:6",
+        description="Recent history kept verbatim: 'messages:N' (or N), 'tokens:N' or "
+        "'fraction:F' of the window (seed 004 keep; seed 001 preserveRecent 6).",
+    )
+    protect_system: bool = Field(
+        True, description="Never summarize system and developer messages (seed 000)."
+    )
+    protect_first_user: bool = Field(
+        True, description="Keep the first message a person wrote, the task (seed 001)."
+    )
+    pinned: Names = Field(
+        (),
+        description="Messages never summarized, by id or content hash; a comma-separated "
+        "list in the environment (synopsis).",
+    )
+    user_turns_tokens: OptionalWhole = Field(
+        None,
+        ge=0,
+        description="Also keep the newest user turns up to this many tokens (seed 002).",
+    )
+    # -- cheap reductions --
+    truncate_args: bool = Field(
+        True,
+        description="Cut long arguments of old file-writing tool calls (seed 004 "
+        "TruncateArgsConfig).",
+    )
+    truncate_tools: Names = Field(
+        ("write_file", "edit_file"), description="Tools whose arguments are cut (seed 004)."
+    )
+    truncate_trigger: Number = Field(
+        0.7, gt=0, le=1, description="Share of the window where cutting starts (seed 004)."
+    )
+    truncate_keep_messages: Whole = Field(
+        20, ge=0, description="Recent messages whose arguments stay whole (seed 004)."
+    )
+    truncate_max_length: Whole = Field(
+        2000, ge=0, description="Arguments longer than this many characters are cut (seed 004)."
+    )
+    truncate_prefix: Whole = Field(
+        20, ge=0, description="Characters kept before the marker (seed 004)."
+    )
+    dedupe_results: bool = Field(
+        True, description="An old tool result identical to an earlier one is referenced (synopsis)."
+    )
+    dedupe_min_chars: Whole = Field(
+        200, ge=0, description="Shorter results are never deduplicated (synopsis)."
+    )
+    dedupe_keep_messages: Whole = Field(
+        20, ge=0, description="Recent messages whose results stay whole (synopsis)."
+    )
+    message_threshold: OptionalNumber = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="A part above this share of the trigger's tokens is summarized on its own; "
+        "'none' switches it off (seed 000 message_token_threshold, 50%).",
+    )
+    # -- the summarizer --
+    summarizer: Literal["rules", "openai", "openai-responses", "anthropic"] = Field(
+        "rules", description="Who summarizes: offline rules or an LLM (seed 003 modes)."
+    )
+    summarizer_models: Names = Field(
+        (),
+        description="Models to try in order; empty: the conversation's model (seed 001 "
+        "summarizerModelPreference).",
+    )
+    base_url: OptionalText = Field(
+        None, description="API base URL for an OpenAI- or Anthropic-compatible server (synopsis)."
+    )
+    api_key_env: OptionalText = Field(
+        None,
+        description="Name of the environment variable holding the API key; unset: the SDK's "
+        "default (synopsis).",
+    )
+    max_summary_tokens: Whole = Field(
+        2000, ge=1, description="Token budget of an LLM summary (seed 001)."
+    )
+    rules_max_summary_tokens: Whole = Field(
+        500, ge=1, description="Token budget of a rule-based summary (seed 003 maxSummaryTokens)."
+    )
+    max_input_tokens: OptionalWhole = Field(
+        None,
+        ge=1,
+        description="Most tokens sent to the summarizer at once; unset: its window (seed 004).",
+    )
+    oversize: Literal["chunk", "trim"] = Field(
+        "chunk",
+        description="Input over max_input_tokens: summarized in chunks, or trimmed from the "
+        "oldest side (seed 000 chunks; seed 001 trims).",
+    )
+    cache_aligned: bool = Field(
+        False,
+        description="Ask for the summary after the unchanged history, so the provider's "
+        "prompt cache is reused (synopsis).",
+    )
+    abort_on_failure: bool = Field(
+        False,
+        description="Raise when every model fails instead of falling back to the rules "
+        "(seed 001 abortOnFailure).",
+    )
+    max_retries: Whole = Field(
+        2, ge=0, description="Retries of a transport failure, with backoff (seed 001)."
+    )
+    timeout: Number = Field(
+        60.0, gt=0, description="Seconds one summarizer request may take (seed 001)."
+    )
+    summarizer_timeout: OptionalNumber = Field(
+        None,
+        gt=0,
+        description="Seconds a whole summarizer call may take, retries included, before the "
+        "rules take over; unset: no limit (seed 001 fails safe).",
+    )
+    # -- the summary message --
+    summary_role: Literal["auto", "user", "system", "merge"] = Field(
+        "auto",
+        description="Voice of the summary turn; auto: what the provider accepts (seed 000 "
+        "user; seed 001 system).",
+    )
+    summary_style: Literal["sections", "snapshot"] = Field(
+        "sections",
+        description="Numbered sections (seed 002) or one <state_snapshot> block (seed 000).",
+    )
+    # -- where replaced messages go, and the conversation --
+    store: OptionalText = Field(
+        None,
+        description="Where replaced messages go: unset (nowhere), 'memory', 'sqlite' (the "
+        "default file) or a SQLite file path (seed 004 offloads history).",
+    )
+    session_id: OptionalText = Field(
+        None, description="The conversation's id in the store (seed 004)."
+    )
+    format: FormatName | None = Field(
+        None, description="Wire format of the history; unset: detected (synopsis)."
+    )
+    provider: OptionalText = Field(
+        None,
+        description="Provider rules the output is validated for; unset: from the format "
+        "(seed 000 role alternation).",
+    )
+
+    @field_validator("trigger", mode="before")
+    @classmethod
+    def _trigger(cls, value: object) -> float | str:
+        return normalize_trigger(value)
+
+    @field_validator("keep", mode="before")
+    @classmethod
+    def _keep(cls, value: object) -> int | str:
+        return normalize_keep(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not (
+            value.isascii() and value.replace("_", "a").isalnum() and not value[0].isdigit()
+        ):
+            # Never echoed: it may be the key itself, put in the wrong place.
+            raise ValueError(
+                "api_key_env must be the name of an environment variable (letters, digits "
+                "and _), such as OPENAI_API_KEY, not the key"
+            )
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
+        return value
+
+    @field_validator("provider")
+    @classmethod
+    def _provider(cls, value: str | None) -> str | None:
+        if value is not None and value not in PROFILES:
+            known = ", ".join(repr(p) for p in PROFILES)
+            raise ValueError(f"provider must be one of {known}, got {value!r}")
+        return value
