@@ -8,14 +8,18 @@ Every error subclasses a builtin so callers can catch what they already know::
     ├── ConfigurationError (ValueError)     an option out of range or of the wrong type
     ├── VocabularyError (RuntimeError)      a bundled tokenizer file is missing or corrupt
     ├── TransportError (ConnectionError)    a summarizer's model could not be reached
-    └── SummarizerError (RuntimeError)      every model failed and falling back was refused
+    ├── SummarizerError (RuntimeError)      every model failed and falling back was refused
+    ├── StoreError (RuntimeError)           a store could not read or write (nothing half-written)
+    └── BudgetUnreachableError (RuntimeError)  no compaction makes the history fit its window
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BudgetUnreachableError",
     "ConfigurationError",
     "ConversationError",
+    "StoreError",
     "SummarizerError",
     "SynopsisError",
     "TransportError",
@@ -65,3 +69,12 @@ class TransportError(SynopsisError, ConnectionError):
 
 class SummarizerError(SynopsisError, RuntimeError):
     """Every model failed and the summarizer was told not to fall back (``abort_on_failure``)."""
+
+
+class StoreError(SynopsisError, RuntimeError):
+    """A store could not be opened, read or written; a failed save leaves nothing behind."""
+
+
+class BudgetUnreachableError(SynopsisError, RuntimeError):
+    """Even after every pass, a smaller tail and trimming, the history does not fit the window
+    less the tokens reserved for the answer. The input is untouched and nothing was saved."""

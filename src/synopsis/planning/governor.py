@@ -67,6 +67,7 @@ Code = Literal[
     "per-turn-cap",
     "breaker-open",
     "too-little-savings",
+    "nothing-to-compact",
     "worth-it",
 ]
 

@@ -1,0 +1,288 @@
+"""The public entry points: :class:`Compactor`, :func:`compact` and :func:`acompact`.
+
+A :class:`Compactor` holds its options once (resolved into a :class:`~.setup.Setup`) and runs
+the plan of :mod:`.pipeline` with a blocking driver (``compact``) or an awaiting one
+(``acompact``). A ``Compactor`` given a ``session_id`` but no store keeps its sessions in a
+:class:`~synopsis.stores.MemoryStore` of its own, so that the governor's memory (cooldown,
+hysteresis, the breaker) and the summary chain carry from one call to the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from synopsis.compaction.pipeline import Request, StoreCall, Summarize, compaction
+from synopsis.compaction.setup import build_setup
+from synopsis.config import Settings
+from synopsis.errors import SummarizerError
+from synopsis.events import listening, span
+from synopsis.stores import AsyncStore, MemoryStore
+from synopsis.summarizers import AsyncSummarizer
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Mapping, Sequence
+    from os import PathLike
+
+    from synopsis.compaction.result import CompactionResult
+    from synopsis.compaction.setup import Setup
+    from synopsis.events import Listener
+    from synopsis.formats import FormatName
+    from synopsis.planning import Keep, Trigger
+    from synopsis.tokens import TokenCounter
+
+__all__ = ["Compactor", "acompact", "compact"]
+
+
+def _timed_out(seconds: float) -> SummarizerError:
+    return SummarizerError(f"the summarizer did not answer within {seconds:g} seconds")
+
+
+class Compactor:
+    """Options held once; :meth:`compact` and :meth:`acompact` apply them to a history.
+
+    Every option of :class:`~synopsis.config.Settings` may be given by keyword (``config=``
+    names a TOML file; ``SYNOPSIS_*`` environment variables apply too), and the objects only
+    code can give: ``trigger`` (a :class:`~synopsis.Trigger` or what Settings parses),
+    ``keep`` (likewise), ``summarizer``, ``counter``, ``store`` (a store, or what Settings
+    parses) and ``listeners``.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: str | PathLike[str] | None = None,
+        trigger: Trigger | float | str | None = None,
+        keep: Keep | int | str | None = None,
+        summarizer: object = None,
+        counter: TokenCounter | None = None,
+        store: object = None,
+        listeners: Sequence[Listener] = (),
+        environ: Mapping[str, str] | None = None,
+        **options: Any,  # noqa: ANN401 - Settings validates each option
+    ) -> None:
+        from synopsis.planning import Keep, Trigger  # noqa: PLC0415 - cheap; keeps names local
+
+        objects: dict[str, Any] = {}
+        if isinstance(trigger, Trigger):
+            objects["trigger"] = trigger
+        elif trigger is not None:
+            options["trigger"] = trigger
+        if isinstance(keep, Keep):
+            objects["keep"] = keep
+        elif keep is not None:
+            options["keep"] = keep
+        if isinstance(store, str):
+            options["store"] = store
+        elif store is not None:
+            objects["store"] = store
+        self.settings = Settings.load(config, environ=environ, **options)
+        self.setup: Setup = build_setup(
+            self.settings, summarizer=summarizer, counter=counter, **objects
+        )
+        if self.setup.store is None and self.settings.session_id is not None:
+            self.setup = _with_store(self.setup, MemoryStore())
+        self.listeners = tuple(listeners)
+
+    def __repr__(self) -> str:
+        s = self.setup
+        store = type(s.store).__name__ if s.store is not None else None
+        return (
+            f"Compactor(window={s.window}, trigger={s.trigger}, keep={s.keep.describe()}, "
+            f"summarizer={s.summarizer_name!r}, store={store})"
+        )
+
+    def _request(self, messages: object, options: dict[str, Any]) -> tuple[Request, Setup]:
+        setup = self.setup
+        session = options.pop("session_id", None)
+        if session is not None and setup.store is None:
+            setup = self.setup = _with_store(setup, MemoryStore())
+        listeners = (*self.listeners, *options.pop("listeners", ()))
+        return Request(messages, session_id=session, listeners=listeners, **options), setup
+
+    def compact(
+        self,
+        messages: object,
+        *,
+        system: object = None,
+        session_id: str | None = None,
+        format: FormatName | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        listeners: Sequence[Listener] = (),
+    ) -> CompactionResult:
+        """``messages`` compacted when the governor says so (or ``force``); see the package
+        docstring for the steps. Raises ``ConversationError`` for input no provider would
+        accept, ``BudgetUnreachableError`` when no compaction can make it fit, ``StoreError``
+        when the originals could not be saved; the input is never changed."""
+        request, setup = self._request(
+            messages,
+            {
+                "system": system,
+                "session_id": session_id,
+                "format": format,
+                "force": force,
+                "instructions": instructions,
+                "tools": tools,
+                "listeners": listeners,
+            },
+        )
+        with (
+            span("synopsis.compact", session_id=request.session_id or ""),
+            listening(request.listeners, request.session_id),
+        ):
+            return _run(compaction(setup, request), setup)
+
+    async def acompact(
+        self,
+        messages: object,
+        *,
+        system: object = None,
+        session_id: str | None = None,
+        format: FormatName | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        listeners: Sequence[Listener] = (),
+    ) -> CompactionResult:
+        """:meth:`compact`, awaiting an async summarizer and store (a sync one runs in a
+        thread, so the event loop is never blocked)."""
+        request, setup = self._request(
+            messages,
+            {
+                "system": system,
+                "session_id": session_id,
+                "format": format,
+                "force": force,
+                "instructions": instructions,
+                "tools": tools,
+                "listeners": listeners,
+            },
+        )
+        with (
+            span("synopsis.acompact", session_id=request.session_id or ""),
+            listening(request.listeners, request.session_id),
+        ):
+            return await _arun(compaction(setup, request), setup)
+
+
+def _with_store(setup: Setup, store: object) -> Setup:
+    from dataclasses import replace  # noqa: PLC0415
+
+    return replace(setup, store=store)
+
+
+# -- the drivers --------------------------------------------------------------------------
+
+
+def _summarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401 - a record, or what failed
+    summarizer = setup.summarizer
+    arguments: dict[str, Any] = {
+        "previous": effect.previous,
+        "instructions": effect.instructions,
+        "max_tokens": effect.max_tokens,
+    }
+    try:
+        if not hasattr(summarizer, "summarize"):
+            return asyncio.run(summarizer.asummarize(effect.messages, **arguments))
+        if setup.summarizer_timeout is None:
+            return summarizer.summarize(effect.messages, **arguments)
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        try:
+            future = pool.submit(summarizer.summarize, effect.messages, **arguments)
+            return future.result(timeout=setup.summarizer_timeout)
+        except concurrent.futures.TimeoutError:
+            return _timed_out(setup.summarizer_timeout)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+    except Exception as error:  # any failure of the summarizer means falling back
+        return error
+
+
+async def _asummarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401
+    summarizer = setup.summarizer
+    arguments: dict[str, Any] = {
+        "previous": effect.previous,
+        "instructions": effect.instructions,
+        "max_tokens": effect.max_tokens,
+    }
+    try:
+        if isinstance(summarizer, AsyncSummarizer):
+            call = summarizer.asummarize(effect.messages, **arguments)
+        else:
+            call = asyncio.to_thread(summarizer.summarize, effect.messages, **arguments)
+        if setup.summarizer_timeout is None:
+            return await call
+        try:
+            return await asyncio.wait_for(call, setup.summarizer_timeout)
+        except TimeoutError:
+            return _timed_out(setup.summarizer_timeout)
+    except Exception as error:
+        return error
+
+
+def _store_call(setup: Setup, effect: StoreCall) -> Any:  # noqa: ANN401
+    try:
+        return getattr(setup.store, effect.name)(*effect.args)
+    except Exception as error:  # the pipeline turns it into a StoreError, input untouched
+        return error
+
+
+async def _astore_call(setup: Setup, effect: StoreCall) -> Any:  # noqa: ANN401
+    try:
+        if isinstance(setup.store, AsyncStore):
+            value = getattr(setup.store, "a" + effect.name)(*effect.args)
+            return await value if inspect.isawaitable(value) else value
+        return await asyncio.to_thread(getattr(setup.store, effect.name), *effect.args)
+    except Exception as error:
+        return error
+
+
+def _run(plan: Generator[Any, Any, CompactionResult], setup: Setup) -> CompactionResult:
+    outcome: Any = None
+    try:
+        while True:
+            effect = plan.send(outcome)
+            if isinstance(effect, Summarize):
+                outcome = _summarize(setup, effect)
+            else:
+                outcome = _store_call(setup, effect)
+    except StopIteration as stop:
+        result: CompactionResult = stop.value
+    return result
+
+
+async def _arun(plan: Generator[Any, Any, CompactionResult], setup: Setup) -> CompactionResult:
+    outcome: Any = None
+    try:
+        while True:
+            effect = plan.send(outcome)
+            if isinstance(effect, Summarize):
+                outcome = await _asummarize(setup, effect)
+            else:
+                outcome = await _astore_call(setup, effect)
+    except StopIteration as stop:
+        result: CompactionResult = stop.value
+    return result
+
+
+def compact(messages: object, **options: Any) -> CompactionResult:  # noqa: ANN401
+    """Compact ``messages`` once with ``options`` (those of :class:`Compactor` and of
+    :meth:`Compactor.compact`). Without a ``store`` and ``session_id`` nothing is remembered
+    between calls; hold a :class:`Compactor` for that."""
+    call = {k: options.pop(k) for k in list(options) if k in _CALL_OPTIONS}
+    return Compactor(**options).compact(messages, **call)
+
+
+async def acompact(messages: object, **options: Any) -> CompactionResult:  # noqa: ANN401
+    """:func:`compact`, async."""
+    call = {k: options.pop(k) for k in list(options) if k in _CALL_OPTIONS}
+    return await Compactor(**options).acompact(messages, **call)
+
+
+_CALL_OPTIONS = frozenset(
+    {"system", "session_id", "format", "force", "instructions", "tools", "listeners"}
+)

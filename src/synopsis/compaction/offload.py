@@ -1,0 +1,108 @@
+"""What the store keeps of a replaced message: the caller's own item, as it was given.
+
+Decoding is one message per wire item, plus a leading system message when Anthropic or Gemini
+input has a top-level system prompt. So the item behind message ``i`` is ``items[i - lead]``;
+for the ``"synopsis"`` format, the message itself as JSON (:mod:`.codec`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from synopsis.compaction.codec import message_to_json
+from synopsis.messages import content_hash, message_id, message_text
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from synopsis.formats import FormatName
+    from synopsis.messages import Message
+    from synopsis.stores import StoredMessage
+
+__all__ = ["Originals", "wire_items"]
+
+
+def wire_items(data: object, format: FormatName) -> Sequence[Any]:
+    """The list of items in ``data`` (a list, or a request body) as :func:`decode` reads it."""
+    if not isinstance(data, Mapping):
+        return data if isinstance(data, Sequence) else ()
+    if format == "gemini":
+        items = data.get("contents")
+    elif format == "responses":
+        items = data.get("input")
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+    else:
+        items = data.get("messages")
+    return items if isinstance(items, Sequence) else ()
+
+
+class Originals:
+    """The caller's items behind the decoded messages, found by the message objects themselves
+    (which stay the same objects through planning), and turned into stored messages."""
+
+    def __init__(
+        self, messages: Sequence[Message], items: Sequence[Any], format: FormatName
+    ) -> None:
+        self.format = format
+        lead = len(messages) - len(items) if format != "synopsis" else 0
+        self._index: dict[int, int] = {id(m): i for i, m in enumerate(messages)}
+        self._messages = messages
+        self._items = items
+        self._lead = lead
+
+    def index(self, message: Message) -> int | None:
+        """The position in the caller's history of ``message``, if it is one of the inputs."""
+        return self._index.get(id(message))
+
+    def adopt(self, original: Message, replacement: Message) -> None:
+        """``replacement`` (a reduced copy) stands for ``original``'s item from now on."""
+        index = self.index(original)
+        if index is not None:
+            self._index[id(replacement)] = index
+
+    def data(self, index: int) -> str:
+        """The caller's item for message ``index`` as JSON text."""
+        message = self._messages[index]
+        if self.format == "synopsis" or index < self._lead:
+            return message_to_json(message)
+        return json.dumps(self._items[index - self._lead], ensure_ascii=False)
+
+    def stored(
+        self,
+        messages: Sequence[Message],
+        *,
+        session_id: str,
+        offset: int,
+        compaction_id: str,
+        at: datetime,
+    ) -> list[StoredMessage]:
+        """Every caller message among ``messages`` as a stored message, positions numbered
+        from ``offset`` in order (synopsis's own summaries are not the caller's: skipped)."""
+        from synopsis.stores import StoredMessage  # noqa: PLC0415 - stores import compaction
+
+        out: list[StoredMessage] = []
+        seen: set[int] = set()
+        for message in messages:
+            index = self.index(message)
+            if index is None or index in seen:
+                continue
+            seen.add(index)
+            original = self._messages[index]
+            out.append(
+                StoredMessage(
+                    session_id=session_id,
+                    id=message_id(original, index),
+                    position=offset + len(out),
+                    role=original.role.value,
+                    text=message_text(original),
+                    sha256=content_hash(original),
+                    format=self.format,
+                    data=self.data(index),
+                    compaction_id=compaction_id,
+                    created_at=at,
+                )
+            )
+        return out

@@ -1,0 +1,558 @@
+"""One compaction as a plan: normalise, decide, reduce, summarize in passes, rebuild, verify,
+record (DESIGN "The pipeline"). No I/O here: the summarizer and the store are effects that the
+drivers in :mod:`.compactor` carry out, blocking or awaiting, so both run the same steps.
+
+The input is never changed, and nothing is saved unless the whole compaction succeeded: the
+store write is the last step, one transaction, and a history whose originals were not saved is
+never returned.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from synopsis.compaction.offload import Originals, wire_items
+from synopsis.compaction.rebuild import finish, summary_for
+from synopsis.compaction.result import CompactionResult
+from synopsis.errors import BudgetUnreachableError, ConversationError, StoreError
+from synopsis.events import (
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
+    Event,
+    SummarizerFellBack,
+    emit,
+)
+from synopsis.formats import decode, encode
+from synopsis.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from synopsis.planning import (
+    GovernorState,
+    check_savings,
+    decide,
+    iter_passes,
+    measure_history,
+    record_compaction,
+    record_failure,
+    reduce,
+    turn_key,
+)
+from synopsis.planning.units import is_summary
+from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
+from synopsis.summarizers import SummaryRecord, Usage, render, summarize_part
+from synopsis.validation import check, repair_messages
+
+if TYPE_CHECKING:
+    from synopsis.compaction.setup import Setup
+    from synopsis.events import Listener
+    from synopsis.formats import FormatName
+    from synopsis.planning import Decision, Measure, SplitPlan
+    from synopsis.stores import StoredMessage
+
+__all__ = ["Request", "StoreCall", "Summarize", "compaction"]
+
+_MIN_SUMMARY_TOKENS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Summarize:
+    """Ask the summarizer for a record of ``messages`` (updating ``previous``)."""
+
+    messages: tuple[Message, ...]
+    previous: SummaryRecord | None
+    instructions: str | None
+    max_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCall:
+    """Call the store's method ``name`` with ``args``."""
+
+    name: str
+    args: tuple[Any, ...]
+
+
+Effect: TypeAlias = Summarize | StoreCall
+Outcome: TypeAlias = Any  # the effect's value, or the exception it raised
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    data: object
+    format: FormatName | None = None
+    system: object = None
+    session_id: str | None = None
+    force: bool = False
+    instructions: str | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    listeners: Sequence[Listener] = ()
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one compaction has learnt so far."""
+
+    setup: Setup
+    request: Request
+    format: FormatName
+    messages: tuple[Message, ...]
+    originals: Originals
+    fixes: list[Any]
+    session_id: str | None
+    state: SessionState
+    events: list[Event] = field(default_factory=list)
+    stored: list[StoredMessage] = field(default_factory=list)
+    records: list[SummaryRecord] = field(default_factory=list)
+    usage: list[Usage] = field(default_factory=list)
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+        emit(event, self.request.listeners)
+
+    def measure(self, messages: Sequence[Message]) -> Measure:
+        return measure_history(
+            messages, counter=self.setup.counter, window=self.setup.window, tools=self.request.tools
+        )
+
+
+def _normalise(setup: Setup, request: Request) -> tuple[FormatName, tuple[Message, ...], list[Any]]:
+    decoded = decode(request.data, request.format, system=request.system)
+    messages = decoded.messages
+    if not check(messages, setup.profile_for(decoded.format)):
+        return decoded.format, messages, []
+    repaired = repair_messages(messages, setup.profile_for(decoded.format))
+    left = check(repaired.messages, setup.profile_for(decoded.format))
+    if left:
+        first = left[0]
+        raise ConversationError(
+            f"{first.message} (and {len(left) - 1} more problems)"
+            if len(left) > 1
+            else first.message,
+            index=first.index,
+            rule=first.rule,
+        )
+    return decoded.format, repaired.messages, list(repaired.fixes)
+
+
+def _output(run: _Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
+    if messages is run.messages and not run.fixes:
+        items = wire_items(run.request.data, run.format)
+        system = run.request.system
+        if isinstance(run.request.data, Mapping) and run.format in ("anthropic", "gemini"):
+            key = "system" if run.format == "anthropic" else "systemInstruction"
+            system = run.request.data.get(key, system)
+        return list(items), system
+    wire = encode(messages, run.format)
+    return list(wire.messages), wire.system
+
+
+def _result(
+    run: _Run,
+    messages: tuple[Message, ...],
+    *,
+    compacted: bool,
+    code: str,
+    reason: str,
+    before: Measure,
+    after: Measure,
+) -> CompactionResult:
+    items, system = _output(run, messages)
+    return CompactionResult(
+        messages=items,
+        compacted=compacted,
+        code=code,
+        reason=reason,
+        record=run.records[-1] if run.records else None,
+        tokens_before=before.tokens,
+        tokens_after=after.tokens,
+        events=tuple(run.events),
+        system=system,
+        format=run.format,
+        fixes=tuple(run.fixes),
+        offloaded=tuple(m.id for m in run.stored),
+        session_id=run.session_id,
+    )
+
+
+def _skip(run: _Run, decision: Decision) -> CompactionResult:
+    m = decision.measure
+    run.emit(
+        CompactionSkipped(
+            session_id=run.session_id,
+            reason=decision.code,
+            detail=decision.reason,
+            messages=m.messages,
+            tokens=m.tokens,
+        )
+    )
+    return _result(
+        run,
+        run.messages,
+        compacted=False,
+        code=decision.code,
+        reason=decision.reason,
+        before=m,
+        after=m,
+    )
+
+
+def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
+    for message in reversed(messages):
+        for part in message.tool_calls:
+            if part.call_id == call_id:
+                return part
+    return None
+
+
+def _reduce(run: _Run, messages: tuple[Message, ...], measure: Measure) -> tuple[Message, ...]:
+    """The cheap tiers (planning.reductions): old arguments truncated, duplicate results
+    referenced, oversized parts summarized on their own by the rules (no model call)."""
+    setup = run.setup
+    counts = [setup.counter.count_message(m) for m in messages]
+    threshold = setup.trigger.token_threshold(setup.window) or setup.window
+    reduced = reduce(
+        messages,
+        counts,
+        measure=measure,
+        threshold=threshold,
+        config=setup.reductions,
+        count_text=setup.counter.count_text,
+    )
+    out = list(reduced.messages)
+    for before, after in zip(messages, out, strict=True):
+        if after is not before:
+            run.originals.adopt(before, after)
+    for big in reduced.oversized:
+        message = out[big.index]
+        part = message.parts[big.part]
+        call = (
+            _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
+        )
+        smaller = summarize_part(message, big.part, summarizer=setup.rules, call=call)
+        run.originals.adopt(message, smaller)
+        out[big.index] = smaller
+    return tuple(out)
+
+
+def _summary_budget(run: _Run, plan: SplitPlan) -> int:
+    """Seed 003: a summary takes at most a tenth of what the kept messages leave free."""
+    free = run.setup.window - run.setup.reserve - plan.tokens_head - plan.tokens_tail
+    return max(free // 10, _MIN_SUMMARY_TOKENS)
+
+
+def _offload_ref(run: _Run, stored: Sequence[StoredMessage]) -> str | None:
+    if run.session_id is None or not stored:
+        return None
+    first, last = stored[0].position, stored[-1].position
+    return (
+        f'session "{run.session_id}", offloaded messages {first} to {last} '
+        f"(recall_history with start={first}, stop={last + 1})"
+    )
+
+
+def _summarize_step(
+    run: _Run, plan: SplitPlan, cut: Sequence[Message], previous: SummaryRecord | None
+) -> Generator[Effect, Outcome, tuple[Message, SummaryRecord]]:
+    setup = run.setup
+    earlier = [m for m in cut if is_summary(m)]
+    if previous is not None and earlier:
+        source = tuple(m for m in cut if not is_summary(m))
+    else:
+        source, previous = tuple(cut), None
+    budget = _summary_budget(run, plan)
+    outcome = yield Summarize(source, previous, run.request.instructions, budget)
+    if not isinstance(outcome, SummaryRecord):
+        reason = (
+            repr(outcome)
+            if isinstance(outcome, BaseException)
+            else (f"returned {type(outcome).__name__}, not a SummaryRecord")
+        )
+        run.emit(
+            SummarizerFellBack(
+                session_id=run.session_id,
+                model=setup.summarizer_name,
+                reason=reason,
+                fallback="rules",
+            )
+        )
+        outcome = setup.rules.summarize(
+            source, previous=previous, instructions=run.request.instructions, max_tokens=budget
+        )
+    record: SummaryRecord = outcome
+    run.usage.append(record.usage)
+    offset = run.state.offset + len(run.stored)
+    stored = (
+        run.originals.stored(
+            source,
+            session_id=run.session_id or "",
+            offset=offset,
+            compaction_id=record.id,
+            at=record.created_at,
+        )
+        if setup.keeps_originals
+        else []
+    )
+    run.stored += stored
+    run.records.append(record)
+    message = summary_for(
+        record,
+        profile=setup.profile_for(run.format),
+        role=setup.summary_role,
+        style=setup.summary_style,
+        offload_ref=_offload_ref(run, stored),
+    )
+    return message, record
+
+
+def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:
+    """Priority trimming, the last resort: the largest parts of kept messages (results first,
+    then texts) summarized on their own until the history fits ``limit``."""
+    out = list(messages)
+    counter = run.setup.counter
+    candidates = sorted(
+        (
+            (counter.count_text(part.text), isinstance(part, ToolResultPart), i, j)
+            for i, m in enumerate(out)
+            if not is_summary(m)
+            for j, part in enumerate(m.parts)
+            if isinstance(part, ToolResultPart | TextPart)
+        ),
+        key=lambda c: (not c[1], -c[0]),
+    )
+    for tokens, _, i, j in candidates:
+        if run.measure(out).tokens <= limit or tokens < _MIN_SUMMARY_TOKENS:
+            break
+        part = out[i].parts[j]
+        call = _call_for(out[:i], part.call_id) if isinstance(part, ToolResultPart) else None
+        smaller = summarize_part(out[i], j, summarizer=run.setup.rules, call=call)
+        run.originals.adopt(out[i], smaller)
+        out[i] = smaller
+    return tuple(out)
+
+
+def _keep_reduced(run: _Run, messages: Sequence[Message]) -> None:
+    """The originals of kept messages that a reduction changed go to the store as well."""
+    if not run.setup.keeps_originals:
+        return
+    changed = [
+        m
+        for m in messages
+        if (i := run.originals.index(m)) is not None and m is not run.messages[i]
+    ]
+    if not changed:
+        return
+    owner = run.records[-1].id if run.records else uuid.uuid4().hex
+    run.stored += run.originals.stored(
+        changed,
+        session_id=run.session_id or "",
+        offset=run.state.offset + len(run.stored),
+        compaction_id=owner,
+        at=datetime.now(UTC),
+    )
+
+
+def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
+    fmt, messages, fixes = _normalise(setup, request)
+    items = wire_items(request.data, fmt)
+    session_id = request.session_id or setup.default_session
+    state = SessionState(session_id or "")
+    if session_id is not None and setup.has_store:
+        found = yield StoreCall("session", (session_id,))
+        if isinstance(found, BaseException):
+            raise StoreError(f"could not read session {session_id!r}: {found}") from found
+        state = found or state
+    # A repaired message is no longer the caller's item: such a history keeps synopsis's own
+    # JSON of each message instead.
+    originals = (
+        Originals(messages, items, fmt) if not fixes else Originals(messages, (), "synopsis")
+    )
+    return _Run(setup, request, fmt, messages, originals, fixes, session_id, state)
+
+
+def _previous(run: _Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
+    if not (run.setup.has_store and run.session_id and run.state.summary_id):
+        return None
+    records = yield StoreCall("summaries", (run.session_id,))
+    if isinstance(records, BaseException):
+        raise StoreError(f"could not read the summaries of {run.session_id!r}: {records}")
+    return next((r for r in reversed(records) if r.id == run.state.summary_id), None)
+
+
+def _save(run: _Run, governor: GovernorState) -> Generator[Effect, Outcome, None]:
+    if not (run.setup.has_store and run.session_id is not None):
+        return
+    state = replace(run.state, governor=governor.to_json(), updated_at=datetime.now(UTC))
+    outcome = yield StoreCall("save_session", (state,))
+    if isinstance(outcome, BaseException):
+        raise StoreError(f"could not save session {run.session_id!r}: {outcome}") from outcome
+
+
+def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, CompactionResult]:
+    """The plan of one ``compact`` call; see the module docstring."""
+    started = time.perf_counter()
+    run = yield from _open(setup, request)
+    governor = (
+        GovernorState.from_json(run.state.governor) if run.state.governor else GovernorState()
+    )
+    before = run.measure(run.messages)
+    decision = decide(
+        before,
+        state=governor,
+        config=setup.governor,
+        trigger=setup.trigger,
+        turn=turn_key(run.messages),
+        force=request.force,
+    )
+    if not decision.compact:
+        yield from _save(run, decision.state)
+        return _skip(run, decision)
+    run.emit(
+        CompactionStarted(
+            session_id=run.session_id,
+            messages=before.messages,
+            tokens=before.tokens,
+            reason=decision.code,
+        )
+    )
+    try:
+        result = yield from _compact(run, decision, before, started)
+    except Exception as error:
+        run.emit(
+            CompactionFailed(
+                session_id=run.session_id,
+                stage=getattr(error, "stage", "compact"),
+                error=str(error),
+                error_type=type(error).__name__,
+            )
+        )
+        if not isinstance(error, StoreError | BudgetUnreachableError):
+            yield from _save(run, record_failure(decision.state))
+        raise
+    return result
+
+
+def _compact(
+    run: _Run, decision: Decision, before: Measure, started: float
+) -> Generator[Effect, Outcome, CompactionResult]:
+    setup = run.setup
+    limit = setup.window - setup.reserve
+    current = _reduce(run, run.messages, before)
+    previous = yield from _previous(run)
+    steps = iter_passes(
+        current,
+        count=setup.counter.count_message,
+        overhead=before.tokens - sum(setup.counter.count_message(m) for m in run.messages),
+        keep=setup.keep,
+        trigger=setup.trigger,
+        window=setup.window,
+        config=setup.governor,
+        protect=setup.protect,
+    )
+    first: SplitPlan | None = None
+    try:
+        plan, cut = next(steps)
+        first = plan
+        checked = check_savings(
+            decision,
+            tokens_summarized=plan.tokens_summarized,
+            summary_tokens=_summary_budget(run, plan),
+            config=setup.governor,
+        )
+        if not checked.compact:
+            steps.close()
+            return _skip(run, checked)
+        while True:
+            message, previous = yield from _summarize_step(run, plan, cut, previous)
+            plan, cut = steps.send([message])
+    except StopIteration as stop:
+        passes = stop.value
+    if first is None:
+        if current == run.messages:
+            return _skip(
+                run,
+                replace(
+                    decision,
+                    compact=False,
+                    code="nothing-to-compact",
+                    reason="nothing before the kept tail can be summarized",
+                ),
+            )
+        passes = None
+    final_messages = passes.messages if passes is not None else current
+    _keep_reduced(run, final_messages)
+    final, fixes = finish(final_messages, setup.profile_for(run.format), role=setup.summary_role)
+    run.fixes += fixes
+    if run.measure(final).tokens > limit:
+        final = _trim(run, final, limit)
+    after = run.measure(final)
+    if after.tokens > limit:
+        error = BudgetUnreachableError(
+            f"the compacted history still takes {after.tokens:,} tokens, over the "
+            f"{limit:,} the window leaves after {setup.reserve:,} reserved for the answer; "
+            "the kept messages alone are too large (keep fewer, or raise the window)"
+        )
+        raise error
+    problems = check(final, setup.profile_for(run.format))
+    if problems:
+        raise ConversationError(
+            f"the compacted history breaks {problems[0].rule}: {problems[0].message}",
+            index=problems[0].index,
+            rule=problems[0].rule,
+        )
+    governor, _ = record_compaction(
+        decision.state, after, config=setup.governor, trigger=setup.trigger
+    )
+    record = run.records[-1] if run.records else None
+    summary_text = render(record) if record is not None else ""
+    state = replace(
+        run.state,
+        governor=governor.to_json(),
+        summary_id=record.id if record is not None else run.state.summary_id,
+        compactions=run.state.compactions + 1,
+        tokens_summarized=run.state.tokens_summarized + sum(r.tokens_in for r in run.records),
+        last_summary=summary_text[:LAST_SUMMARY_CHARS] or run.state.last_summary,
+        offset=run.state.offset + len(run.stored),
+        updated_at=datetime.now(UTC),
+    )
+    if setup.has_store and run.session_id is not None:
+        outcome = yield StoreCall(
+            "save", (Compaction(run.session_id, tuple(run.records), tuple(run.stored), state),)
+        )
+        if isinstance(outcome, BaseException):
+            raise StoreError(
+                f"the compaction was not saved, so it is not applied: {outcome}"
+            ) from outcome
+    run.state = state
+    usage = Usage(**{k: sum(getattr(u, k) for u in run.usage) for k in Usage.model_fields})
+    plan0 = first
+    run.emit(
+        CompactionCompleted(
+            session_id=run.session_id,
+            messages_before=before.messages,
+            messages_after=after.messages,
+            tokens_before=before.tokens,
+            tokens_after=after.tokens,
+            summarized=sum(len(r.covers) for r in run.records),
+            kept=plan0.tail_messages if plan0 is not None else after.messages,
+            desired_split=plan0.desired if plan0 is not None else 0,
+            used_split=plan0.boundary if plan0 is not None else 0,
+            summary_chars=len(summary_text),
+            usage=usage,
+            record_id=record.id if record is not None else "",
+            duration=time.perf_counter() - started,
+        )
+    )
+    return _result(
+        run,
+        final,
+        compacted=True,
+        code=decision.code,
+        reason=decision.reason,
+        before=before,
+        after=after,
+    )

@@ -1,0 +1,96 @@
+"""Rebuilding a history around its summary so that the target provider accepts it.
+
+The summary is its own user turn by default: every provider accepts one anywhere a user may
+speak. A system message mid-history only where the profile allows one (``mid_system``);
+otherwise that request falls back to the user voice. Where the provider wants strict
+alternation or merges same-role neighbours, the repair step merges the summary into the user
+turn next to it, without mutating anything. For Anthropic, thinking blocks of turns before the
+current one are dropped once the history was edited: the API strips them anyway, and a block
+sent after an edit may no longer pass its signature check (provider rules A9, A10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from synopsis.messages import Message, ReasoningPart, Role, TextPart
+from synopsis.planning.units import is_real_user, is_summary
+from synopsis.summarizers.render import Style, render
+from synopsis.validation import repair_messages
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.summarizers.records import SummaryRecord
+    from synopsis.validation import Fix, Profile
+
+__all__ = ["SummaryRole", "drop_stale_thinking", "finish", "summary_for"]
+
+SummaryRole: TypeAlias = Literal["auto", "user", "system", "merge"]
+
+
+def summary_role(role: SummaryRole, profile: Profile) -> Role:
+    """The role the summary message is written with for ``profile``."""
+    if role == "system" and profile.mid_system:
+        return Role.SYSTEM
+    return Role.USER
+
+
+def summary_for(
+    record: SummaryRecord,
+    *,
+    profile: Profile,
+    role: SummaryRole = "auto",
+    style: Style = "sections",
+    offload_ref: str | None = None,
+) -> Message:
+    """The message that stands for the summarized messages."""
+    text = render(record, style=style, offload_ref=offload_ref)
+    return Message(summary_role(role, profile), (TextPart(text),))
+
+
+def _merge_into_next_user(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """Each summary folded into the first text part of the user turn after it, when there is
+    one (``summary_role="merge"``); a summary with no user turn after it stays as it is."""
+    out = list(messages)
+    index = 0
+    while index < len(out) - 1:
+        here, after = out[index], out[index + 1]
+        if is_summary(here) and here.role is Role.USER and is_real_user(after):
+            out[index : index + 2] = [replace(after, parts=(*here.parts, *after.parts))]
+        index += 1
+    return tuple(out)
+
+
+def drop_stale_thinking(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """Thinking blocks before the current turn (the last message a person wrote) removed; an
+    assistant message left with nothing is dropped. The current turn's blocks stay verbatim:
+    with thinking on, the running tool loop must start with them (rule A6)."""
+    last_user = max(
+        (i for i, m in enumerate(messages) if is_real_user(m) and not is_summary(m)), default=-1
+    )
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        if index < last_user and message.role is Role.ASSISTANT and message.has_reasoning:
+            parts = tuple(p for p in message.parts if not isinstance(p, ReasoningPart))
+            if parts:
+                out.append(replace(message, parts=parts))
+            continue
+        out.append(message)
+    return tuple(out)
+
+
+def finish(
+    messages: Sequence[Message], profile: Profile, *, role: SummaryRole = "auto"
+) -> tuple[tuple[Message, ...], tuple[Fix, ...]]:
+    """The compacted history made acceptable to ``profile``: the summary merged where asked,
+    stale thinking dropped (Anthropic), and the profile's unambiguous repairs applied (merging
+    same-role neighbours where alternation is required). Returns the history and the fixes."""
+    out = tuple(messages)
+    if role == "merge":
+        out = _merge_into_next_user(out)
+    if profile.thinking_rules:
+        out = drop_stale_thinking(out)
+    repaired = repair_messages(out, profile)
+    return repaired.messages, repaired.fixes

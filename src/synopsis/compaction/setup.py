@@ -1,0 +1,207 @@
+"""Options resolved once into the parts a compaction runs with (:class:`Setup`).
+
+Options come as :class:`~synopsis.config.Settings` (keywords, a TOML file, ``SYNOPSIS_*``
+variables) plus objects only code can give: a ``Trigger`` or ``Keep`` value, a summarizer, a
+token counter, a store.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from synopsis.errors import ConfigurationError
+from synopsis.models import context_window, max_output_tokens
+from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
+from synopsis.summarizers import AsyncSummarizer, RuleBasedSummarizer, Summarizer
+from synopsis.tokens import TokenCounter, counter_for_model
+from synopsis.validation import get_profile
+
+if TYPE_CHECKING:
+    from synopsis.compaction.rebuild import SummaryRole
+    from synopsis.config import Settings
+    from synopsis.planning import GovernorConfig, Keep, Protect, Reductions, Trigger
+    from synopsis.summarizers.render import Style
+    from synopsis.validation import Profile
+
+__all__ = ["Setup", "build_setup"]
+
+_FAMILY_PROFILE = {
+    "openai": "openai",
+    "responses": "responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "synopsis": "openai",
+}
+_RESERVE_SHARE = 4
+"""The reserve for the answer is at most a quarter of the window."""
+_DEFAULT_RESERVE = 4096
+"""Tokens kept free for the answer when the model's output limit is unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    counter: TokenCounter
+    window: int
+    reserve: int
+    trigger: Trigger
+    governor: GovernorConfig
+    keep: Keep
+    protect: Protect
+    reductions: Reductions
+    provider: str | None
+    summary_role: SummaryRole
+    summary_style: Style
+    summarizer: Any
+    summarizer_name: str
+    rules: RuleBasedSummarizer
+    store: Any
+    default_session: str | None
+    summarizer_timeout: float | None
+
+    @property
+    def has_store(self) -> bool:
+        return self.store is not None
+
+    @property
+    def keeps_originals(self) -> bool:
+        return self.store is not None
+
+    def profile_for(self, format: str) -> Profile:
+        return get_profile(self.provider or _FAMILY_PROFILE[format])
+
+
+def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
+    kind = settings.summarizer
+    if kind == "rules":
+        return None
+    models = list(settings.summarizer_models) or ([model] if model else [])
+    if not models:
+        raise ConfigurationError(
+            f"summarizer={kind!r} needs a model: set summarizer_models or model"
+        )
+    api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+    if settings.api_key_env and api_key is None:
+        raise ConfigurationError(
+            f"api_key_env names {settings.api_key_env!r}, which is not set in the environment"
+        )
+    from synopsis.summarizers import (  # noqa: PLC0415 - the SDKs load only when asked for
+        LLMSummarizer,
+        anthropic_completion,
+        openai_chat_completion,
+        openai_responses_completion,
+    )
+
+    client_options: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout}
+    if settings.base_url:
+        client_options["base_url"] = settings.base_url
+    if api_key:
+        client_options["api_key"] = api_key
+    if kind == "anthropic":
+        try:
+            import anthropic  # noqa: PLC0415
+        except ImportError as error:
+            raise ConfigurationError(
+                'summarizer="anthropic" needs: pip install "synopsis[anthropic]"'
+            ) from error
+        completion = anthropic_completion(anthropic.Anthropic(**client_options))
+    else:
+        try:
+            import openai  # noqa: PLC0415
+        except ImportError as error:
+            raise ConfigurationError(
+                f'summarizer="{kind}" needs: pip install "synopsis[openai]"'
+            ) from error
+        client = openai.OpenAI(**client_options)
+        completion = (
+            openai_responses_completion(client)
+            if kind == "openai-responses"
+            else openai_chat_completion(client)
+        )
+    return LLMSummarizer(
+        completion,
+        models=models,
+        max_summary_tokens=settings.max_summary_tokens,
+        max_input_tokens=settings.max_input_tokens,
+        oversize=settings.oversize,
+        cache_aligned=settings.cache_aligned,
+        abort_on_failure=settings.abort_on_failure,
+        max_retries=settings.max_retries,
+        model_for_counting=model,
+    )
+
+
+def _store(value: object) -> Any:  # noqa: ANN401
+    if value is None or isinstance(value, Store | AsyncStore):
+        return value
+    if value == "memory":
+        return MemoryStore()
+    if value == "sqlite":
+        return SQLiteStore()
+    if isinstance(value, str | os.PathLike):
+        return SQLiteStore(value)
+    raise ConfigurationError(
+        f"store must be a Store, 'memory', 'sqlite' or a file path, got {value!r}"
+    )
+
+
+def build_setup(
+    settings: Settings,
+    *,
+    trigger: Trigger | None = None,
+    keep: Keep | None = None,
+    summarizer: object = None,
+    counter: TokenCounter | None = None,
+    store: object = None,
+) -> Setup:
+    """The parts for ``settings``; the objects given here win over the settings' own."""
+    model = settings.model
+    window = (
+        context_window(model or "", override=settings.context_window)
+        if (model or settings.context_window)
+        else context_window("gpt-4o")
+    )
+    if settings.reserve_output_tokens is not None:
+        reserve = settings.reserve_output_tokens
+    else:
+        answer = (max_output_tokens(model) if model else None) or _DEFAULT_RESERVE
+        reserve = min(answer, window // _RESERVE_SHARE)
+    if reserve >= window:
+        raise ConfigurationError(
+            f"reserve_output_tokens ({reserve}) must be below the window ({window})"
+        )
+    if counter is not None and not isinstance(counter, TokenCounter):
+        raise ConfigurationError(f"counter must be a TokenCounter, got {counter!r}")
+    if summarizer is not None and not isinstance(summarizer, Summarizer | AsyncSummarizer):
+        raise ConfigurationError(
+            f"summarizer must have a summarize() or asummarize() method, got {summarizer!r}"
+        )
+    rules = RuleBasedSummarizer(
+        max_summary_tokens=settings.rules_max_summary_tokens, model_for_counting=model
+    )
+    chosen = summarizer if summarizer is not None else _summarizer(settings, model)
+    chosen = chosen if chosen is not None else rules
+    session = settings.session_id
+    resolved_store = _store(store if store is not None else settings.store)
+    return Setup(
+        counter=counter or counter_for_model(model),
+        window=window,
+        reserve=reserve,
+        trigger=trigger or settings.trigger_policy(),
+        governor=settings.governor(),
+        keep=keep or settings.keep_policy(),
+        protect=settings.protect(),
+        reductions=settings.reductions(),
+        provider=settings.provider,
+        summary_role=settings.summary_role,
+        summary_style=settings.summary_style,
+        summarizer=chosen,
+        summarizer_name=str(
+            getattr(chosen, "models", [getattr(chosen, "model", type(chosen).__name__)])[0]
+        ),
+        rules=rules,
+        store=resolved_store,
+        default_session=session,
+        summarizer_timeout=settings.summarizer_timeout,
+    )

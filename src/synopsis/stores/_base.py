@@ -1,0 +1,87 @@
+"""The shared half of every bundled store: the async methods, which run the sync ones on a
+worker thread, and ``with`` support. A store then implements both protocols at once."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.stores.records import Compaction, SearchHit, SessionState, StoredMessage
+    from synopsis.summarizers.records import SummaryRecord
+
+
+class StoreBase(ABC):
+    """Subclasses implement the sync methods (thread-safe: the async ones call them from a
+    worker thread) and get :class:`~synopsis.stores.protocols.AsyncStore` for free."""
+
+    @abstractmethod
+    def save(self, compaction: Compaction) -> None: ...
+
+    @abstractmethod
+    def session(self, session_id: str) -> SessionState | None: ...
+
+    @abstractmethod
+    def save_session(self, state: SessionState) -> None: ...
+
+    @abstractmethod
+    def summaries(self, session_id: str) -> list[SummaryRecord]: ...
+
+    @abstractmethod
+    def recall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]: ...
+
+    @abstractmethod
+    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]: ...
+
+    @abstractmethod
+    def sessions(self) -> list[str]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    async def asave(self, compaction: Compaction) -> None:
+        await asyncio.to_thread(self.save, compaction)
+
+    async def asession(self, session_id: str) -> SessionState | None:
+        return await asyncio.to_thread(self.session, session_id)
+
+    async def asave_session(self, state: SessionState) -> None:
+        await asyncio.to_thread(self.save_session, state)
+
+    async def asummaries(self, session_id: str) -> list[SummaryRecord]:
+        return await asyncio.to_thread(self.summaries, session_id)
+
+    async def arecall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        return await asyncio.to_thread(self.recall, session_id, ids=ids, start=start, stop=stop)
+
+    async def asearch(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        return await asyncio.to_thread(self.search, session_id, query, limit=limit)
+
+    async def asessions(self) -> list[str]:
+        return await asyncio.to_thread(self.sessions)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,26 @@
+"""A session's offloaded history as Markdown: the running log of seed 004, one section per
+compaction with the messages it replaced."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from synopsis.stores.protocols import Store
+    from synopsis.stores.records import StoredMessage
+
+__all__ = ["export_markdown"]
+
+
+def export_markdown(store: Store, session_id: str) -> str:
+    """``# Session <id>``, then per compaction, oldest first, ``## Summarized at <ISO time>``
+    and a ``[role]: text`` paragraph per message it replaced, in timeline order. A session the
+    store does not know gives the heading alone."""
+    replaced: dict[str, list[StoredMessage]] = {}
+    for message in store.recall(session_id):
+        replaced.setdefault(message.compaction_id, []).append(message)
+    out = [f"# Session {session_id}"]
+    for record in store.summaries(session_id):
+        out.append(f"## Summarized at {record.created_at.isoformat(timespec='seconds')}")
+        out.extend(f"[{m.role}]: {m.text}" for m in replaced.get(record.id, ()))
+    return "\n\n".join(out) + "\n"

@@ -1,0 +1,141 @@
+"""A store in process memory: for tests, notebooks and short-lived agents. It keeps the same
+promises as the SQLite store (append-only messages, atomic saves, BM25 search), but nothing
+outlives the process."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from synopsis.errors import StoreError
+from synopsis.stores import _query
+from synopsis.stores._base import StoreBase
+from synopsis.stores.records import SearchHit, SessionState, StoredMessage
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.stores.records import Compaction
+    from synopsis.summarizers.records import SummaryRecord
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass(slots=True)
+class _Session:
+    messages: list[tuple[int, StoredMessage, _query.Document]] = field(default_factory=list)
+    keys: set[tuple[str, str]] = field(default_factory=set)
+    summaries: dict[str, SummaryRecord] = field(default_factory=dict)
+    state: SessionState | None = None
+
+
+class MemoryStore(StoreBase):
+    """Dicts behind a lock. Safe to share between threads and with the async methods."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: dict[str, _Session] = {}
+        self._corpus = _query.Corpus()
+        self._seq = 0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(sessions={len(self._sessions)})"
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StoreError("the memory store is closed")
+
+    def _stamped(self, state: SessionState) -> SessionState:
+        if state.updated_at is None:
+            return replace(state, updated_at=datetime.now(UTC))
+        return state
+
+    def save(self, compaction: Compaction) -> None:
+        # Compaction validated its parts when it was built, and nothing below can fail: the
+        # save is all or nothing without a rollback.
+        state = self._stamped(compaction.state)
+        with self._lock:
+            self._check()
+            entry = self._sessions.setdefault(compaction.session_id, _Session())
+            for record in compaction.records:
+                entry.summaries.setdefault(record.id, record)
+            for message in compaction.messages:
+                key = (message.id, message.sha256)
+                if key in entry.keys:
+                    continue
+                entry.keys.add(key)
+                document = _query.Document.of(message.text)
+                self._corpus.add(document)
+                self._seq += 1
+                entry.messages.append((self._seq, message, document))
+            entry.state = state
+
+    def session(self, session_id: str) -> SessionState | None:
+        with self._lock:
+            self._check()
+            entry = self._sessions.get(session_id)
+            return None if entry is None else entry.state
+
+    def save_session(self, state: SessionState) -> None:
+        stamped = self._stamped(state)
+        with self._lock:
+            self._check()
+            self._sessions.setdefault(state.session_id, _Session()).state = stamped
+
+    def summaries(self, session_id: str) -> list[SummaryRecord]:
+        with self._lock:
+            self._check()
+            entry = self._sessions.get(session_id)
+            return [] if entry is None else list(entry.summaries.values())
+
+    def _timeline(self, session_id: str) -> list[tuple[int, StoredMessage, _query.Document]]:
+        entry = self._sessions.get(session_id)
+        rows = [] if entry is None else list(entry.messages)
+        return sorted(rows, key=lambda row: (row[1].position, row[0]))
+
+    def recall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        _query.check_recall(ids, start, stop)
+        with self._lock:
+            self._check()
+            timeline = [row[1] for row in self._timeline(session_id)]
+        if ids is not None:
+            wanted = set(ids)
+            return [m for m in timeline if m.id in wanted]
+        return [m for m in timeline if _query.in_range(m.position, start, stop)]
+
+    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        _query.check_limit(limit)
+        terms = _query.query_words(query)
+        with self._lock:
+            self._check()
+            if not terms or limit <= 0:
+                return []
+            scored = [
+                (-self._corpus.score(document, terms), message.position, seq, message)
+                for seq, message, document in self._timeline(session_id)
+                if any(term in document.counts for term in terms)
+            ]
+        scored.sort(key=lambda row: row[:3])
+        return [
+            SearchHit(message, -score, _query.snippet(message.text, terms))
+            for score, _, _, message in scored[:limit]
+        ]
+
+    def sessions(self) -> list[str]:
+        with self._lock:
+            self._check()
+            return sorted(self._sessions)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True

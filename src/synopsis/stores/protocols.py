@@ -1,0 +1,97 @@
+"""What a store promises, sync and async. Every bundled store implements both.
+
+A store keeps, per session: the messages a compaction replaced (append-only, with their
+original wire items), the chain of summary records, and the pipeline's session state. It
+recalls messages by id or by position, and searches their text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.stores.records import Compaction, SearchHit, SessionState, StoredMessage
+    from synopsis.summarizers.records import SummaryRecord
+
+__all__ = ["AsyncStore", "Store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A synchronous store. Errors are :class:`~synopsis.errors.StoreError`; wrong arguments
+    are :class:`~synopsis.errors.ConfigurationError`."""
+
+    def save(self, compaction: Compaction) -> None:
+        """Save a compaction's records, messages and state atomically: on failure, raise
+        ``StoreError`` with nothing written. A record or a message saved again (same record
+        id; same session, id and sha256) is ignored; the state replaces the session's."""
+        ...
+
+    def session(self, session_id: str) -> SessionState | None:
+        """The session's state, or ``None`` for a session never saved."""
+        ...
+
+    def save_session(self, state: SessionState) -> None:
+        """Replace the session's state alone (a skipped or failed compaction updates the
+        governor). An ``updated_at`` of ``None`` is stamped with the current time."""
+        ...
+
+    def summaries(self, session_id: str) -> list[SummaryRecord]:
+        """The session's summary records, oldest first."""
+        ...
+
+    def recall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        """Stored messages in timeline order: those with the given ids (unknown ids skipped),
+        or those at positions in ``[start, stop)``, or, with neither, all of them. Ids and a
+        range together raise ``ConfigurationError``."""
+        ...
+
+    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        """Up to ``limit`` messages holding any word of ``query``, best BM25 match first. Any
+        text is a valid query; one without words gives ``[]``."""
+        ...
+
+    def sessions(self) -> list[str]:
+        """The ids of every session with a saved state, sorted."""
+        ...
+
+    def close(self) -> None:
+        """Release the store; using it afterwards raises ``StoreError``."""
+        ...
+
+
+@runtime_checkable
+class AsyncStore(Protocol):
+    """The same methods as :class:`Store`, awaitable, each name prefixed with ``a``."""
+
+    async def asave(self, compaction: Compaction) -> None: ...
+
+    async def asession(self, session_id: str) -> SessionState | None: ...
+
+    async def asave_session(self, state: SessionState) -> None: ...
+
+    async def asummaries(self, session_id: str) -> list[SummaryRecord]: ...
+
+    async def arecall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]: ...
+
+    async def asearch(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]: ...
+
+    async def asessions(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...

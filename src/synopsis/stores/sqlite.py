@@ -1,0 +1,293 @@
+"""A store in one SQLite file (standard library only): WAL mode, append-only messages, an FTS5
+index over their text ranked with ``bm25()``, and a save that is one transaction.
+
+Wire items are kept as UTF-8 bytes written with ``surrogatepass``: JSON text may hold a lone
+surrogate (a truncated emoji in a tool result), which SQLite cannot store as text, and recall
+must give the item back exactly as it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synopsis.errors import StoreError
+from synopsis.stores import _query
+from synopsis.stores._base import StoreBase
+from synopsis.stores._paths import default_database_path
+from synopsis.stores.records import SearchHit, SessionState, StoredMessage
+from synopsis.summarizers.records import SummaryRecord
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterator, Sequence
+
+    from synopsis.stores.records import Compaction
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS synopsis_schema (version INTEGER NOT NULL)",
+    "INSERT INTO synopsis_schema (version) "
+    f"SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELECT 1 FROM synopsis_schema)",
+    # seq is the rowid the FTS index points at; an INTEGER PRIMARY KEY survives VACUUM.
+    """CREATE TABLE IF NOT EXISTS messages (
+        seq INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        text TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        format TEXT NOT NULL,
+        data BLOB NOT NULL,
+        compaction_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (session_id, id, sha256)
+    )""",
+    "CREATE INDEX IF NOT EXISTS messages_timeline ON messages (session_id, position, seq)",
+    """CREATE TABLE IF NOT EXISTS summaries (
+        seq INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        record TEXT NOT NULL,
+        UNIQUE (session_id, id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        session_id TEXT PRIMARY KEY,
+        state TEXT NOT NULL
+    )""",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5 (
+        text, content='messages', content_rowid='seq', tokenize='unicode61 remove_diacritics 0'
+    )""",
+    # INSERT OR IGNORE fires no trigger for an ignored row, so a re-save indexes nothing.
+    """CREATE TRIGGER IF NOT EXISTS messages_indexed AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS messages_append_only BEFORE UPDATE ON messages BEGIN
+        SELECT RAISE(ABORT, 'synopsis keeps offloaded messages append-only');
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS messages_kept BEFORE DELETE ON messages BEGIN
+        SELECT RAISE(ABORT, 'synopsis keeps offloaded messages append-only');
+    END""",
+)
+
+_COLUMNS = "session_id, id, position, role, text, sha256, format, data, compaction_id, created_at"
+_SELECT = ", ".join(f"messages.{c}" for c in _COLUMNS.split(", "))
+_Row = tuple[str, str, int, str, str, str, str, bytes, str, str]
+
+
+def _row(message: StoredMessage) -> _Row:
+    return (
+        message.session_id,
+        message.id,
+        message.position,
+        message.role,
+        message.text,
+        message.sha256,
+        message.format,
+        message.data.encode("utf-8", "surrogatepass"),
+        message.compaction_id,
+        message.created_at.isoformat(),
+    )
+
+
+def _message(row: Sequence[Any]) -> StoredMessage:
+    session_id, id_, position, role, text, sha256, fmt, data, compaction_id, created_at = row
+    return StoredMessage(
+        session_id=session_id,
+        id=id_,
+        position=position,
+        role=role,
+        text=text,
+        sha256=sha256,
+        format=fmt,
+        data=data.decode("utf-8", "surrogatepass"),
+        compaction_id=compaction_id,
+        created_at=datetime.fromisoformat(created_at),
+    )
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        # A no-op if SQLite already rolled back on its own (it may, on a full disk).
+        db.rollback()
+        raise
+    db.commit()
+
+
+def _check_schema(db: sqlite3.Connection, path: str) -> None:
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a synopsis database ({exc})") from exc
+    if not tables:
+        return
+    if "synopsis_schema" not in tables:
+        raise StoreError(
+            f"{path} is an SQLite database of another program (it has no synopsis_schema "
+            "table); synopsis will not write to it"
+        )
+    version = db.execute("SELECT max(version) FROM synopsis_schema").fetchone()[0]
+    if not isinstance(version, int) or version < 1:
+        raise StoreError(f"{path} has a damaged synopsis_schema table (version {version!r})")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer synopsis (schema version {version}; this one "
+            f"reads up to {SCHEMA_VERSION}): upgrade synopsis to open it"
+        )
+
+
+class SQLiteStore(StoreBase):
+    """A store in the SQLite file at ``path`` (``None``: ``synopsis.db`` in the user's data
+    directory, see :func:`~synopsis.stores.default_database_path`). Thread-safe: one
+    connection behind a lock. Several processes may share the file (WAL, busy timeout)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_database_path()
+        self._lock = threading.Lock()
+        where = str(self.path)
+        try:
+            db = sqlite3.connect(
+                self.path, timeout=10.0, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {where}: {exc}") from exc
+        try:
+            _check_schema(db, where)
+            db.execute("PRAGMA journal_mode = WAL")
+            with _transaction(db):
+                for statement in _SCHEMA:
+                    db.execute(statement)
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"cannot open the store {where}: {exc}") from exc
+            raise
+        self._db: sqlite3.Connection | None = db
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    @contextmanager
+    def _locked(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._db is None:
+                raise StoreError(f"the store {self.path} is closed")
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise StoreError(f"the store {self.path} failed: {exc}") from exc
+            except UnicodeEncodeError as exc:
+                raise StoreError(f"the store {self.path} cannot hold a value: {exc}") from exc
+
+    @staticmethod
+    def _put_state(db: sqlite3.Connection, state: SessionState) -> None:
+        if state.updated_at is None:
+            state = replace(state, updated_at=datetime.now(UTC))
+        db.execute(
+            "INSERT INTO sessions (session_id, state) VALUES (?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET state = excluded.state",
+            (state.session_id, json.dumps(state.to_json())),
+        )
+
+    def save(self, compaction: Compaction) -> None:
+        # ASCII JSON: a lone surrogate in a record's text survives as an escape.
+        records = [
+            (compaction.session_id, r.id, json.dumps(r.model_dump(mode="json")))
+            for r in compaction.records
+        ]
+        rows = [_row(m) for m in compaction.messages]
+        with self._locked() as db, _transaction(db):
+            db.executemany(
+                "INSERT OR IGNORE INTO summaries (session_id, id, record) VALUES (?, ?, ?)",
+                records,
+            )
+            db.executemany(
+                f"INSERT OR IGNORE INTO messages ({_COLUMNS}) VALUES ({', '.join('?' * 10)})",
+                rows,
+            )
+            self._put_state(db, compaction.state)
+
+    def session(self, session_id: str) -> SessionState | None:
+        with self._locked() as db:
+            row = db.execute(
+                "SELECT state FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else SessionState.from_json(session_id, json.loads(row[0]))
+
+    def save_session(self, state: SessionState) -> None:
+        with self._locked() as db:
+            self._put_state(db, state)
+
+    def summaries(self, session_id: str) -> list[SummaryRecord]:
+        with self._locked() as db:
+            rows = db.execute(
+                "SELECT record FROM summaries WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [SummaryRecord.model_validate(json.loads(r[0])) for r in rows]
+
+    def recall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        _query.check_recall(ids, start, stop)
+        sql = f"SELECT {_SELECT} FROM messages WHERE session_id = ?"
+        params: list[object] = [session_id]
+        if ids is not None:
+            # One JSON parameter, however many ids: no limit on bound variables to run into.
+            sql += " AND id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(ids)))
+        if start is not None:
+            sql += " AND position >= ?"
+            params.append(start)
+        if stop is not None:
+            sql += " AND position < ?"
+            params.append(stop)
+        with self._locked() as db:
+            rows = db.execute(sql + " ORDER BY position, seq", params).fetchall()
+        return [_message(r) for r in rows]
+
+    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        _query.check_limit(limit)
+        terms = _query.query_words(query)
+        with self._locked() as db:
+            if not terms or limit <= 0:
+                return []
+            rows = db.execute(
+                f"SELECT {_SELECT}, -bm25(messages_fts) "
+                "FROM messages_fts JOIN messages ON messages.seq = messages_fts.rowid "
+                "WHERE messages_fts MATCH ? AND messages.session_id = ? "
+                "ORDER BY bm25(messages_fts), messages.position, messages.seq LIMIT ?",
+                (_query.fts_expression(terms), session_id, limit),
+            ).fetchall()
+        # The extract is cut in Python: FTS5's snippet() is quadratic in a long text's matches.
+        hits = [(_message(r[:10]), float(r[10])) for r in rows]
+        return [SearchHit(m, score, _query.snippet(m.text, terms)) for m, score in hits]
+
+    def sessions(self) -> list[str]:
+        with self._locked() as db:
+            rows = db.execute("SELECT session_id FROM sessions ORDER BY session_id").fetchall()
+        return [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
