@@ -400,7 +400,7 @@ def content_hash(message: Message) -> str:
         _thaw(message.extra),
     ]
     blob = json.dumps(key, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def message_id(message: Message, position: int) -> str:
