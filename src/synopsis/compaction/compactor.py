@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -192,7 +194,11 @@ def _summarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401 - a reco
             return summarizer.summarize(effect.messages, **arguments)
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         try:
-            future = pool.submit(summarizer.summarize, effect.messages, **arguments)
+            # The listeners a summarizer reports to live in context variables: carry them over.
+            context = contextvars.copy_context()
+            future = pool.submit(
+                context.run, functools.partial(summarizer.summarize, effect.messages, **arguments)
+            )
             return future.result(timeout=setup.summarizer_timeout)
         except concurrent.futures.TimeoutError:
             return _timed_out(setup.summarizer_timeout)

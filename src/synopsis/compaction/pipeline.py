@@ -30,9 +30,10 @@ from synopsis.events import (
     emit,
 )
 from synopsis.formats import decode, encode
-from synopsis.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from synopsis.planning import (
     GovernorState,
+    TruncateArgs,
     check_savings,
     decide,
     iter_passes,
@@ -42,6 +43,7 @@ from synopsis.planning import (
     reduce,
     turn_key,
 )
+from synopsis.planning.reductions import truncate_call
 from synopsis.planning.units import is_summary
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render, summarize_part
@@ -53,10 +55,13 @@ if TYPE_CHECKING:
     from synopsis.formats import FormatName
     from synopsis.planning import Decision, Measure, SplitPlan
     from synopsis.stores import StoredMessage
+    from synopsis.validation import Problem, Profile
 
 __all__ = ["Request", "StoreCall", "Summarize", "compaction"]
 
 _MIN_SUMMARY_TOKENS = 256
+_TRIM_ARGS = TruncateArgs(max_length=200, prefix=40)
+"""How priority trimming cuts a call's long string arguments."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,9 @@ class Request:
     instructions: str | None = None
     tools: Sequence[Mapping[str, Any]] | None = None
     listeners: Sequence[Listener] = ()
+    collected: list[Event] = field(default_factory=list)
+    """Every event of the call, in order: the pipeline's own and those a summarizer reports
+    (the driver listens for them into this list)."""
 
 
 @dataclass(slots=True)
@@ -105,10 +113,13 @@ class _Run:
     fixes: list[Any]
     session_id: str | None
     state: SessionState
-    events: list[Event] = field(default_factory=list)
     stored: list[StoredMessage] = field(default_factory=list)
     records: list[SummaryRecord] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)
+
+    @property
+    def events(self) -> list[Event]:
+        return self.request.collected
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
@@ -120,22 +131,27 @@ class _Run:
         )
 
 
+_OPEN_END = ("G5", "last_user")
+"""Rules about how a history ends: the caller appends the next turn before sending, so a
+history between turns that ends with the model's answer is not at fault."""
+
+
+def _problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
+    return [p for p in check(messages, profile) if not p.rule.endswith(_OPEN_END)]
+
+
 def _normalise(setup: Setup, request: Request) -> tuple[FormatName, tuple[Message, ...], list[Any]]:
     decoded = decode(request.data, request.format, system=request.system)
     messages = decoded.messages
-    if not check(messages, setup.profile_for(decoded.format)):
+    profile = setup.profile_for(decoded.format)
+    if not _problems(messages, profile):
         return decoded.format, messages, []
-    repaired = repair_messages(messages, setup.profile_for(decoded.format))
-    left = check(repaired.messages, setup.profile_for(decoded.format))
+    repaired = repair_messages(messages, profile)
+    left = _problems(repaired.messages, profile)
     if left:
         first = left[0]
-        raise ConversationError(
-            f"{first.message} (and {len(left) - 1} more problems)"
-            if len(left) > 1
-            else first.message,
-            index=first.index,
-            rule=first.rule,
-        )
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        raise ConversationError(f"{first.message}{more}", index=first.index, rule=first.rule)
     return decoded.format, repaired.messages, list(repaired.fixes)
 
 
@@ -229,6 +245,8 @@ def _reduce(run: _Run, messages: tuple[Message, ...], measure: Measure) -> tuple
             run.originals.adopt(before, after)
     for big in reduced.oversized:
         message = out[big.index]
+        if message.role is Role.SYSTEM:
+            continue  # the system prompt is never touched, however large
         part = message.parts[big.part]
         call = (
             _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
@@ -309,29 +327,52 @@ def _summarize_step(
     return message, record
 
 
+def _part_tokens(run: _Run, part: object) -> int:
+    if isinstance(part, ToolCallPart):
+        return run.setup.counter.count_text(part.arguments_text)
+    if isinstance(part, ToolResultPart | TextPart):
+        return run.setup.counter.count_text(part.text)
+    return 0
+
+
+def _smaller(run: _Run, messages: Sequence[Message], i: int, j: int) -> Message | None:
+    """Message ``i`` with part ``j`` made small: call arguments truncated (the JSON stays
+    valid), a result or a text summarized on its own; ``None`` when it cannot shrink."""
+    message = messages[i]
+    part = message.parts[j]
+    if isinstance(part, ToolCallPart):
+        cut = truncate_call(part, _TRIM_ARGS)
+        if cut is None:
+            return None
+        parts = list(message.parts)
+        parts[j] = cut
+        return replace(message, parts=tuple(parts))
+    call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
+    return summarize_part(message, j, summarizer=run.setup.rules, call=call)
+
+
 def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:
-    """Priority trimming, the last resort: the largest parts of kept messages (results first,
-    then texts) summarized on their own until the history fits ``limit``."""
+    """Priority trimming, the last resort: the largest parts of the kept messages (results,
+    then call arguments, then texts; never the system prompt or synopsis's summaries) made
+    small one by one until the history fits ``limit``. The originals are in the store."""
     out = list(messages)
-    counter = run.setup.counter
+    rank = {ToolResultPart: 0, ToolCallPart: 1, TextPart: 2}
     candidates = sorted(
         (
-            (counter.count_text(part.text), isinstance(part, ToolResultPart), i, j)
+            (rank[type(part)], -_part_tokens(run, part), i, j)
             for i, m in enumerate(out)
-            if not is_summary(m)
+            if not is_summary(m) and m.role is not Role.SYSTEM
             for j, part in enumerate(m.parts)
-            if isinstance(part, ToolResultPart | TextPart)
+            if type(part) in rank and _part_tokens(run, part) >= _MIN_SUMMARY_TOKENS
         ),
-        key=lambda c: (not c[1], -c[0]),
     )
-    for tokens, _, i, j in candidates:
-        if run.measure(out).tokens <= limit or tokens < _MIN_SUMMARY_TOKENS:
+    for _, _, i, j in candidates:
+        if run.measure(out).tokens <= limit:
             break
-        part = out[i].parts[j]
-        call = _call_for(out[:i], part.call_id) if isinstance(part, ToolResultPart) else None
-        smaller = summarize_part(out[i], j, summarizer=run.setup.rules, call=call)
-        run.originals.adopt(out[i], smaller)
-        out[i] = smaller
+        smaller = _smaller(run, out, i, j)
+        if smaller is not None:
+            run.originals.adopt(out[i], smaller)
+            out[i] = smaller
     return tuple(out)
 
 
@@ -483,21 +524,28 @@ def _compact(
                 ),
             )
         passes = None
-    final_messages = passes.messages if passes is not None else current
-    _keep_reduced(run, final_messages)
-    final, fixes = finish(final_messages, setup.profile_for(run.format), role=setup.summary_role)
-    run.fixes += fixes
+    kept = passes.messages if passes is not None else current
+    profile = setup.profile_for(run.format)
+    final, fixes = finish(kept, profile, role=setup.summary_role)
     if run.measure(final).tokens > limit:
-        final = _trim(run, final, limit)
+        kept = _trim(run, kept, limit)
+        final, fixes = finish(kept, profile, role=setup.summary_role)
+    run.fixes += fixes
+    _keep_reduced(run, kept)
     after = run.measure(final)
     if after.tokens > limit:
-        error = BudgetUnreachableError(
-            f"the compacted history still takes {after.tokens:,} tokens, over the "
-            f"{limit:,} the window leaves after {setup.reserve:,} reserved for the answer; "
-            "the kept messages alone are too large (keep fewer, or raise the window)"
+        system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
+        why = (
+            f"the system prompt alone takes {system:,}"
+            if system >= limit
+            else "the messages that must be kept (system prompt, protected and newest turns) "
+            "are too large"
         )
-        raise error
-    problems = check(final, setup.profile_for(run.format))
+        raise BudgetUnreachableError(
+            f"the compacted history still takes {after.tokens:,} tokens, over the {limit:,} "
+            f"the window leaves after {setup.reserve:,} reserved for the answer: {why}"
+        )
+    problems = _problems(final, profile)
     if problems:
         raise ConversationError(
             f"the compacted history breaks {problems[0].rule}: {problems[0].message}",

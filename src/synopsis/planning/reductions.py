@@ -43,6 +43,7 @@ __all__ = [
     "Reductions",
     "TruncateArgs",
     "reduce",
+    "truncate_call",
 ]
 
 DUPLICATE_MARKER = "[synopsis: identical to the result of tool call"
@@ -139,7 +140,9 @@ def _truncate_value(value: object, cfg: TruncateArgs) -> tuple[object, int]:
     return value, 0
 
 
-def _truncate_call(part: ToolCallPart, cfg: TruncateArgs) -> ToolCallPart | None:
+def truncate_call(part: ToolCallPart, cfg: TruncateArgs) -> ToolCallPart | None:
+    """``part`` with long string arguments cut to a prefix and the marker (JSON kept valid), or
+    ``None`` when nothing is long enough to cut or the arguments are not JSON."""
     if isinstance(part.arguments, str):
         try:
             parsed = json.loads(part.arguments)
@@ -201,7 +204,7 @@ def _truncate_args(out: list[Message], cfg: TruncateArgs, applied: list[Reductio
         for j, part in enumerate(parts):
             if not isinstance(part, ToolCallPart) or part.name not in cfg.tools:
                 continue
-            cut = _truncate_call(part, cfg)
+            cut = truncate_call(part, cfg)
             if cut is not None:
                 parts[j] = cut
                 applied.append(
