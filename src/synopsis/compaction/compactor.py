@@ -98,7 +98,7 @@ class Compactor:
 
     def _request(self, messages: object, options: dict[str, Any]) -> tuple[Request, Setup]:
         setup = self.setup
-        session = options.pop("session_id", None)
+        session = options.pop("session_id", None) or setup.default_session
         if session is not None and setup.store is None:
             setup = self.setup = _with_store(setup, MemoryStore())
         listeners = (*self.listeners, *options.pop("listeners", ()))
@@ -134,7 +134,7 @@ class Compactor:
         )
         with (
             span("synopsis.compact", session_id=request.session_id or ""),
-            listening(request.listeners, request.session_id),
+            listening((*request.listeners, request.collected.append), request.session_id),
         ):
             return _run(compaction(setup, request), setup)
 
@@ -166,7 +166,7 @@ class Compactor:
         )
         with (
             span("synopsis.acompact", session_id=request.session_id or ""),
-            listening(request.listeners, request.session_id),
+            listening((*request.listeners, request.collected.append), request.session_id),
         ):
             return await _arun(compaction(setup, request), setup)
 

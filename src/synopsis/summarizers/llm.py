@@ -540,6 +540,14 @@ class LLMSummarizer:
         if self.abort_on_failure:
             raise SummarizerError(f"every model failed; last: {result.reason}") from result.cause
         logger.warning("summarizer: every model failed (last: %s); falling back", result.reason)
+        from synopsis.events import SummarizerFellBack, notify  # noqa: PLC0415 - import cycle
+
+        fallback = getattr(self.fallback, "model", type(self.fallback).__name__)
+        notify(
+            SummarizerFellBack(
+                model=", ".join(self.models), reason=result.reason, fallback=str(fallback)
+            )
+        )
         return None
 
     def summarize(

@@ -1,0 +1,186 @@
+"""Fault injection: a summarizer that raises, hangs or answers garbage, a store that raises or
+whose disk is full. Nothing is lost: the caller gets a compacted history whose originals were
+saved, or its own history untouched and an error."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from synopsis.compaction import Compactor
+from synopsis.errors import StoreError
+from synopsis.events import SummarizerFellBack
+from synopsis.stores import MemoryStore, SQLiteStore
+from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer
+from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
+from synopsis.validation import validate
+from tests.compaction.helpers import TRANSCRIPTS, load_items
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from synopsis.messages import Message
+    from synopsis.stores import Compaction
+    from synopsis.summarizers import SummaryRecord
+
+CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+ITEMS = load_items(next(p for p in TRANSCRIPTS if p.stem.startswith("sweagent-marshmallow")))
+
+
+class Raises:
+    def summarize(self, messages: Sequence[Message], **_: Any) -> SummaryRecord:
+        raise RuntimeError("model exploded")
+
+
+class Garbage:
+    def summarize(self, messages: Sequence[Message], **_: Any) -> object:
+        return "not a record"
+
+
+class Hangs:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def summarize(self, messages: Sequence[Message], **_: Any) -> SummaryRecord:
+        self.release.wait(10)
+        return RuleBasedSummarizer().summarize(messages)
+
+
+def compactor(summarizer: object, **options: Any) -> Compactor:
+    options.setdefault("store", MemoryStore())
+    return Compactor(
+        model="gpt-4o", context_window=8_000, summarizer=summarizer, session_id="f", **options
+    )
+
+
+def check_fell_back(c: Compactor, items: list[dict[str, Any]], reason: str) -> None:
+    sent = copy.deepcopy(items)
+    result = c.compact(items, force=True)
+    assert items == sent
+    assert result.compacted
+    assert result.record is not None
+    assert result.record.model == "rules"
+    fell = [e for e in result.events if isinstance(e, SummarizerFellBack)]
+    assert len(fell) == 1
+    assert reason in fell[0].reason
+    assert validate(result.messages, "openai") == []
+    assert len(c.setup.store.recall("f")) == len(result.offloaded) > 0
+
+
+def test_a_summarizer_that_raises_falls_back_to_the_rules():
+    check_fell_back(compactor(Raises()), list(ITEMS), "model exploded")
+
+
+def test_a_summarizer_that_answers_garbage_falls_back_to_the_rules():
+    check_fell_back(compactor(Garbage()), list(ITEMS), "not a SummaryRecord")
+
+
+def test_a_summarizer_that_hangs_past_its_timeout_falls_back_to_the_rules():
+    hangs = Hangs()
+    try:
+        check_fell_back(compactor(hangs, summarizer_timeout=0.2), list(ITEMS), "0.2 seconds")
+    finally:
+        hangs.release.set()
+
+
+def test_an_async_summarizer_that_hangs_past_its_timeout_falls_back_too():
+    class AsyncHangs:
+        async def asummarize(self, messages: Sequence[Message], **_: Any) -> SummaryRecord:
+            await asyncio.sleep(10)
+            raise AssertionError("not reached")
+
+    c = compactor(AsyncHangs(), summarizer_timeout=0.2)
+    result = asyncio.run(c.acompact(list(ITEMS), force=True))
+    assert result.record is not None
+    assert result.record.model == "rules"
+
+
+def test_an_llm_summarizer_falling_back_is_reported_in_the_result():
+    def broken(request: CompletionRequest) -> CompletionResponse:
+        return CompletionResponse("this is not json at all")
+
+    llm = LLMSummarizer(broken, models=["gpt-4o-mini"])
+    result = compactor(llm).compact(list(ITEMS), force=True)
+    fell = [e for e in result.events if isinstance(e, SummarizerFellBack)]
+    assert len(fell) == 1
+    assert fell[0].model == "gpt-4o-mini"
+    assert fell[0].session_id == "f"
+    assert result.record is not None
+    assert result.record.model == "rules"
+
+
+class FailingStore(MemoryStore):
+    def save(self, compaction: Compaction) -> None:
+        raise OSError("disk on fire")
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_store_that_fails_leaves_the_history_untouched(run: str):
+    store = FailingStore()
+    c = compactor(RuleBasedSummarizer(), store=store)
+    items = list(ITEMS)
+    sent = copy.deepcopy(items)
+
+    def attempt() -> object:
+        if run == "sync":
+            return c.compact(items, force=True)
+        return asyncio.run(c.acompact(items, force=True))
+
+    with pytest.raises(StoreError, match="not saved, so it is not applied"):
+        attempt()
+    assert items == sent
+    assert store.recall("f") == []
+    assert store.summaries("f") == []
+
+
+def test_a_full_disk_loses_nothing_and_the_store_still_works(tmp_path: Path):
+    path = tmp_path / "full.db"
+    store = SQLiteStore(path)
+    # Fill the database to the page it has, then forbid it to grow: the next save cannot fit.
+    page_count = sqlite3.connect(path).execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {page_count + 1}")
+    c = compactor(RuleBasedSummarizer(), store=store)
+    items = list(ITEMS)
+    sent = copy.deepcopy(items)
+    with pytest.raises(StoreError) as raised:
+        c.compact(items, force=True)
+    assert "full" in str(raised.value)
+    assert items == sent
+    assert store.recall("f") == []
+    assert store.session("f") is None
+    store._db.execute("PRAGMA max_page_count = 1000000")
+    result = c.compact(items, force=True)
+    assert result.compacted
+    assert len(store.recall("f")) == len(result.offloaded)
+
+
+def test_sync_and_async_drivers_give_the_same_results():
+    def make() -> Compactor:
+        return compactor(RuleBasedSummarizer(deterministic_ids=True, clock=lambda: CLOCK))
+
+    for path in [p for p in TRANSCRIPTS if not p.stem.startswith("codex")]:
+        items = load_items(path)
+        sync, asy = make(), make()
+        a = sync.compact(items, force=True)
+        b = asyncio.run(asy.acompact(items, force=True))
+        assert a.messages == b.messages
+        assert (a.code, a.tokens_before, a.tokens_after) == (
+            b.code,
+            b.tokens_before,
+            b.tokens_after,
+        )
+
+        def stored(c: Compactor) -> list[tuple[Any, ...]]:
+            return [
+                (m.id, m.position, m.sha256, m.data, m.compaction_id)
+                for m in c.setup.store.recall("f")
+            ]
+
+        assert stored(sync) == stored(asy)
