@@ -1,20 +1,38 @@
 """synopsis: keep long-running LLM agents inside their model's context window.
 
-One flat namespace over private modules: the message model, the provider formats, the
-validator and repair, offline token counting and the model-window table.
+One flat namespace over private modules: :func:`compact` / :func:`acompact` /
+:class:`Compactor` (the pipeline), the message model, the provider formats, the validator and
+repair, offline token counting, the model-window table, settings, events and stores.
+
+>>> import synopsis
+>>> history = [{"role": "user", "content": "Fix the failing test in app.py"}]
+>>> synopsis.compact(history, model="gpt-4o").compacted
+False
 """
 
 from __future__ import annotations
 
 from synopsis._api import count_tokens
+from synopsis.compaction import CompactionResult, Compactor, acompact, compact
+from synopsis.config import Settings
 from synopsis.errors import (
+    BudgetUnreachableError,
     ConfigurationError,
     ConversationError,
+    StoreError,
     SummarizerError,
     SynopsisError,
     TransportError,
     UnknownFormatError,
     VocabularyError,
+)
+from synopsis.events import (
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
+    Event,
+    SummarizerFellBack,
 )
 from synopsis.formats import decode, detect, encode
 from synopsis.messages import (
@@ -30,18 +48,30 @@ from synopsis.messages import (
 )
 from synopsis.models import context_window, max_output_tokens
 from synopsis.planning import Keep, Trigger
+from synopsis.stores import MemoryStore, SQLiteStore
+from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer, SummaryRecord
 from synopsis.tokens import HeuristicCounter, TiktokenCounter, TokenCounter, counter_for_model
 from synopsis.validation import Fix, Problem, Profile, repair, validate
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BudgetUnreachableError",
+    "CompactionCompleted",
+    "CompactionFailed",
+    "CompactionResult",
+    "CompactionSkipped",
+    "CompactionStarted",
+    "Compactor",
     "ConfigurationError",
     "ConversationError",
+    "Event",
     "Fix",
     "HeuristicCounter",
     "Keep",
+    "LLMSummarizer",
     "MediaPart",
+    "MemoryStore",
     "Message",
     "OpaquePart",
     "Part",
@@ -49,7 +79,13 @@ __all__ = [
     "Profile",
     "ReasoningPart",
     "Role",
+    "RuleBasedSummarizer",
+    "SQLiteStore",
+    "Settings",
+    "StoreError",
     "SummarizerError",
+    "SummarizerFellBack",
+    "SummaryRecord",
     "SynopsisError",
     "TextPart",
     "TiktokenCounter",
@@ -61,6 +97,8 @@ __all__ = [
     "UnknownFormatError",
     "VocabularyError",
     "__version__",
+    "acompact",
+    "compact",
     "context_window",
     "count_tokens",
     "counter_for_model",
