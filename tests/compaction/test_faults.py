@@ -145,7 +145,9 @@ def test_a_full_disk_loses_nothing_and_the_store_still_works(tmp_path: Path):
     store = SQLiteStore(path)
     # Fill the database to the page it has, then forbid it to grow: the next save cannot fit.
     page_count = sqlite3.connect(path).execute("PRAGMA page_count").fetchone()[0]
-    store._db.execute(f"PRAGMA max_page_count = {page_count + 1}")
+    db = store._db
+    assert db is not None
+    db.execute(f"PRAGMA max_page_count = {page_count + 1}")
     c = compactor(RuleBasedSummarizer(), store=store)
     items = list(ITEMS)
     sent = copy.deepcopy(items)
@@ -155,7 +157,7 @@ def test_a_full_disk_loses_nothing_and_the_store_still_works(tmp_path: Path):
     assert items == sent
     assert store.recall("f") == []
     assert store.session("f") is None
-    store._db.execute("PRAGMA max_page_count = 1000000")
+    db.execute("PRAGMA max_page_count = 1000000")
     result = c.compact(items, force=True)
     assert result.compacted
     assert len(store.recall("f")) == len(result.offloaded)

@@ -49,7 +49,8 @@ def _part(part: Part) -> dict[str, Any]:
 
 def _unpart(data: dict[str, Any]) -> Part:
     data = dict(data)
-    cls = _PARTS.get(data.pop("type", None))
+    tag = data.pop("type", None)
+    cls = _PARTS.get(tag) if isinstance(tag, str) else None
     if cls is None:
         raise ConversationError("a stored part has an unknown type", rule="store.part")
     if isinstance(data.get("content"), list):

@@ -16,7 +16,13 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from synopsis.compaction.pipeline import Request, StoreCall, Summarize, compaction
+from synopsis.compaction.pipeline import (
+    DEFAULT_SESSION,
+    Request,
+    StoreCall,
+    Summarize,
+    compaction,
+)
 from synopsis.compaction.setup import build_setup
 from synopsis.config import Settings
 from synopsis.errors import SummarizerError
@@ -99,6 +105,8 @@ class Compactor:
     def _request(self, messages: object, options: dict[str, Any]) -> tuple[Request, Setup]:
         setup = self.setup
         session = options.pop("session_id", None) or setup.default_session
+        if session is None and setup.store is not None:
+            session = DEFAULT_SESSION
         if session is not None and setup.store is None:
             setup = self.setup = _with_store(setup, MemoryStore())
         listeners = (*self.listeners, *options.pop("listeners", ()))
@@ -189,7 +197,12 @@ def _summarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401 - a reco
     }
     try:
         if not hasattr(summarizer, "summarize"):
-            return asyncio.run(summarizer.asummarize(effect.messages, **arguments))
+            call = summarizer.asummarize(effect.messages, **arguments)
+            limit = setup.summarizer_timeout
+            try:
+                return asyncio.run(asyncio.wait_for(call, limit) if limit is not None else call)
+            except TimeoutError:
+                return _timed_out(limit or 0.0)
         if setup.summarizer_timeout is None:
             return summarizer.summarize(effect.messages, **arguments)
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)

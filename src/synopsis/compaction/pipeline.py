@@ -44,7 +44,7 @@ from synopsis.planning import (
     turn_key,
 )
 from synopsis.planning.reductions import truncate_call
-from synopsis.planning.units import is_summary
+from synopsis.planning.units import is_summary, is_summary_text
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render, summarize_part
 from synopsis.validation import check, repair_messages
@@ -57,9 +57,11 @@ if TYPE_CHECKING:
     from synopsis.stores import StoredMessage
     from synopsis.validation import Problem, Profile
 
-__all__ = ["Request", "StoreCall", "Summarize", "compaction"]
+__all__ = ["DEFAULT_SESSION", "Request", "StoreCall", "Summarize", "compaction"]
 
 _MIN_SUMMARY_TOKENS = 256
+DEFAULT_SESSION = "default"
+"""The session a store keeps offloaded messages under when the caller names none."""
 _TRIM_ARGS = TruncateArgs(max_length=200, prefix=40)
 """How priority trimming cuts a call's long string arguments."""
 
@@ -113,6 +115,9 @@ class _Run:
     fixes: list[Any]
     session_id: str | None
     state: SessionState
+    given: tuple[Message, ...] = ()
+    """The messages as decoded, before any summary was taken out of a merged turn: what the
+    caller sends, so what its size is measured on."""
     stored: list[StoredMessage] = field(default_factory=list)
     records: list[SummaryRecord] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)
@@ -215,6 +220,21 @@ def _skip(run: _Run, decision: Decision) -> CompactionResult:
         before=m,
         after=m,
     )
+
+
+def _nothing(decision: Decision) -> Decision:
+    return replace(
+        decision,
+        compact=False,
+        code="nothing-to-compact",
+        reason="nothing before the kept tail can be summarized",
+    )
+
+
+def _skip_saving(run: _Run, decision: Decision) -> Generator[Effect, Outcome, CompactionResult]:
+    """A compaction given up after it started: the governor's state is still kept."""
+    yield from _save(run, decision.state)
+    return _skip(run, decision)
 
 
 def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
@@ -401,6 +421,8 @@ def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
     fmt, messages, fixes = _normalise(setup, request)
     items = wire_items(request.data, fmt)
     session_id = request.session_id or setup.default_session
+    if session_id is None and setup.has_store:
+        session_id = DEFAULT_SESSION
     state = SessionState(session_id or "")
     if session_id is not None and setup.has_store:
         found = yield StoreCall("session", (session_id,))
@@ -412,7 +434,31 @@ def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
     originals = (
         Originals(messages, items, fmt) if not fixes else Originals(messages, (), "synopsis")
     )
-    return _Run(setup, request, fmt, messages, originals, fixes, session_id, state)
+    given = messages
+    messages = _unmerge(messages, originals)
+    return _Run(setup, request, fmt, messages, originals, fixes, session_id, state, given)
+
+
+def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Message, ...]:
+    """A summary that an earlier call merged into a user turn (for a provider that wants
+    alternation) taken out again as a message of its own, so that the next compaction can
+    replace it rather than keep it inside a protected turn, and never drops the user's words
+    with it. The pieces still stand for the caller's item."""
+    out: list[Message] = []
+    for message in messages:
+        flags = [isinstance(p, TextPart) and is_summary_text(p.text) for p in message.parts]
+        if not any(flags) or all(flags):
+            out.append(message)
+            continue
+        start = 0
+        for index in range(1, len(flags) + 1):
+            if index == len(flags) or flags[index] != flags[start]:
+                piece = replace(message, parts=message.parts[start:index])
+                if not flags[start]:
+                    originals.adopt(message, piece)
+                out.append(piece)
+                start = index
+    return tuple(out)
 
 
 def _previous(run: _Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
@@ -440,7 +486,7 @@ def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, Com
     governor = (
         GovernorState.from_json(run.state.governor) if run.state.governor else GovernorState()
     )
-    before = run.measure(run.messages)
+    before = run.measure(run.given)
     decision = decide(
         before,
         state=governor,
@@ -487,7 +533,7 @@ def _compact(
     steps = iter_passes(
         current,
         count=setup.counter.count_message,
-        overhead=before.tokens - sum(setup.counter.count_message(m) for m in run.messages),
+        overhead=before.tokens - sum(setup.counter.count_message(m) for m in run.given),
         keep=setup.keep,
         trigger=setup.trigger,
         window=setup.window,
@@ -504,9 +550,12 @@ def _compact(
             summary_tokens=_summary_budget(run, plan),
             config=setup.governor,
         )
+        if decision.code == "forced" and not any(i < plan.desired for i in plan.summarize):
+            # A manual compaction summarizes only what lies before the kept tail.
+            checked = _nothing(decision)
         if not checked.compact:
             steps.close()
-            return _skip(run, checked)
+            return (yield from _skip_saving(run, checked))
         while True:
             message, previous = yield from _summarize_step(run, plan, cut, previous)
             plan, cut = steps.send([message])
@@ -514,15 +563,7 @@ def _compact(
         passes = stop.value
     if first is None:
         if current == run.messages:
-            return _skip(
-                run,
-                replace(
-                    decision,
-                    compact=False,
-                    code="nothing-to-compact",
-                    reason="nothing before the kept tail can be summarized",
-                ),
-            )
+            return (yield from _skip_saving(run, _nothing(decision)))
         passes = None
     kept = passes.messages if passes is not None else current
     profile = setup.profile_for(run.format)

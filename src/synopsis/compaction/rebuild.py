@@ -51,15 +51,44 @@ def summary_for(
 
 
 def _merge_into_next_user(messages: Sequence[Message]) -> tuple[Message, ...]:
-    """Each summary folded into the first text part of the user turn after it, when there is
-    one (``summary_role="merge"``); a summary with no user turn after it stays as it is."""
+    """Each summary's parts put in front of the user turn after it, when there is one
+    (``summary_role="merge"``); summaries in a row go in together, and a summary with no user
+    turn after it stays as it is."""
     out = list(messages)
     index = 0
     while index < len(out) - 1:
         here, after = out[index], out[index + 1]
         if is_summary(here) and here.role is Role.USER and is_real_user(after):
+            # ``after`` may be a summary too: the merge is then still a summary, and is
+            # looked at again with what follows it.
             out[index : index + 2] = [replace(after, parts=(*here.parts, *after.parts))]
+            continue
         index += 1
+    return tuple(out)
+
+
+def _join_summaries(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """For a provider that merges same-role neighbours: a run of user turns that holds a
+    summary made one message, each text kept as a part of its own. The repair step would
+    join the texts into one, and the next compaction could then no longer find the summary
+    (to replace it) nor tell the user's words from it."""
+    out: list[Message] = []
+    run: list[Message] = []
+
+    def flush() -> None:
+        if len(run) > 1 and any(is_summary(m) for m in run):
+            out.append(replace(run[0], parts=tuple(p for m in run for p in m.parts)))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for message in messages:
+        if message.role is Role.USER and not message.tool_results:
+            run.append(message)
+            continue
+        flush()
+        out.append(message)
+    flush()
     return tuple(out)
 
 
@@ -88,9 +117,13 @@ def finish(
     stale thinking dropped (Anthropic), and the profile's unambiguous repairs applied (merging
     same-role neighbours where alternation is required). Returns the history and the fixes."""
     out = tuple(messages)
-    if role == "merge":
-        out = _merge_into_next_user(out)
+    # Thinking first: once a summary is merged into a user turn, that turn reads as a summary
+    # and no longer marks where the current turn starts.
     if profile.thinking_rules:
         out = drop_stale_thinking(out)
+    if role == "merge":
+        out = _merge_into_next_user(out)
+    elif profile.merge_same_role:
+        out = _join_summaries(out)
     repaired = repair_messages(out, profile)
     return repaired.messages, repaired.fixes

@@ -29,7 +29,15 @@ from synopsis.pairing import pair_tool_calls
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["SUMMARY_TAG", "Structure", "analyze", "is_real_user", "is_reasoning_only", "is_summary"]
+__all__ = [
+    "SUMMARY_TAG",
+    "Structure",
+    "analyze",
+    "is_real_user",
+    "is_reasoning_only",
+    "is_summary",
+    "is_summary_text",
+]
 
 SUMMARY_TAG = "<synopsis-summary"
 """How the text of a summary message that synopsis writes begins."""
@@ -39,12 +47,17 @@ def is_reasoning_only(message: Message) -> bool:
     return bool(message.parts) and all(isinstance(p, ReasoningPart) for p in message.parts)
 
 
+def is_summary_text(text: str) -> bool:
+    """Whether ``text`` is a summary synopsis wrote."""
+    return text.lstrip().startswith(SUMMARY_TAG)
+
+
 def is_summary(message: Message) -> bool:
     """Whether ``message`` is a summary synopsis wrote (recognised by its text, which survives a
     round trip through the caller's own format)."""
     for part in message.parts:
         if isinstance(part, TextPart):
-            return part.text.lstrip().startswith(SUMMARY_TAG)
+            return is_summary_text(part.text)
     return False
 
 
