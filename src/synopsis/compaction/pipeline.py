@@ -44,7 +44,7 @@ from synopsis.planning import (
     turn_key,
 )
 from synopsis.planning.reductions import truncate_call
-from synopsis.planning.units import is_summary, is_summary_text
+from synopsis.planning.units import is_real_user, is_summary, is_summary_text
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render, summarize_part
 from synopsis.validation import check, repair_messages
@@ -238,11 +238,9 @@ def _skip_saving(run: _Run, decision: Decision) -> Generator[Effect, Outcome, Co
 
 
 def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
-    for message in reversed(messages):
-        for part in message.tool_calls:
-            if part.call_id == call_id:
-                return part
-    return None
+    """The call a result answers (the latest with its id), for the part summary to name."""
+    calls = (p for m in reversed(messages) for p in m.tool_calls if p.call_id == call_id)
+    return next(calls, None)
 
 
 def _reduce(run: _Run, messages: tuple[Message, ...], measure: Measure) -> tuple[Message, ...]:
@@ -263,10 +261,13 @@ def _reduce(run: _Run, messages: tuple[Message, ...], measure: Measure) -> tuple
     for before, after in zip(messages, out, strict=True):
         if after is not before:
             run.originals.adopt(before, after)
+    first = next((i for i, m in enumerate(out) if is_real_user(m) and not is_summary(m)), None)
     for big in reduced.oversized:
         message = out[big.index]
-        if message.role is Role.SYSTEM:
-            continue  # the system prompt is never touched, however large
+        if message.role is Role.SYSTEM or big.index == first:
+            # The system prompt and the task as first stated are never made small here; only
+            # the last resort (priority trimming) may, when nothing else fits.
+            continue
         part = message.parts[big.part]
         call = (
             _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
@@ -347,12 +348,9 @@ def _summarize_step(
     return message, record
 
 
-def _part_tokens(run: _Run, part: object) -> int:
-    if isinstance(part, ToolCallPart):
-        return run.setup.counter.count_text(part.arguments_text)
-    if isinstance(part, ToolResultPart | TextPart):
-        return run.setup.counter.count_text(part.text)
-    return 0
+def _part_tokens(run: _Run, part: TextPart | ToolCallPart | ToolResultPart) -> int:
+    text = part.arguments_text if isinstance(part, ToolCallPart) else part.text
+    return run.setup.counter.count_text(text)
 
 
 def _smaller(run: _Run, messages: Sequence[Message], i: int, j: int) -> Message | None:
@@ -383,7 +381,8 @@ def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message
             for i, m in enumerate(out)
             if not is_summary(m) and m.role is not Role.SYSTEM
             for j, part in enumerate(m.parts)
-            if type(part) in rank and _part_tokens(run, part) >= _MIN_SUMMARY_TOKENS
+            if isinstance(part, TextPart | ToolCallPart | ToolResultPart)
+            and _part_tokens(run, part) >= _MIN_SUMMARY_TOKENS
         ),
     )
     for _, _, i, j in candidates:
@@ -420,9 +419,8 @@ def _keep_reduced(run: _Run, messages: Sequence[Message]) -> None:
 def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
     fmt, messages, fixes = _normalise(setup, request)
     items = wire_items(request.data, fmt)
+    # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
     session_id = request.session_id or setup.default_session
-    if session_id is None and setup.has_store:
-        session_id = DEFAULT_SESSION
     state = SessionState(session_id or "")
     if session_id is not None and setup.has_store:
         found = yield StoreCall("session", (session_id,))
