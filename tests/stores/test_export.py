@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from synopsis.messages import Role
-from synopsis.stores import MemoryStore, SQLiteStore, export_markdown
+from synopsis.stores import (
+    Compaction,
+    MemoryStore,
+    SessionState,
+    SQLiteStore,
+    StoredMessage,
+    export_markdown,
+)
 from tests.stores.helpers import compaction, offload, record, stored
 
 
@@ -57,3 +64,22 @@ def test_a_real_transcript_exports_every_message(tmp_path) -> None:
     assert [p.split("]")[0][1:] for p in paragraphs] == ["user", "assistant"] * 4
     for message in saved.messages:
         assert f"[{message.role}]: {message.text}" in text
+
+
+def test_a_compaction_that_only_reduced_has_its_own_section() -> None:
+    store = MemoryStore()
+    kept = StoredMessage(
+        session_id="r",
+        id="m1",
+        position=0,
+        role="tool",
+        text="a very long log",
+        sha256="0" * 64,
+        format="openai",
+        data='{"role": "tool"}',
+        compaction_id="reduction-1",
+    )
+    store.save(Compaction("r", (), (kept,), SessionState("r")))
+    text = export_markdown(store, "r")
+    assert "## Reduced at " in text
+    assert "[tool]: a very long log" in text

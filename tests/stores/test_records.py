@@ -120,5 +120,7 @@ def test_a_compaction_holds_one_session_and_its_records() -> None:
         Compaction("s2", first, (message,), SessionState("s2"))
     with pytest.raises(ConfigurationError, match="names compaction 'other'"):
         Compaction("s1", first, (replace(message, compaction_id="other"),), SessionState("s1"))
-    with pytest.raises(ConfigurationError, match="names compaction"):
-        Compaction("s1", (), (message,), SessionState("s1"))
+    # A compaction that only reduced has no record: its messages name an id of its own.
+    reduced = Compaction("s1", (), (message,), SessionState("s1"))
+    assert reduced.record is None
+    assert reduced.messages == (message,)

@@ -49,6 +49,7 @@ class Originals:
         self.format = format
         lead = len(messages) - len(items) if format != "synopsis" else 0
         self._index: dict[int, int] = {id(m): i for i, m in enumerate(messages)}
+        self._changed: set[int] = set()
         self._messages = messages
         self._items = items
         self._lead = lead
@@ -57,11 +58,19 @@ class Originals:
         """The position in the caller's history of ``message``, if it is one of the inputs."""
         return self._index.get(id(message))
 
-    def adopt(self, original: Message, replacement: Message) -> None:
-        """``replacement`` (a reduced copy) stands for ``original``'s item from now on."""
+    def adopt(self, original: Message, replacement: Message, *, changed: bool = True) -> None:
+        """``replacement`` stands for ``original``'s item from now on; ``changed`` says it
+        lost something (a reduced copy), so the original must be stored even while it is
+        kept, rather than a piece of it (a merged turn taken apart)."""
         index = self.index(original)
         if index is not None:
             self._index[id(replacement)] = index
+            if changed:
+                self._changed.add(id(replacement))
+
+    def changed(self, message: Message) -> bool:
+        """Whether ``message`` is a reduced copy of one of the caller's messages."""
+        return id(message) in self._changed
 
     def data(self, index: int) -> str:
         """The caller's item for message ``index`` as JSON text."""

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from synopsis.compaction.offload import Originals, wire_items
-from synopsis.compaction.rebuild import finish, summary_for
+from synopsis.compaction.rebuild import current_turn, finish, summary_for, without_thinking
 from synopsis.compaction.result import CompactionResult
 from synopsis.errors import BudgetUnreachableError, ConversationError, StoreError
 from synopsis.events import (
@@ -119,6 +119,8 @@ class _Run:
     """The messages as decoded, before any summary was taken out of a merged turn: what the
     caller sends, so what its size is measured on."""
     stored: list[StoredMessage] = field(default_factory=list)
+    emptied: list[Message] = field(default_factory=list)
+    """Messages the rebuild removed whole (thinking and nothing else): stored as they were."""
     records: list[SummaryRecord] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)
 
@@ -395,15 +397,27 @@ def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message
     return tuple(out)
 
 
+def _thin(run: _Run, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Stale thinking dropped here rather than in the rebuild, so that the messages it
+    changes (or empties) keep their originals for the store."""
+    start = current_turn(messages)
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        thinned = without_thinking(message) if index < start else message
+        if thinned is None:
+            run.emptied.append(message)
+            continue
+        if thinned is not message:
+            run.originals.adopt(message, thinned)
+        out.append(thinned)
+    return tuple(out)
+
+
 def _keep_reduced(run: _Run, messages: Sequence[Message]) -> None:
     """The originals of kept messages that a reduction changed go to the store as well."""
     if not run.setup.keeps_originals:
         return
-    changed = [
-        m
-        for m in messages
-        if (i := run.originals.index(m)) is not None and m is not run.messages[i]
-    ]
+    changed = [m for m in messages if run.originals.changed(m)] + run.emptied
     if not changed:
         return
     owner = run.records[-1].id if run.records else uuid.uuid4().hex
@@ -453,7 +467,7 @@ def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Messa
             if index == len(flags) or flags[index] != flags[start]:
                 piece = replace(message, parts=message.parts[start:index])
                 if not flags[start]:
-                    originals.adopt(message, piece)
+                    originals.adopt(message, piece, changed=False)
                 out.append(piece)
                 start = index
     return tuple(out)
@@ -521,6 +535,44 @@ def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, Com
     return result
 
 
+def _verify(
+    run: _Run, kept: tuple[Message, ...], limit: int
+) -> tuple[tuple[Message, ...], Measure]:
+    """The rebuilt history and its size, once it is valid for the provider and fits
+    ``limit`` (trimmed when it must be); otherwise the error that says why not."""
+    setup = run.setup
+    profile = setup.profile_for(run.format)
+    if profile.thinking_rules:
+        kept = _thin(run, kept)
+    final, fixes = finish(kept, profile, role=setup.summary_role)
+    if run.measure(final).tokens > limit:
+        kept = _trim(run, kept, limit)
+        final, fixes = finish(kept, profile, role=setup.summary_role)
+    run.fixes += fixes
+    _keep_reduced(run, kept)
+    after = run.measure(final)
+    if after.tokens > limit:
+        system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
+        why = (
+            f"the system prompt alone takes {system:,}"
+            if system >= limit
+            else "the messages that must be kept (system prompt, protected and newest turns) "
+            "are too large"
+        )
+        raise BudgetUnreachableError(
+            f"the compacted history still takes {after.tokens:,} tokens, over the {limit:,} "
+            f"the window leaves after {setup.reserve:,} reserved for the answer: {why}"
+        )
+    problems = _problems(final, profile)
+    if problems:
+        raise ConversationError(
+            f"the compacted history breaks {problems[0].rule}: {problems[0].message}",
+            index=problems[0].index,
+            rule=problems[0].rule,
+        )
+    return final, after
+
+
 def _compact(
     run: _Run, decision: Decision, before: Measure, started: float
 ) -> Generator[Effect, Outcome, CompactionResult]:
@@ -564,33 +616,7 @@ def _compact(
             return (yield from _skip_saving(run, _nothing(decision)))
         passes = None
     kept = passes.messages if passes is not None else current
-    profile = setup.profile_for(run.format)
-    final, fixes = finish(kept, profile, role=setup.summary_role)
-    if run.measure(final).tokens > limit:
-        kept = _trim(run, kept, limit)
-        final, fixes = finish(kept, profile, role=setup.summary_role)
-    run.fixes += fixes
-    _keep_reduced(run, kept)
-    after = run.measure(final)
-    if after.tokens > limit:
-        system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
-        why = (
-            f"the system prompt alone takes {system:,}"
-            if system >= limit
-            else "the messages that must be kept (system prompt, protected and newest turns) "
-            "are too large"
-        )
-        raise BudgetUnreachableError(
-            f"the compacted history still takes {after.tokens:,} tokens, over the {limit:,} "
-            f"the window leaves after {setup.reserve:,} reserved for the answer: {why}"
-        )
-    problems = _problems(final, profile)
-    if problems:
-        raise ConversationError(
-            f"the compacted history breaks {problems[0].rule}: {problems[0].message}",
-            index=problems[0].index,
-            rule=problems[0].rule,
-        )
+    final, after = _verify(run, kept, limit)
     governor, _ = record_compaction(
         decision.state, after, config=setup.governor, trigger=setup.trigger
     )

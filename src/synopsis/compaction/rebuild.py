@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from synopsis.summarizers.records import SummaryRecord
     from synopsis.validation import Fix, Profile
 
-__all__ = ["SummaryRole", "drop_stale_thinking", "finish", "summary_for"]
+__all__ = [
+    "SummaryRole",
+    "current_turn",
+    "drop_stale_thinking",
+    "finish",
+    "summary_for",
+    "without_thinking",
+]
 
 SummaryRole: TypeAlias = Literal["auto", "user", "system", "merge"]
 
@@ -92,22 +99,29 @@ def _join_summaries(messages: Sequence[Message]) -> tuple[Message, ...]:
     return tuple(out)
 
 
+def current_turn(messages: Sequence[Message]) -> int:
+    """Where the current turn starts: the last message a person wrote (-1 when none)."""
+    return max(
+        (i for i, m in enumerate(messages) if is_real_user(m) and not is_summary(m)), default=-1
+    )
+
+
+def without_thinking(message: Message) -> Message | None:
+    """``message`` without its thinking blocks (itself when it has none); ``None`` when
+    nothing else is left."""
+    if message.role is not Role.ASSISTANT or not message.has_reasoning:
+        return message
+    parts = tuple(p for p in message.parts if not isinstance(p, ReasoningPart))
+    return replace(message, parts=parts) if parts else None
+
+
 def drop_stale_thinking(messages: Sequence[Message]) -> tuple[Message, ...]:
     """Thinking blocks before the current turn (the last message a person wrote) removed; an
     assistant message left with nothing is dropped. The current turn's blocks stay verbatim:
     with thinking on, the running tool loop must start with them (rule A6)."""
-    last_user = max(
-        (i for i, m in enumerate(messages) if is_real_user(m) and not is_summary(m)), default=-1
-    )
-    out: list[Message] = []
-    for index, message in enumerate(messages):
-        if index < last_user and message.role is Role.ASSISTANT and message.has_reasoning:
-            parts = tuple(p for p in message.parts if not isinstance(p, ReasoningPart))
-            if parts:
-                out.append(replace(message, parts=parts))
-            continue
-        out.append(message)
-    return tuple(out)
+    start = current_turn(messages)
+    out = (without_thinking(m) if i < start else m for i, m in enumerate(messages))
+    return tuple(m for m in out if m is not None)
 
 
 def finish(

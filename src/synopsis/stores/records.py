@@ -201,7 +201,7 @@ class Compaction:
 
     ``records`` are the summary records it made, oldest first: one per summarizing pass, none
     when only reductions ran. A single record may be passed in their place. Every message
-    names one of them as its ``compaction_id``.
+    names one of them as its ``compaction_id`` (with no record, an id of its own).
     """
 
     session_id: str
@@ -229,7 +229,7 @@ class Compaction:
                     f"message {message.id!r} is for session {message.session_id!r}, "
                     f"not {session_id!r}"
                 )
-            if message.compaction_id not in ids:
+            if ids and message.compaction_id not in ids:
                 raise ConfigurationError(
                     f"message {message.id!r} names compaction {message.compaction_id!r}, "
                     "which is none of this compaction's records"
