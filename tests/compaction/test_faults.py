@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import sqlite3
 import threading
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from synopsis.compaction import Compactor
-from synopsis.errors import StoreError
+from synopsis.errors import ConfigurationError, StoreError
 from synopsis.events import SummarizerFellBack
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer
@@ -186,3 +187,26 @@ def test_sync_and_async_drivers_give_the_same_results():
             ]
 
         assert stored(sync) == stored(asy)
+
+
+def test_the_compactor_recalls_searches_and_exports_what_it_offloaded():
+    c = compactor(RuleBasedSummarizer())
+    items = list(ITEMS)
+    result = c.compact(items, force=True)
+    recalled = c.recall()
+    assert [m.id for m in recalled] == list(result.offloaded)
+    assert all(json.loads(m.data) in items for m in recalled)
+    first = recalled[0]
+    assert c.recall(ids=[first.id]) == [first]
+    assert c.recall(start=0, stop=1) == [first]
+    word = max(first.text.split(), key=len)
+    assert any(hit.message.id == first.id for hit in c.search(word))
+    export = c.export()
+    assert export.startswith("# Session f")
+    assert "## Summarized at " in export
+
+
+def test_a_compactor_without_a_store_has_nothing_to_recall():
+    c = Compactor(model="gpt-4o", environ={})
+    with pytest.raises(ConfigurationError, match="no store"):
+        c.recall()

@@ -25,9 +25,9 @@ from synopsis.compaction.pipeline import (
 )
 from synopsis.compaction.setup import build_setup
 from synopsis.config import Settings
-from synopsis.errors import SummarizerError
+from synopsis.errors import ConfigurationError, SummarizerError
 from synopsis.events import listening, span
-from synopsis.stores import AsyncStore, MemoryStore
+from synopsis.stores import AsyncStore, MemoryStore, export_markdown
 from synopsis.summarizers import AsyncSummarizer
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from synopsis.events import Listener
     from synopsis.formats import FormatName
     from synopsis.planning import Keep, Trigger
+    from synopsis.stores import SearchHit, StoredMessage
     from synopsis.tokens import TokenCounter
 
 __all__ = ["Compactor", "acompact", "compact"]
@@ -177,6 +178,40 @@ class Compactor:
             listening((*request.listeners, request.collected.append), request.session_id),
         ):
             return await _arun(compaction(setup, request), setup)
+
+    # -- what the store keeps ------------------------------------------------------------
+
+    def _store(self) -> Any:  # noqa: ANN401 - a Store
+        if self.setup.store is None:
+            raise ConfigurationError("this Compactor has no store: pass store=... or session_id")
+        return self.setup.store
+
+    def _session(self, session_id: str | None) -> str:
+        return session_id or self.setup.default_session or DEFAULT_SESSION
+
+    def recall(
+        self,
+        session_id: str | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        """Offloaded messages of a session (the Compactor's own by default), by ids or by
+        position range, in timeline order; each ``.data`` is the caller's item as it was."""
+        return list(
+            self._store().recall(self._session(session_id), ids=ids, start=start, stop=stop)
+        )
+
+    def search(
+        self, query: str, session_id: str | None = None, *, limit: int = 10
+    ) -> list[SearchHit]:
+        """Offloaded messages of a session ranked by BM25 for ``query``, best first."""
+        return list(self._store().search(self._session(session_id), query, limit=limit))
+
+    def export(self, session_id: str | None = None) -> str:
+        """A session's offloaded history as Markdown, a section per compaction (seed 004)."""
+        return export_markdown(self._store(), self._session(session_id))
 
 
 def _with_store(setup: Setup, store: object) -> Setup:
