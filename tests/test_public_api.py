@@ -88,6 +88,7 @@ def test_readme_examples_run(capsys) -> None:
         exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "tool call 'call_1' has no result in the next message [openai.C2]" in out
+    assert "False under-trigger" in out
 
 
 SUMMARIZERS = [
