@@ -271,6 +271,12 @@ class SettingsFields(BaseModel):
         "sections",
         description="Numbered sections (seed 002) or one <state_snapshot> block (seed 000).",
     )
+    preserved_thinking: bool = Field(
+        False,
+        description="The model keeps thinking across turns and checks the prefix before each "
+        "block (Claude preserved thinking, provider rule A10): after a compaction every "
+        "thinking block is dropped, not only those of earlier turns.",
+    )
     # -- where replaced messages go, and the conversation --
     store: OptionalText = Field(
         None,

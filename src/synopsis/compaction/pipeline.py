@@ -400,7 +400,9 @@ def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message
 def _thin(run: _Run, messages: tuple[Message, ...]) -> tuple[Message, ...]:
     """Stale thinking dropped here rather than in the rebuild, so that the messages it
     changes (or empties) keep their originals for the store."""
-    start = current_turn(messages)
+    # With preserved thinking, a block after the edit (the summary) no longer passes the
+    # prefix check, so none is kept; otherwise only the current turn's are needed.
+    start = len(messages) if run.setup.preserved_thinking else current_turn(messages)
     out: list[Message] = []
     for index, message in enumerate(messages):
         thinned = without_thinking(message) if index < start else message

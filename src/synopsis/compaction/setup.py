@@ -59,6 +59,7 @@ class Setup:
     store: Any
     default_session: str | None
     summarizer_timeout: float | None
+    preserved_thinking: bool = False
 
     @property
     def has_store(self) -> bool:
@@ -204,4 +205,5 @@ def build_setup(
         store=resolved_store,
         default_session=session,
         summarizer_timeout=settings.summarizer_timeout,
+        preserved_thinking=settings.preserved_thinking,
     )
