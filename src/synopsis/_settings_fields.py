@@ -274,8 +274,8 @@ class SettingsFields(BaseModel):
     preserved_thinking: bool = Field(
         False,
         description="The model keeps thinking across turns and checks the prefix before each "
-        "block (Claude preserved thinking, provider rule A10): after a compaction every "
-        "thinking block is dropped, not only those of earlier turns.",
+        "block, so after a compaction every thinking block is dropped, not only those of "
+        "earlier turns (synopsis; provider rule A10, Claude preserved thinking).",
     )
     # -- where replaced messages go, and the conversation --
     store: OptionalText = Field(
