@@ -83,6 +83,9 @@ class Compactor:
             objects["keep"] = keep
         elif keep is not None:
             options["keep"] = keep
+        if isinstance(summarizer, str):  # "rules", "openai", …: built from the settings
+            options["summarizer"] = summarizer
+            summarizer = None
         if isinstance(store, str):
             options["store"] = store
         elif store is not None:

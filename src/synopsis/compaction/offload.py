@@ -89,7 +89,9 @@ class Originals:
         at: datetime,
     ) -> list[StoredMessage]:
         """Every caller message among ``messages`` as a stored message, positions numbered
-        from ``offset`` in order (synopsis's own summaries are not the caller's: skipped)."""
+        from ``offset`` in order. What is not one of the caller's items (a summary made in
+        this call) is skipped; a summary the caller sent is stored like any of its items,
+        since no record of it may exist in this store."""
         from synopsis.stores import StoredMessage  # noqa: PLC0415 - stores import compaction
 
         out: list[StoredMessage] = []

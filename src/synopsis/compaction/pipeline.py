@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from synopsis.compaction.setup import Setup
     from synopsis.events import Listener
     from synopsis.formats import FormatName
-    from synopsis.planning import Decision, Measure, SplitPlan
+    from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
     from synopsis.stores import StoredMessage
     from synopsis.validation import Problem, Profile
 
@@ -119,8 +119,6 @@ class _Run:
     """The messages as decoded, before any summary was taken out of a merged turn: what the
     caller sends, so what its size is measured on."""
     stored: list[StoredMessage] = field(default_factory=list)
-    emptied: list[Message] = field(default_factory=list)
-    """Messages the rebuild removed whole (thinking and nothing else): stored as they were."""
     records: list[SummaryRecord] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)
 
@@ -399,16 +397,13 @@ def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message
 
 def _thin(run: _Run, messages: tuple[Message, ...]) -> tuple[Message, ...]:
     """Stale thinking dropped here rather than in the rebuild, so that the messages it
-    changes (or empties) keep their originals for the store."""
+    changes keep their originals for the store (one emptied is removed by the rebuild)."""
     # With preserved thinking, a block after the edit (the summary) no longer passes the
     # prefix check, so none is kept; otherwise only the current turn's are needed.
     start = len(messages) if run.setup.preserved_thinking else current_turn(messages)
     out: list[Message] = []
     for index, message in enumerate(messages):
         thinned = without_thinking(message) if index < start else message
-        if thinned is None:
-            run.emptied.append(message)
-            continue
         if thinned is not message:
             run.originals.adopt(message, thinned)
         out.append(thinned)
@@ -419,7 +414,7 @@ def _keep_reduced(run: _Run, messages: Sequence[Message]) -> None:
     """The originals of kept messages that a reduction changed go to the store as well."""
     if not run.setup.keeps_originals:
         return
-    changed = [m for m in messages if run.originals.changed(m)] + run.emptied
+    changed = [m for m in messages if run.originals.changed(m)]
     if not changed:
         return
     owner = run.records[-1].id if run.records else uuid.uuid4().hex
@@ -480,7 +475,9 @@ def _previous(run: _Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
         return None
     records = yield StoreCall("summaries", (run.session_id,))
     if isinstance(records, BaseException):
-        raise StoreError(f"could not read the summaries of {run.session_id!r}: {records}")
+        raise StoreError(
+            f"could not read the summaries of {run.session_id!r}: {records}"
+        ) from records
     return next((r for r in reversed(records) if r.id == run.state.summary_id), None)
 
 
@@ -535,6 +532,23 @@ def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, Com
             yield from _save(run, record_failure(decision.state))
         raise
     return result
+
+
+def _drive(
+    run: _Run,
+    steps: Generator[PassStep, Sequence[Message], PassResult],
+    plan: SplitPlan,
+    cut: list[Message],
+    previous: SummaryRecord | None,
+) -> Generator[Effect, Outcome, PassResult]:
+    """Summarize each pass's cut until the pass loop is done."""
+    while True:
+        message, previous = yield from _summarize_step(run, plan, cut, previous)
+        try:
+            plan, cut = steps.send([message])
+        except StopIteration as stop:
+            result: PassResult = stop.value
+            return result
 
 
 def _verify(
@@ -592,31 +606,31 @@ def _compact(
         config=setup.governor,
         protect=setup.protect,
     )
-    first: SplitPlan | None = None
-    try:
-        plan, cut = next(steps)
-        first = plan
+    step = next(steps, None)
+    first, cut = step if step is not None else (None, [])
+    if (
+        first is not None
+        and decision.code == "forced"
+        and not any(i < first.desired for i in first.summarize)
+    ):
+        first = None  # a manual compaction summarizes only what lies before the kept tail
+    passes: PassResult | None = None
+    if first is None:
+        steps.close()
+        if current == run.messages:
+            return (yield from _skip_saving(run, _nothing(decision)))
+        # the reductions alone made it smaller
+    else:
         checked = check_savings(
             decision,
-            tokens_summarized=plan.tokens_summarized,
-            summary_tokens=_summary_budget(run, plan),
+            tokens_summarized=first.tokens_summarized,
+            summary_tokens=_summary_budget(run, first),
             config=setup.governor,
         )
-        if decision.code == "forced" and not any(i < plan.desired for i in plan.summarize):
-            # A manual compaction summarizes only what lies before the kept tail.
-            checked = _nothing(decision)
         if not checked.compact:
             steps.close()
             return (yield from _skip_saving(run, checked))
-        while True:
-            message, previous = yield from _summarize_step(run, plan, cut, previous)
-            plan, cut = steps.send([message])
-    except StopIteration as stop:
-        passes = stop.value
-    if first is None:
-        if current == run.messages:
-            return (yield from _skip_saving(run, _nothing(decision)))
-        passes = None
+        passes = yield from _drive(run, steps, first, cut, previous)
     kept = passes.messages if passes is not None else current
     final, after = _verify(run, kept, limit)
     governor, _ = record_compaction(

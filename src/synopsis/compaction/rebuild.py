@@ -106,13 +106,14 @@ def current_turn(messages: Sequence[Message]) -> int:
     )
 
 
-def without_thinking(message: Message) -> Message | None:
-    """``message`` without its thinking blocks (itself when it has none); ``None`` when
-    nothing else is left."""
+def without_thinking(message: Message) -> Message:
+    """``message`` without its thinking blocks (itself when it has none; with no parts when
+    nothing else was in it)."""
     if message.role is not Role.ASSISTANT or not message.has_reasoning:
         return message
-    parts = tuple(p for p in message.parts if not isinstance(p, ReasoningPart))
-    return replace(message, parts=parts) if parts else None
+    return replace(
+        message, parts=tuple(p for p in message.parts if not isinstance(p, ReasoningPart))
+    )
 
 
 def drop_stale_thinking(messages: Sequence[Message]) -> tuple[Message, ...]:
@@ -121,7 +122,7 @@ def drop_stale_thinking(messages: Sequence[Message]) -> tuple[Message, ...]:
     with thinking on, the running tool loop must start with them (rule A6)."""
     start = current_turn(messages)
     out = (without_thinking(m) if i < start else m for i, m in enumerate(messages))
-    return tuple(m for m in out if m is not None)
+    return tuple(m for m in out if m.parts)
 
 
 def finish(
