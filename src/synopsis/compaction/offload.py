@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.codec import message_to_json
-from synopsis.messages import content_hash, message_id, message_text
+from synopsis.messages import content_hash, message_text
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -102,14 +102,19 @@ class Originals:
                 continue
             seen.add(index)
             original = self._messages[index]
+            position = offset + len(out)
+            sha = content_hash(original)
             out.append(
                 StoredMessage(
                     session_id=session_id,
-                    id=message_id(original, index),
-                    position=offset + len(out),
+                    # The caller's own id, else one from the place in the session's offloaded
+                    # history: an id from the place in this call's list would name another
+                    # message in a later call, and the store would take it for a re-save.
+                    id=original.id or f"p{position}-{sha[:12]}",
+                    position=position,
                     role=original.role.value,
                     text=message_text(original),
-                    sha256=content_hash(original),
+                    sha256=sha,
                     format=self.format,
                     data=self.data(index),
                     compaction_id=compaction_id,

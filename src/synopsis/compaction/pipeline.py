@@ -145,19 +145,26 @@ def _problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
     return [p for p in check(messages, profile) if not p.rule.endswith(_OPEN_END)]
 
 
-def _normalise(setup: Setup, request: Request) -> tuple[FormatName, tuple[Message, ...], list[Any]]:
+def _normalise(
+    setup: Setup, request: Request
+) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any]]:
     decoded = decode(request.data, request.format, system=request.system)
     messages = decoded.messages
+    originals = Originals(messages, wire_items(request.data, decoded.format), decoded.format)
     profile = setup.profile_for(decoded.format)
     if not _problems(messages, profile):
-        return decoded.format, messages, []
+        return decoded.format, messages, originals, []
     repaired = repair_messages(messages, profile)
     left = _problems(repaired.messages, profile)
     if left:
         first = left[0]
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
         raise ConversationError(f"{first.message}{more}", index=first.index, rule=first.rule)
-    return decoded.format, repaired.messages, list(repaired.fixes)
+    # A repaired message still stands for the caller's item it came from.
+    for message, origin in zip(repaired.messages, repaired.origins, strict=True):
+        if origin is not None and message is not messages[origin]:
+            originals.adopt(messages[origin], message, changed=False)
+    return decoded.format, repaired.messages, originals, list(repaired.fixes)
 
 
 def _output(run: _Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
@@ -428,8 +435,7 @@ def _keep_reduced(run: _Run, messages: Sequence[Message]) -> None:
 
 
 def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
-    fmt, messages, fixes = _normalise(setup, request)
-    items = wire_items(request.data, fmt)
+    fmt, messages, originals, fixes = _normalise(setup, request)
     # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
     session_id = request.session_id or setup.default_session
     state = SessionState(session_id or "")
@@ -438,11 +444,6 @@ def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
         if isinstance(found, BaseException):
             raise StoreError(f"could not read session {session_id!r}: {found}") from found
         state = found or state
-    # A repaired message is no longer the caller's item: such a history keeps synopsis's own
-    # JSON of each message instead.
-    originals = (
-        Originals(messages, items, fmt) if not fixes else Originals(messages, (), "synopsis")
-    )
     given = messages
     messages = _unmerge(messages, originals)
     return _Run(setup, request, fmt, messages, originals, fixes, session_id, state, given)

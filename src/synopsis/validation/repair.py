@@ -69,6 +69,9 @@ class Fix:
 class Repaired:
     messages: tuple[Message, ...]
     fixes: tuple[Fix, ...]
+    origins: tuple[int | None, ...] = ()
+    """For each repaired message, the index of the input message it comes from (a merge
+    keeps the first one's; ``None`` for one repair added, such as a synthetic result)."""
 
 
 def dangling_policy(value: object) -> Dangling:
@@ -398,4 +401,4 @@ def repair_messages(
     # turn to the passes above.
     items = _lift_systems(items, profile, fixes)
     items = _merge_neighbours(items, profile, fixes)
-    return Repaired(tuple(m for _, m in items), tuple(fixes))
+    return Repaired(tuple(m for _, m in items), tuple(fixes), tuple(o for o, _ in items))
