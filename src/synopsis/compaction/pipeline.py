@@ -30,7 +30,14 @@ from synopsis.events import (
     emit,
 )
 from synopsis.formats import decode, encode
-from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from synopsis.messages import (
+    Message,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    content_hash,
+)
 from synopsis.planning import (
     GovernorState,
     TruncateArgs,
@@ -120,6 +127,8 @@ class _Run:
     caller sends, so what its size is measured on."""
     stored: list[StoredMessage] = field(default_factory=list)
     records: list[SummaryRecord] = field(default_factory=list)
+    chain: tuple[str, ...] = ()
+    """The content hashes of every message the session's summary chain covers, in order."""
     usage: list[Usage] = field(default_factory=list)
 
     @property
@@ -291,25 +300,58 @@ def _summary_budget(run: _Run, plan: SplitPlan) -> int:
     return max(free // 10, _MIN_SUMMARY_TOKENS)
 
 
-def _offload_ref(run: _Run, stored: Sequence[StoredMessage]) -> str | None:
-    if run.session_id is None or not stored:
+def _offload_ref(run: _Run) -> str | None:
+    """Where the messages a summary stands for can be fetched: the session's whole offloaded
+    history so far (what this call added is at its end)."""
+    last = run.state.offset + len(run.stored)
+    if run.session_id is None or not run.setup.keeps_originals or last == 0:
         return None
-    first, last = stored[0].position, stored[-1].position
+    first = run.stored[0].position if run.stored else 0
     return (
-        f'session "{run.session_id}", offloaded messages {first} to {last} '
-        f"(recall_history with start={first}, stop={last + 1})"
+        f'session "{run.session_id}", offloaded messages 0 to {last - 1}, this part from '
+        f"{first} (recall_history with start and stop, or a query)"
     )
+
+
+def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
+    """How many leading messages of ``cut`` the summary chain already covers (by content),
+    when it covers them all: a caller that sends its uncompacted history again (a retry, a
+    stateless proxy) gets the summary it already has, not a second one of the same prefix."""
+    if not chain or len(chain) > len(cut):
+        return 0
+    hashes = [content_hash(m) for m in cut[: len(chain)]]
+    return len(chain) if hashes == list(chain) else 0
 
 
 def _summarize_step(
     run: _Run, plan: SplitPlan, cut: Sequence[Message], previous: SummaryRecord | None
-) -> Generator[Effect, Outcome, tuple[Message, SummaryRecord]]:
+) -> Generator[Effect, Outcome, tuple[Message, SummaryRecord | None]]:
     setup = run.setup
+    profile = setup.profile_for(run.format)
     earlier = [m for m in cut if is_summary(m)]
+    if len(earlier) == len(cut) == 1:
+        # A pass whose cut is the last pass's summary alone would only summarize a summary.
+        return cut[0], previous
     if previous is not None and earlier:
         source = tuple(m for m in cut if not is_summary(m))
+    elif previous is not None and (covered := _covered(cut, run.chain)):
+        source = tuple(cut[covered:])
     else:
         source, previous = tuple(cut), None
+    if previous is not None and not source:
+        # Nothing new: the summary the chain ends with stands for the cut as it is.
+        message = (
+            earlier[-1]
+            if earlier
+            else summary_for(
+                previous,
+                profile=profile,
+                role=setup.summary_role,
+                style=setup.summary_style,
+                offload_ref=_offload_ref(run),
+            )
+        )
+        return message, previous
     budget = _summary_budget(run, plan)
     outcome = yield Summarize(source, previous, run.request.instructions, budget)
     if not isinstance(outcome, SummaryRecord):
@@ -345,12 +387,13 @@ def _summarize_step(
     )
     run.stored += stored
     run.records.append(record)
+    run.chain = (*run.chain, *(c.sha256 for c in record.covers))
     message = summary_for(
         record,
-        profile=setup.profile_for(run.format),
+        profile=profile,
         role=setup.summary_role,
         style=setup.summary_style,
-        offload_ref=_offload_ref(run, stored),
+        offload_ref=_offload_ref(run),
     )
     return message, record
 
@@ -472,6 +515,8 @@ def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Messa
 
 
 def _previous(run: _Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
+    """The head of the session's summary chain; ``run.chain`` gets the hashes of every
+    message the chain covers, oldest first."""
     if not (run.setup.has_store and run.session_id and run.state.summary_id):
         return None
     records = yield StoreCall("summaries", (run.session_id,))
@@ -479,7 +524,14 @@ def _previous(run: _Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
         raise StoreError(
             f"could not read the summaries of {run.session_id!r}: {records}"
         ) from records
-    return next((r for r in reversed(records) if r.id == run.state.summary_id), None)
+    by_id = {r.id: r for r in records}
+    chain: list[SummaryRecord] = []
+    head = by_id.get(run.state.summary_id)
+    while head is not None and len(chain) < len(records):
+        chain.append(head)
+        head = by_id.get(head.parent_id) if head.parent_id else None
+    run.chain = tuple(c.sha256 for r in reversed(chain) for c in r.covers)
+    return chain[0] if chain else None
 
 
 def _save(run: _Run, governor: GovernorState) -> Generator[Effect, Outcome, None]:
