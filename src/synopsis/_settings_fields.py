@@ -86,7 +86,7 @@ class SettingsFields(BaseModel):
         None,
         ge=0,
         description="Tokens left free for the answer; unset: the model's max output, at most "
-        "25% of the window (seed 003: a summary must never cause the overflow it prevents).",
+        "20% of the window (seed 003: a summary must never cause the overflow it prevents).",
     )
     # -- when: the trigger and the governor --
     trigger: float | str = Field(

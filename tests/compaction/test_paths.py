@@ -576,11 +576,13 @@ def test_a_huge_call_whose_arguments_are_not_json_makes_the_budget_unreachable()
     compactor = make(store=store, session_id="huge", listeners=[got.append])
     with pytest.raises(BudgetUnreachableError, match="the messages that must be kept") as caught:
         run(compactor, history)
-    assert "over the 3,000" in str(caught.value)
+    assert "over the 3,200" in str(caught.value)
     assert history[-1] == huge
     assert store.recall("huge") == []
     assert store.summaries("huge") == []
-    assert store.session("huge") is None
+    state = store.session("huge")  # the breaker counts the failed attempt, nothing else
+    assert state is not None
+    assert state.governor["consecutive_failures"] == 1
     assert kinds(got) == ["CompactionStarted", "CompactionFailed"]
 
 

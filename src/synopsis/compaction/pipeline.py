@@ -40,11 +40,13 @@ from synopsis.messages import (
 )
 from synopsis.planning import (
     GovernorState,
+    Keep,
     TruncateArgs,
     check_savings,
     decide,
     iter_passes,
     measure_history,
+    plan_split,
     record_compaction,
     record_failure,
     reduce,
@@ -67,6 +69,10 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SESSION", "Request", "StoreCall", "Summarize", "compaction"]
 
 _MIN_SUMMARY_TOKENS = 256
+_MIN_TRIM_TOKENS = 64
+"""Parts smaller than this are not worth a part summary, even as the last resort."""
+_GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages"})
+"""Reasons not to compact that give way when the history no longer leaves room to answer."""
 DEFAULT_SESSION = "default"
 """The session a store keeps offloaded messages under when the caller names none."""
 _TRIM_ARGS = TruncateArgs(max_length=200, prefix=40)
@@ -432,14 +438,15 @@ def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message
             if not is_summary(m) and m.role is not Role.SYSTEM
             for j, part in enumerate(m.parts)
             if isinstance(part, TextPart | ToolCallPart | ToolResultPart)
-            and _part_tokens(run, part) >= _MIN_SUMMARY_TOKENS
+            and _part_tokens(run, part) >= _MIN_TRIM_TOKENS
         ),
     )
     for _, _, i, j in candidates:
         if run.measure(out).tokens <= limit:
             break
         smaller = _smaller(run, out, i, j)
-        if smaller is not None:
+        count = run.setup.counter.count_message
+        if smaller is not None and count(smaller) < count(out[i]):
             run.originals.adopt(out[i], smaller)
             out[i] = smaller
     return tuple(out)
@@ -546,7 +553,19 @@ def _save(run: _Run, governor: GovernorState) -> Generator[Effect, Outcome, None
 def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, CompactionResult]:
     """The plan of one ``compact`` call; see the module docstring."""
     started = time.perf_counter()
-    run = yield from _open(setup, request)
+    try:
+        run = yield from _open(setup, request)
+    except Exception as error:
+        # Nothing started, but the listeners still hear why nothing will.
+        event = CompactionFailed(
+            session_id=request.session_id or setup.default_session,
+            stage="open",
+            error=str(error),
+            error_type=type(error).__name__,
+        )
+        request.collected.append(event)
+        emit(event, request.listeners)
+        raise
     governor = (
         GovernorState.from_json(run.state.governor) if run.state.governor else GovernorState()
     )
@@ -559,6 +578,17 @@ def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, Com
         turn=turn_key(run.messages),
         force=request.force,
     )
+    limit = setup.window - setup.reserve
+    if not decision.compact and before.tokens > limit and decision.code in _GIVES_WAY:
+        # The trigger is a share of the whole window, but the request must leave room for
+        # the answer: past that, it is an emergency whatever the trigger says.
+        decision = replace(
+            decision,
+            compact=True,
+            code="emergency",
+            reason=f"{before.tokens:,} tokens leave less than the {setup.reserve:,} reserved "
+            f"for the answer in a window of {setup.window:,}",
+        )
     if not decision.compact:
         yield from _save(run, decision.state)
         return _skip(run, decision)
@@ -581,7 +611,9 @@ def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, Com
                 error_type=type(error).__name__,
             )
         )
-        if not isinstance(error, StoreError | BudgetUnreachableError):
+        if not isinstance(error, StoreError):
+            # A store that failed has the old state still; anything else is a failed attempt
+            # the breaker counts (a history that cannot fit would fail the same way again).
             yield from _save(run, record_failure(decision.state))
         raise
     return result
@@ -604,6 +636,43 @@ def _drive(
             return result
 
 
+def _last_pass(
+    run: _Run, messages: tuple[Message, ...], previous: SummaryRecord | None
+) -> Generator[Effect, Outcome, tuple[Message, ...]]:
+    """One more pass when the passes left too much: the split that keeps the fewest messages
+    (down to ``min_tail_messages``) at any safe boundary, not only at the start of a turn,
+    since a long tool loop after the last user message is one turn."""
+    setup = run.setup
+    counts = [setup.counter.count_message(m) for m in messages]
+    plan = plan_split(
+        messages,
+        counts,
+        keep=Keep.messages(setup.governor.min_tail_messages),
+        threshold=1,
+        window=setup.window,
+        protect=setup.protect,
+        min_tail=setup.governor.min_tail_messages,
+    )
+    if plan is None or not any(not is_summary(messages[i]) for i in plan.summarize):
+        return messages
+    cut = [messages[i] for i in plan.summarize]
+    message, _ = yield from _summarize_step(run, plan, cut, previous)
+    return plan.apply(messages, [message])
+
+
+def _unreachable(setup: Setup, tokens: int, limit: int, system: int) -> BudgetUnreachableError:
+    why = (
+        f"the system prompt alone takes {system:,}"
+        if system >= limit
+        else "the messages that must be kept (system prompt, protected and newest turns) "
+        "are too large"
+    )
+    return BudgetUnreachableError(
+        f"the history takes {tokens:,} tokens, over the {limit:,} the window leaves after "
+        f"{setup.reserve:,} reserved for the answer, and compaction cannot fix that: {why}"
+    )
+
+
 def _verify(
     run: _Run, kept: tuple[Message, ...], limit: int
 ) -> tuple[tuple[Message, ...], Measure]:
@@ -622,16 +691,7 @@ def _verify(
     after = run.measure(final)
     if after.tokens > limit:
         system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
-        why = (
-            f"the system prompt alone takes {system:,}"
-            if system >= limit
-            else "the messages that must be kept (system prompt, protected and newest turns) "
-            "are too large"
-        )
-        raise BudgetUnreachableError(
-            f"the compacted history still takes {after.tokens:,} tokens, over the {limit:,} "
-            f"the window leaves after {setup.reserve:,} reserved for the answer: {why}"
-        )
+        raise _unreachable(setup, after.tokens, limit, system)
     problems = _problems(final, profile)
     if problems:
         raise ConversationError(
@@ -647,6 +707,10 @@ def _compact(
 ) -> Generator[Effect, Outcome, CompactionResult]:
     setup = run.setup
     limit = setup.window - setup.reserve
+    system = sum(setup.counter.count_message(m) for m in run.messages if m.role is Role.SYSTEM)
+    if system >= limit:
+        # No summary can help: fail before paying for one.
+        raise _unreachable(setup, before.tokens, limit, system)
     current = _reduce(run, run.messages, before)
     previous = yield from _previous(run)
     steps = iter_passes(
@@ -680,15 +744,30 @@ def _compact(
             summary_tokens=_summary_budget(run, first),
             config=setup.governor,
         )
-        if not checked.compact:
+        if not checked.compact and current == run.messages:
             steps.close()
             return (yield from _skip_saving(run, checked))
-        passes = yield from _drive(run, steps, first, cut, previous)
+        if checked.compact:
+            passes = yield from _drive(run, steps, first, cut, previous)
+        else:
+            steps.close()  # too little to summarize, but the reductions are worth keeping
     kept = passes.messages if passes is not None else current
+    if (
+        run.measure(finish(kept, setup.profile_for(run.format), role=setup.summary_role)[0]).tokens
+        > limit
+    ):
+        head = run.records[-1] if run.records else previous
+        kept = yield from _last_pass(run, kept, head)
     final, after = _verify(run, kept, limit)
+    if decision.code == "forced" and after.tokens >= before.tokens:
+        return (yield from _skip_saving(run, _nothing(decision)))
     governor, _ = record_compaction(
         decision.state, after, config=setup.governor, trigger=setup.trigger
     )
+    if any(isinstance(e, SummarizerFellBack) for e in run.events):
+        # The compaction stands, but the summarizer failed: the breaker counts it, so that a
+        # summarizer that keeps failing (or hanging) stops being asked.
+        governor = replace(governor, consecutive_failures=decision.state.consecutive_failures + 1)
     record = run.records[-1] if run.records else None
     summary_text = render(record) if record is not None else ""
     state = replace(
@@ -711,7 +790,7 @@ def _compact(
             ) from outcome
     run.state = state
     usage = Usage(**{k: sum(getattr(u, k) for u in run.usage) for k in Usage.model_fields})
-    plan0 = first
+    summaries = sum(1 for m in final if is_summary(m))
     run.emit(
         CompactionCompleted(
             session_id=run.session_id,
@@ -720,9 +799,9 @@ def _compact(
             tokens_before=before.tokens,
             tokens_after=after.tokens,
             summarized=sum(len(r.covers) for r in run.records),
-            kept=plan0.tail_messages if plan0 is not None else after.messages,
-            desired_split=plan0.desired if plan0 is not None else 0,
-            used_split=plan0.boundary if plan0 is not None else 0,
+            kept=after.messages - summaries,
+            desired_split=first.desired if first is not None else 0,
+            used_split=first.boundary if first is not None else 0,
             summary_chars=len(summary_text),
             usage=usage,
             record_id=record.id if record is not None else "",

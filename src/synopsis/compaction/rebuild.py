@@ -121,8 +121,12 @@ def drop_stale_thinking(messages: Sequence[Message]) -> tuple[Message, ...]:
     assistant message left with nothing is dropped. The current turn's blocks stay verbatim:
     with thinking on, the running tool loop must start with them (rule A6)."""
     start = current_turn(messages)
-    out = (without_thinking(m) if i < start else m for i, m in enumerate(messages))
-    return tuple(m for m in out if m.parts)
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        thinned = without_thinking(message) if index < start else message
+        if thinned.parts or thinned is message:
+            out.append(thinned)
+    return tuple(out)
 
 
 def finish(

@@ -34,8 +34,9 @@ _FAMILY_PROFILE = {
     "gemini": "gemini",
     "synopsis": "openai",
 }
-_RESERVE_SHARE = 4
-"""The reserve for the answer is at most a quarter of the window."""
+_RESERVE_SHARE = 5
+"""The default reserve for the answer is at most a fifth of the window: what the default
+trigger (80%) leaves, so a history under the trigger always leaves room to answer."""
 _DEFAULT_RESERVE = 4096
 """Tokens kept free for the answer when the model's output limit is unknown."""
 
