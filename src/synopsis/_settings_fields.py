@@ -227,7 +227,10 @@ class SettingsFields(BaseModel):
         2000, ge=1, description="Token budget of an LLM summary (seed 001)."
     )
     rules_max_summary_tokens: Whole = Field(
-        500, ge=1, description="Token budget of a rule-based summary (seed 003 maxSummaryTokens)."
+        500,
+        ge=100,
+        description="Token budget of a rule-based summary; its frame alone takes about 70 "
+        "(seed 003 maxSummaryTokens).",
     )
     max_input_tokens: OptionalWhole = Field(
         None,

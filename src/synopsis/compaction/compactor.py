@@ -14,6 +14,7 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.pipeline import (
@@ -27,11 +28,11 @@ from synopsis.compaction.setup import build_setup
 from synopsis.config import Settings
 from synopsis.errors import ConfigurationError, SummarizerError
 from synopsis.events import listening, span
-from synopsis.stores import AsyncStore, MemoryStore, export_markdown
+from synopsis.stores import AsyncStore, MemoryStore, Store, export_markdown
 from synopsis.summarizers import AsyncSummarizer
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Mapping, Sequence
+    from collections.abc import Generator, Mapping
     from os import PathLike
 
     from synopsis.compaction.result import CompactionResult
@@ -96,6 +97,7 @@ class Compactor:
         )
         if self.setup.store is None and self.settings.session_id is not None:
             self.setup = _with_store(self.setup, MemoryStore())
+        _check_call({"force": False, "listeners": listeners})
         self.listeners = tuple(listeners)
 
     def __repr__(self) -> str:
@@ -106,8 +108,16 @@ class Compactor:
             f"summarizer={s.summarizer_name!r}, store={store})"
         )
 
-    def _request(self, messages: object, options: dict[str, Any]) -> tuple[Request, Setup]:
+    def _request(
+        self, messages: object, options: dict[str, Any], *, asynchronous: bool = False
+    ) -> tuple[Request, Setup]:
         setup = self.setup
+        _check_call(options)
+        if setup.store is not None and not isinstance(setup.store, Store) and not asynchronous:
+            raise ConfigurationError(
+                f"{type(setup.store).__name__} has only async methods: use acompact()"
+            )
+        options["format"] = options.get("format") or self.settings.format
         session = options.pop("session_id", None) or setup.default_session
         if session is None and setup.store is not None:
             session = DEFAULT_SESSION
@@ -175,6 +185,7 @@ class Compactor:
                 "tools": tools,
                 "listeners": listeners,
             },
+            asynchronous=True,
         )
         with (
             span("synopsis.acompact", session_id=request.session_id or ""),
@@ -217,6 +228,24 @@ class Compactor:
         return export_markdown(self._store(), self._session(session_id))
 
 
+def _check_call(options: dict[str, Any]) -> None:
+    """Arguments of one call that are of the wrong kind, refused with a sentence."""
+    if not isinstance(options.get("force"), bool):
+        raise ConfigurationError(f"force must be true or false, got {options.get('force')!r}")
+    instructions = options.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise ConfigurationError(f"instructions must be text, got {instructions!r}")
+    listeners = options.get("listeners", ())
+    if (
+        isinstance(listeners, str | bytes)
+        or not isinstance(listeners, Sequence)
+        or not all(callable(listener) for listener in listeners)
+    ):
+        raise ConfigurationError(
+            f"listeners must be a list of callables taking an event, got {listeners!r}"
+        )
+
+
 def _with_store(setup: Setup, store: object) -> Setup:
     from dataclasses import replace  # noqa: PLC0415
 
@@ -235,12 +264,7 @@ def _summarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401 - a reco
     }
     try:
         if not hasattr(summarizer, "summarize"):
-            call = summarizer.asummarize(effect.messages, **arguments)
-            limit = setup.summarizer_timeout
-            try:
-                return asyncio.run(asyncio.wait_for(call, limit) if limit is not None else call)
-            except TimeoutError:
-                return _timed_out(limit or 0.0)
+            return _run_async_summarizer(setup, effect, arguments)
         if setup.summarizer_timeout is None:
             return summarizer.summarize(effect.messages, **arguments)
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
@@ -257,6 +281,23 @@ def _summarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401 - a reco
             pool.shutdown(wait=False, cancel_futures=True)
     except Exception as error:  # any failure of the summarizer means falling back
         return error
+
+
+def _run_async_summarizer(setup: Setup, effect: Summarize, arguments: dict[str, Any]) -> Any:  # noqa: ANN401 - a record, or what failed
+    """An async-only summarizer from blocking code: in a thread of its own with its own event
+    loop, so that it works inside a running loop too (a notebook, an async framework)."""
+    limit = setup.summarizer_timeout
+
+    async def call() -> Any:  # noqa: ANN401
+        work = setup.summarizer.asummarize(effect.messages, **arguments)
+        return await (asyncio.wait_for(work, limit) if limit is not None else work)
+
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        try:
+            return pool.submit(context.run, asyncio.run, call()).result()
+        except TimeoutError:
+            return _timed_out(limit or 0.0)
 
 
 async def _asummarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401

@@ -38,8 +38,9 @@ SummaryRole: TypeAlias = Literal["auto", "user", "system", "merge"]
 
 
 def summary_role(role: SummaryRole, profile: Profile) -> Role:
-    """The role the summary message is written with for ``profile``."""
-    if role == "system" and profile.mid_system:
+    """The role the summary message is written with for ``profile``: a system message where
+    the provider accepts one mid-history (OpenAI itself; a profile with ``mid_system``)."""
+    if role == "system" and (profile.mid_system or profile.system == "anywhere"):
         return Role.SYSTEM
     return Role.USER
 
