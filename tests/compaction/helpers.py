@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synopsis.compaction import CompactionResult, Compactor
 from synopsis.formats import decode, encode
 from synopsis.summarizers import RuleBasedSummarizer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from synopsis.events import Event
     from synopsis.messages import Message
     from synopsis.summarizers import SummaryRecord
 
@@ -32,12 +36,46 @@ def in_format(items: list[dict[str, Any]], fmt: str) -> tuple[list[Any], Any]:
     return wire.messages, wire.system
 
 
-class Counting:
-    """The rule-based summarizer, counting its calls."""
+def make(**options: Any) -> Compactor:
+    """A compactor at a 4,000-token window that compacts the aider transcript (2,232 tokens at
+    a 50% trigger) and ignores the process's ``SYNOPSIS_*`` variables."""
+    base: dict[str, Any] = {
+        "model": "gpt-4o",
+        "context_window": 4000,
+        "trigger": 0.5,
+        "reset_ratio": 0.4,
+        "environ": {},
+    }
+    base.update(options)
+    return Compactor(**base)
 
-    def __init__(self) -> None:
-        self.inner = RuleBasedSummarizer()
-        self.calls: list[int] = []
+
+def run(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
+    """``compactor.compact``, checking that the caller's input is not mutated."""
+    snapshot = copy.deepcopy(data)
+    result = compactor.compact(data, **options)
+    assert data == snapshot
+    return result
+
+
+def arun(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
+    """``compactor.acompact`` in an event loop of its own, with the same check."""
+    snapshot = copy.deepcopy(data)
+    result = asyncio.run(compactor.acompact(data, **options))
+    assert data == snapshot
+    return result
+
+
+def kinds(events: Sequence[Event]) -> list[str]:
+    return [type(e).__name__ for e in events]
+
+
+class Recording:
+    """The rule-based summarizer (or ``inner``), keeping every call's arguments."""
+
+    def __init__(self, inner: RuleBasedSummarizer | None = None) -> None:
+        self.inner = inner or RuleBasedSummarizer()
+        self.calls: list[dict[str, Any]] = []
 
     def summarize(
         self,
@@ -47,7 +85,17 @@ class Counting:
         instructions: str | None = None,
         max_tokens: int | None = None,
     ) -> SummaryRecord:
-        self.calls.append(len(messages))
+        self.calls.append(
+            {"messages": list(messages), "previous": previous, "instructions": instructions}
+        )
         return self.inner.summarize(
             messages, previous=previous, instructions=instructions, max_tokens=max_tokens
         )
+
+
+class Counting(Recording):
+    """A :class:`Recording` whose ``sizes`` are how many messages each call got."""
+
+    @property
+    def sizes(self) -> list[int]:
+        return [len(call["messages"]) for call in self.calls]

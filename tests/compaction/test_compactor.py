@@ -37,7 +37,17 @@ from synopsis.planning.units import is_summary
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, render
 from synopsis.validation import get_profile, validate
-from tests.compaction.helpers import TRANSCRIPTS, Counting, in_format, load_items
+from tests.compaction.helpers import (
+    TRANSCRIPTS,
+    Counting,
+    Recording,
+    arun,
+    in_format,
+    kinds,
+    load_items,
+    make,
+    run,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -55,64 +65,8 @@ FOLLOW_UP = [
 ]
 
 
-def make(**options: Any) -> Compactor:
-    """A compactor at a 4,000-token window that compacts the aider transcript (2,232 tokens at
-    a 50% trigger) and ignores the process's ``SYNOPSIS_*`` variables."""
-    base: dict[str, Any] = {
-        "model": "gpt-4o",
-        "context_window": 4000,
-        "trigger": 0.5,
-        "reset_ratio": 0.4,
-        "environ": {},
-    }
-    base.update(options)
-    return Compactor(**base)
-
-
-def run(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
-    """``compactor.compact``, checking that the caller's input is not mutated."""
-    snapshot = copy.deepcopy(data)
-    result = compactor.compact(data, **options)
-    assert data == snapshot
-    return result
-
-
-def arun(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
-    snapshot = copy.deepcopy(data)
-    result = asyncio.run(compactor.acompact(data, **options))
-    assert data == snapshot
-    return result
-
-
 def deterministic() -> RuleBasedSummarizer:
     return RuleBasedSummarizer(deterministic_ids=True, clock=lambda: FIXED)
-
-
-def kinds(events: Sequence[Event]) -> list[str]:
-    return [type(e).__name__ for e in events]
-
-
-class Recording:
-    """The rule-based summarizer, keeping every call's arguments."""
-
-    def __init__(self, inner: RuleBasedSummarizer | None = None) -> None:
-        self.inner = inner or RuleBasedSummarizer()
-        self.calls: list[dict[str, Any]] = []
-
-    def summarize(
-        self,
-        messages: Sequence[Message],
-        *,
-        previous: SummaryRecord | None = None,
-        instructions: str | None = None,
-        max_tokens: int | None = None,
-    ) -> SummaryRecord:
-        self.calls.append(
-            {"messages": list(messages), "previous": previous, "instructions": instructions}
-        )
-        return self.inner.summarize(
-            messages, previous=previous, instructions=instructions, max_tokens=max_tokens
-        )
 
 
 class AsyncOnly:

@@ -5,7 +5,6 @@ apart, and the guard that refuses a rebuilt history no provider would accept."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import sys
@@ -31,7 +30,16 @@ from synopsis.planning.units import is_summary
 from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
 from synopsis.tokens import counter_for_model
 from synopsis.validation import validate
-from tests.compaction.helpers import TRANSCRIPTS, in_format, load_items
+from tests.compaction.helpers import (
+    TRANSCRIPTS,
+    Recording,
+    arun,
+    in_format,
+    kinds,
+    load_items,
+    make,
+    run,
+)
 from tests.fakes.llm_server import FakeLLMServer, anthropic_message, chat_completion, response
 
 if TYPE_CHECKING:
@@ -49,39 +57,6 @@ FOLLOW_UP = [
     {"role": "user", "content": "Now count the cities with more than 100000 people."},
     {"role": "assistant", "content": "There are 340 such cities in the 2020 census."},
 ]
-
-
-def make(**options: Any) -> Compactor:
-    """A compactor at a 4,000-token window that compacts the aider transcript (a 50%
-    trigger) and ignores the process's ``SYNOPSIS_*`` variables."""
-    base: dict[str, Any] = {
-        "model": "gpt-4o",
-        "context_window": 4000,
-        "trigger": 0.5,
-        "reset_ratio": 0.4,
-        "environ": {},
-    }
-    base.update(options)
-    return Compactor(**base)
-
-
-def run(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
-    """``compactor.compact``, checking that the caller's input is not mutated."""
-    snapshot = copy.deepcopy(data)
-    result = compactor.compact(data, **options)
-    assert data == snapshot
-    return result
-
-
-def arun(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
-    snapshot = copy.deepcopy(data)
-    result = asyncio.run(compactor.acompact(data, **options))
-    assert data == snapshot
-    return result
-
-
-def kinds(events: Sequence[Event]) -> list[str]:
-    return [type(e).__name__ for e in events]
 
 
 def summaries_in(result: CompactionResult) -> list[Message]:
@@ -105,31 +80,6 @@ def tool(call_id: str, content: str) -> dict[str, Any]:
 BIG_OUTPUT = "line 12: total population 331449281 for the census table\n" * 700
 """A tool output far over the message threshold (half the trigger) of ``make()``."""
 
-
-class Recording:
-    """The rule-based summarizer (or ``inner``), keeping each call's messages."""
-
-    def __init__(self) -> None:
-        from synopsis.summarizers import RuleBasedSummarizer  # noqa: PLC0415
-
-        self.inner = RuleBasedSummarizer()
-        self.calls: list[list[Message]] = []
-
-    def summarize(
-        self,
-        messages: Sequence[Message],
-        *,
-        previous: SummaryRecord | None = None,
-        instructions: str | None = None,
-        max_tokens: int | None = None,
-    ) -> SummaryRecord:
-        self.calls.append(list(messages))
-        return self.inner.summarize(
-            messages, previous=previous, instructions=instructions, max_tokens=max_tokens
-        )
-
-
-# ------------------------------------------------------- 1. an LLM summarizer from the settings
 
 FIRST_REQUEST = "Please describe the weather in the mountains for my hiking trip"
 LAST_REQUEST = "Describe the valley once more."
@@ -526,7 +476,8 @@ def test_a_summary_from_another_compactor_is_summarized_with_the_rest() -> None:
     assert result.compacted
     assert result.record is not None
     assert result.record.depth == 0  # no record of it in this store: a new chain
-    (given,) = summarizer.calls
+    (call,) = summarizer.calls
+    given = call["messages"]
     assert [m.text for m in given if is_summary(m)] == [summary]
     assert len(given) > 1
     assert len(summaries_in(result)) == 1
@@ -765,7 +716,8 @@ def test_a_summary_merged_into_the_middle_of_a_user_turn_is_taken_apart() -> Non
     compactor = make(summarizer=summarizer, store=store, session_id="merged")
     result = compactor.compact(messages, format="synopsis", force=True)
     assert result.compacted
-    (given,) = summarizer.calls
+    (call,) = summarizer.calls
+    given = call["messages"]
     # Three messages where the caller had one: the user's words on either side, apart.
     at = next(i for i, m in enumerate(given) if m.parts[:2] == before)
     assert [m.parts for m in given[at : at + 3]] == [
