@@ -3,6 +3,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import synopsis
 
 PINNED = [
@@ -142,3 +144,37 @@ def test_importing_the_summarizers_imports_no_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_compact_has_the_pinned_signature() -> None:
+    import inspect  # noqa: PLC0415
+
+    pinned = [
+        "messages",
+        "model",
+        "context_window",
+        "trigger",
+        "keep",
+        "summarizer",
+        "counter",
+        "store",
+        "session_id",
+        "format",
+        "force",
+        "instructions",
+        "listeners",
+    ]
+    for function in (synopsis.compact, synopsis.acompact):
+        names = list(inspect.signature(function).parameters)
+        assert names[: len(pinned)] == pinned
+
+
+def test_compact_left_unset_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNOPSIS_CONTEXT_WINDOW", "4000")
+    monkeypatch.setenv("SYNOPSIS_RESERVE_OUTPUT_TOKENS", "500")
+    history = [
+        {"role": "system", "content": "rule " * 5000},
+        {"role": "user", "content": "hi"},
+    ]
+    with pytest.raises(synopsis.BudgetUnreachableError, match="over the 3,500"):
+        synopsis.compact(history, force=True)

@@ -367,20 +367,88 @@ async def _arun(plan: Generator[Any, Any, CompactionResult], setup: Setup) -> Co
     return result
 
 
-def compact(messages: object, **options: Any) -> CompactionResult:  # noqa: ANN401
-    """Compact ``messages`` once with ``options`` (those of :class:`Compactor` and of
-    :meth:`Compactor.compact`). Without a ``store`` and ``session_id`` nothing is remembered
-    between calls; hold a :class:`Compactor` for that."""
-    call = {k: options.pop(k) for k in list(options) if k in _CALL_OPTIONS}
-    return Compactor(**options).compact(messages, **call)
+def compact(
+    messages: object,
+    *,
+    model: str | None = None,
+    context_window: int | None = None,
+    trigger: Trigger | float | str | None = None,
+    keep: Keep | int | str | None = None,
+    summarizer: object = None,
+    counter: TokenCounter | None = None,
+    store: object = None,
+    session_id: str | None = None,
+    format: FormatName | None = None,
+    force: bool = False,
+    instructions: str | None = None,
+    listeners: Sequence[Listener] = (),
+    system: object = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    **options: Any,  # noqa: ANN401 - any other Settings option
+) -> CompactionResult:
+    """Compact ``messages`` once (DESIGN's pinned signature; any other option of
+    :class:`~synopsis.config.Settings` by keyword too). Without a ``store`` and ``session_id``
+    nothing is remembered between calls; hold a :class:`Compactor` for that."""
+    compactor = _one_shot(model, context_window, trigger, keep, summarizer, counter, store, options)
+    return compactor.compact(
+        messages,
+        system=system,
+        session_id=session_id,
+        format=format,
+        force=force,
+        instructions=instructions,
+        tools=tools,
+        listeners=listeners,
+    )
 
 
-async def acompact(messages: object, **options: Any) -> CompactionResult:  # noqa: ANN401
-    """:func:`compact`, async."""
-    call = {k: options.pop(k) for k in list(options) if k in _CALL_OPTIONS}
-    return await Compactor(**options).acompact(messages, **call)
+async def acompact(
+    messages: object,
+    *,
+    model: str | None = None,
+    context_window: int | None = None,
+    trigger: Trigger | float | str | None = None,
+    keep: Keep | int | str | None = None,
+    summarizer: object = None,
+    counter: TokenCounter | None = None,
+    store: object = None,
+    session_id: str | None = None,
+    format: FormatName | None = None,
+    force: bool = False,
+    instructions: str | None = None,
+    listeners: Sequence[Listener] = (),
+    system: object = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    **options: Any,  # noqa: ANN401 - any other Settings option
+) -> CompactionResult:
+    """:func:`compact`, awaiting an async summarizer and store."""
+    compactor = _one_shot(model, context_window, trigger, keep, summarizer, counter, store, options)
+    return await compactor.acompact(
+        messages,
+        system=system,
+        session_id=session_id,
+        format=format,
+        force=force,
+        instructions=instructions,
+        tools=tools,
+        listeners=listeners,
+    )
 
 
-_CALL_OPTIONS = frozenset(
-    {"system", "session_id", "format", "force", "instructions", "tools", "listeners"}
-)
+def _one_shot(  # noqa: PLR0917 - the positional order of compact()'s own keywords
+    model: str | None,
+    context_window: int | None,
+    trigger: Trigger | float | str | None,
+    keep: Keep | int | str | None,
+    summarizer: object,
+    counter: TokenCounter | None,
+    store: object,
+    options: dict[str, Any],
+) -> Compactor:
+    """The Compactor of one :func:`compact` call. An argument left at ``None`` is not given,
+    so a TOML file or a ``SYNOPSIS_*`` variable still sets it."""
+    given = {"model": model, "context_window": context_window}
+    options.update({k: v for k, v in given.items() if v is not None})
+    return Compactor(
+        trigger=trigger, keep=keep, summarizer=summarizer, counter=counter, store=store, **options
+    )
