@@ -1,4 +1,4 @@
-"""TokenCounter implementations: text, framing, every part type, tools, the identity cache."""
+"""TokenCounter implementations: text, framing, every part type, tools, the count cache."""
 
 from __future__ import annotations
 
@@ -224,16 +224,16 @@ def test_cache_counts_each_message_once() -> None:
     assert counter.cache_info().hits == 6
 
 
-def test_cache_is_by_identity_not_equality() -> None:
+def test_equal_messages_share_one_cached_count() -> None:
     counter = TiktokenCounter()
     a = text_message("same")
-    b = text_message("same")
+    b = text_message("same")  # equal, another object (a history decoded again)
     assert a == b
-    counter.count_message(a)
-    counter.count_message(b)
-    assert counter.cache_info()[:3] == (0, 2, 2)
-    counter.count_message(a)
-    assert counter.cache_info().hits == 1
+    assert a is not b
+    assert counter.count_message(a) == counter.count_message(b)
+    assert counter.cache_info()[:3] == (1, 1, 1)
+    counter.count_message(text_message("other"))
+    assert counter.cache_info()[:3] == (1, 2, 2)
 
 
 def test_cache_is_lru_bounded() -> None:

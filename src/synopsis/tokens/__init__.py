@@ -2,7 +2,7 @@
 
 Exact ``o200k_base`` and ``cl100k_base`` counts through tiktoken, from vocabularies bundled
 with synopsis (no network, no cache directory); calibrated estimates for Claude, Gemini and
-open-weight models; provider framing, tool definitions and media; a per-message identity
+open-weight models; provider framing, tool definitions and media; a per-message count
 cache, provider calibration and an append-only ledger.
 
 >>> from synopsis.tokens import counter_for_model

@@ -2,8 +2,9 @@
 
 A history's count is ``reply priming + sum(count_message(m)) + tool definitions``, so it is
 additive over messages: ``count(a + b) == count(a) + count(b) - count([])``. Each message's
-count is cached by identity (``id(message)``, with the object kept to check ``cached is
-message``), so recounting a history after an append tokenizes only the new message.
+count is cached by the message's value (messages are frozen and hashable; equal ones count
+the same), so recounting a history after an append tokenizes only the new message, even when
+the history was decoded afresh from the caller's items.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def _expand_tools(tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 
 
 class MessageCounter:
-    """Shared logic: framing, parts, media, tools and the identity cache.
+    """Shared logic: framing, parts, media, tools and the count cache (by message value).
 
     Subclasses say how text becomes tokens by overriding :meth:`_count_texts`.
     """
@@ -121,7 +122,9 @@ class MessageCounter:
         self.provider: Provider = check_provider(provider)
         self.framing: Framing = FRAMING[self.provider]
         self._maxsize = _check_cache_size(cache_size)
-        self._cache: OrderedDict[int, tuple[Message, int]] = OrderedDict()
+        # Keyed by the message's value: equal messages have the same count, and a history
+        # decoded afresh on every call (what compact() does) still hits.
+        self._cache: OrderedDict[Message, int] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
@@ -136,14 +139,19 @@ class MessageCounter:
     def count_text(self, text: str) -> int:
         return self._count_texts((text,))
 
+    def _cached(self, message: Message) -> int | None:
+        """The cached count of ``message``, if any; the caller holds the lock."""
+        count = self._cache.get(message)
+        if count is not None:
+            self._cache.move_to_end(message)
+        return count
+
     def count_message(self, message: Message) -> int:
-        key = id(message)
         with self._lock:
-            entry = self._cache.get(key)
-            if entry is not None and entry[0] is message:
-                self._cache.move_to_end(key)
+            cached = self._cached(message)
+            if cached is not None:
                 self._hits += 1
-                return entry[1]
+                return cached
         count = self._count_uncached(message)
         with self._lock:
             self._store(message, count)
@@ -157,13 +165,11 @@ class MessageCounter:
     ) -> int:
         total = self.framing.reply_priming
         missing: list[Message] = []
-        cache = self._cache
         with self._lock:
             for message in messages:
-                entry = cache.get(id(message))
-                if entry is not None and entry[0] is message:
-                    cache.move_to_end(id(message))
-                    total += entry[1]
+                cached = self._cached(message)
+                if cached is not None:
+                    total += cached
                 else:
                     missing.append(message)
             self._hits += len(messages) - len(missing)
@@ -222,8 +228,8 @@ class MessageCounter:
         self._misses += 1
         if self._maxsize == 0:
             return
-        self._cache[id(message)] = (message, count)
-        self._cache.move_to_end(id(message))
+        self._cache[message] = count
+        self._cache.move_to_end(message)
         if len(self._cache) > self._maxsize:
             self._cache.popitem(last=False)
 
