@@ -10,22 +10,22 @@ never returned.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.offload import Originals, wire_items
-from synopsis.compaction.rebuild import current_turn, finish, summary_for, without_thinking
+from synopsis.compaction.rebuild import finish, summary_for
 from synopsis.compaction.result import CompactionResult
+from synopsis.compaction.shrink import keep_reduced, reduce_cheaply, thin, trim
+from synopsis.compaction.state import Effect, Outcome, Request, Run, StoreCall, Summarize
 from synopsis.errors import BudgetUnreachableError, ConversationError, StoreError
 from synopsis.events import (
     CompactionCompleted,
     CompactionFailed,
     CompactionSkipped,
     CompactionStarted,
-    Event,
     SummarizerFellBack,
     emit,
 )
@@ -34,121 +34,37 @@ from synopsis.messages import (
     Message,
     Role,
     TextPart,
-    ToolCallPart,
-    ToolResultPart,
     content_hash,
 )
 from synopsis.planning import (
     GovernorState,
     Keep,
-    TruncateArgs,
     check_savings,
     decide,
     iter_passes,
-    measure_history,
     plan_split,
     record_compaction,
     record_failure,
-    reduce,
     turn_key,
 )
-from synopsis.planning.reductions import truncate_call
-from synopsis.planning.units import is_real_user, is_summary, is_summary_text
+from synopsis.planning.units import is_summary, is_summary_text
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
-from synopsis.summarizers import SummaryRecord, Usage, render, summarize_part
+from synopsis.summarizers import SummaryRecord, Usage, render
 from synopsis.validation import check, repair_messages
 
 if TYPE_CHECKING:
     from synopsis.compaction.setup import Setup
-    from synopsis.events import Listener
     from synopsis.formats import FormatName
     from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
-    from synopsis.stores import StoredMessage
     from synopsis.validation import Problem, Profile
 
 __all__ = ["DEFAULT_SESSION", "Request", "StoreCall", "Summarize", "compaction"]
 
 _MIN_SUMMARY_TOKENS = 256
-_MIN_TRIM_TOKENS = 64
-"""Parts smaller than this are not worth a part summary, even as the last resort."""
 _GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages"})
 """Reasons not to compact that give way when the history no longer leaves room to answer."""
 DEFAULT_SESSION = "default"
 """The session a store keeps offloaded messages under when the caller names none."""
-_TRIM_ARGS = TruncateArgs(max_length=200, prefix=40)
-"""How priority trimming cuts a call's long string arguments."""
-
-
-@dataclass(frozen=True, slots=True)
-class Summarize:
-    """Ask the summarizer for a record of ``messages`` (updating ``previous``)."""
-
-    messages: tuple[Message, ...]
-    previous: SummaryRecord | None
-    instructions: str | None
-    max_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoreCall:
-    """Call the store's method ``name`` with ``args``."""
-
-    name: str
-    args: tuple[Any, ...]
-
-
-Effect: TypeAlias = Summarize | StoreCall
-Outcome: TypeAlias = Any  # the effect's value, or the exception it raised
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    data: object
-    format: FormatName | None = None
-    system: object = None
-    session_id: str | None = None
-    force: bool = False
-    instructions: str | None = None
-    tools: Sequence[Mapping[str, Any]] | None = None
-    listeners: Sequence[Listener] = ()
-    collected: list[Event] = field(default_factory=list)
-    """Every event of the call, in order: the pipeline's own and those a summarizer reports
-    (the driver listens for them into this list)."""
-
-
-@dataclass(slots=True)
-class _Run:
-    """What one compaction has learnt so far."""
-
-    setup: Setup
-    request: Request
-    format: FormatName
-    messages: tuple[Message, ...]
-    originals: Originals
-    fixes: list[Any]
-    session_id: str | None
-    state: SessionState
-    given: tuple[Message, ...] = ()
-    """The messages as decoded, before any summary was taken out of a merged turn: what the
-    caller sends, so what its size is measured on."""
-    stored: list[StoredMessage] = field(default_factory=list)
-    records: list[SummaryRecord] = field(default_factory=list)
-    chain: tuple[str, ...] = ()
-    """The content hashes of every message the session's summary chain covers, in order."""
-    usage: list[Usage] = field(default_factory=list)
-
-    @property
-    def events(self) -> list[Event]:
-        return self.request.collected
-
-    def emit(self, event: Event) -> None:
-        self.events.append(event)
-        emit(event, self.request.listeners)
-
-    def measure(self, messages: Sequence[Message]) -> Measure:
-        return measure_history(
-            messages, counter=self.setup.counter, window=self.setup.window, tools=self.request.tools
-        )
 
 
 _OPEN_END = ("G5", "last_user")
@@ -182,7 +98,7 @@ def _normalise(
     return decoded.format, repaired.messages, originals, list(repaired.fixes)
 
 
-def _output(run: _Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
+def _output(run: Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
     if messages is run.messages and not run.fixes:
         items = wire_items(run.request.data, run.format)
         system = run.request.system
@@ -195,7 +111,7 @@ def _output(run: _Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
 
 
 def _result(
-    run: _Run,
+    run: Run,
     messages: tuple[Message, ...],
     *,
     compacted: bool,
@@ -222,7 +138,7 @@ def _result(
     )
 
 
-def _skip(run: _Run, decision: Decision) -> CompactionResult:
+def _skip(run: Run, decision: Decision) -> CompactionResult:
     m = decision.measure
     run.emit(
         CompactionSkipped(
@@ -253,60 +169,19 @@ def _nothing(decision: Decision) -> Decision:
     )
 
 
-def _skip_saving(run: _Run, decision: Decision) -> Generator[Effect, Outcome, CompactionResult]:
+def _skip_saving(run: Run, decision: Decision) -> Generator[Effect, Outcome, CompactionResult]:
     """A compaction given up after it started: the governor's state is still kept."""
     yield from _save(run, decision.state)
     return _skip(run, decision)
 
 
-def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
-    """The call a result answers (the latest with its id), for the part summary to name."""
-    calls = (p for m in reversed(messages) for p in m.tool_calls if p.call_id == call_id)
-    return next(calls, None)
-
-
-def _reduce(run: _Run, messages: tuple[Message, ...], measure: Measure) -> tuple[Message, ...]:
-    """The cheap tiers (planning.reductions): old arguments truncated, duplicate results
-    referenced, oversized parts summarized on their own by the rules (no model call)."""
-    setup = run.setup
-    counts = [setup.counter.count_message(m) for m in messages]
-    threshold = setup.trigger.token_threshold(setup.window) or setup.window
-    reduced = reduce(
-        messages,
-        counts,
-        measure=measure,
-        threshold=threshold,
-        config=setup.reductions,
-        count_text=setup.counter.count_text,
-    )
-    out = list(reduced.messages)
-    for before, after in zip(messages, out, strict=True):
-        if after is not before:
-            run.originals.adopt(before, after)
-    first = next((i for i, m in enumerate(out) if is_real_user(m) and not is_summary(m)), None)
-    for big in reduced.oversized:
-        message = out[big.index]
-        if message.role is Role.SYSTEM or big.index == first:
-            # The system prompt and the task as first stated are never made small here; only
-            # the last resort (priority trimming) may, when nothing else fits.
-            continue
-        part = message.parts[big.part]
-        call = (
-            _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
-        )
-        smaller = summarize_part(message, big.part, summarizer=setup.rules, call=call)
-        run.originals.adopt(message, smaller)
-        out[big.index] = smaller
-    return tuple(out)
-
-
-def _summary_budget(run: _Run, plan: SplitPlan) -> int:
+def _summary_budget(run: Run, plan: SplitPlan) -> int:
     """Seed 003: a summary takes at most a tenth of what the kept messages leave free."""
     free = run.setup.window - run.setup.reserve - plan.tokens_head - plan.tokens_tail
     return max(free // 10, _MIN_SUMMARY_TOKENS)
 
 
-def _offload_ref(run: _Run) -> str | None:
+def _offload_ref(run: Run) -> str | None:
     """Where the messages a summary stands for can be fetched: the session's whole offloaded
     history so far (what this call added is at its end)."""
     last = run.state.offset + len(run.stored)
@@ -330,7 +205,7 @@ def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
 
 
 def _summarize_step(
-    run: _Run, plan: SplitPlan, cut: Sequence[Message], previous: SummaryRecord | None
+    run: Run, plan: SplitPlan, cut: Sequence[Message], previous: SummaryRecord | None
 ) -> Generator[Effect, Outcome, tuple[Message, SummaryRecord | None]]:
     setup = run.setup
     profile = setup.profile_for(run.format)
@@ -404,87 +279,7 @@ def _summarize_step(
     return message, record
 
 
-def _part_tokens(run: _Run, part: TextPart | ToolCallPart | ToolResultPart) -> int:
-    text = part.arguments_text if isinstance(part, ToolCallPart) else part.text
-    return run.setup.counter.count_text(text)
-
-
-def _smaller(run: _Run, messages: Sequence[Message], i: int, j: int) -> Message | None:
-    """Message ``i`` with part ``j`` made small: call arguments truncated (the JSON stays
-    valid), a result or a text summarized on its own; ``None`` when it cannot shrink."""
-    message = messages[i]
-    part = message.parts[j]
-    if isinstance(part, ToolCallPart):
-        cut = truncate_call(part, _TRIM_ARGS)
-        if cut is None:
-            return None
-        parts = list(message.parts)
-        parts[j] = cut
-        return replace(message, parts=tuple(parts))
-    call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
-    return summarize_part(message, j, summarizer=run.setup.rules, call=call)
-
-
-def _trim(run: _Run, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:
-    """Priority trimming, the last resort: the largest parts of the kept messages (results,
-    then call arguments, then texts; never the system prompt or synopsis's summaries) made
-    small one by one until the history fits ``limit``. The originals are in the store."""
-    out = list(messages)
-    rank = {ToolResultPart: 0, ToolCallPart: 1, TextPart: 2}
-    candidates = sorted(
-        (
-            (rank[type(part)], -_part_tokens(run, part), i, j)
-            for i, m in enumerate(out)
-            if not is_summary(m) and m.role is not Role.SYSTEM
-            for j, part in enumerate(m.parts)
-            if isinstance(part, TextPart | ToolCallPart | ToolResultPart)
-            and _part_tokens(run, part) >= _MIN_TRIM_TOKENS
-        ),
-    )
-    for _, _, i, j in candidates:
-        if run.measure(out).tokens <= limit:
-            break
-        smaller = _smaller(run, out, i, j)
-        count = run.setup.counter.count_message
-        if smaller is not None and count(smaller) < count(out[i]):
-            run.originals.adopt(out[i], smaller)
-            out[i] = smaller
-    return tuple(out)
-
-
-def _thin(run: _Run, messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    """Stale thinking dropped here rather than in the rebuild, so that the messages it
-    changes keep their originals for the store (one emptied is removed by the rebuild)."""
-    # With preserved thinking, a block after the edit (the summary) no longer passes the
-    # prefix check, so none is kept; otherwise only the current turn's are needed.
-    start = len(messages) if run.setup.preserved_thinking else current_turn(messages)
-    out: list[Message] = []
-    for index, message in enumerate(messages):
-        thinned = without_thinking(message) if index < start else message
-        if thinned is not message:
-            run.originals.adopt(message, thinned)
-        out.append(thinned)
-    return tuple(out)
-
-
-def _keep_reduced(run: _Run, messages: Sequence[Message]) -> None:
-    """The originals of kept messages that a reduction changed go to the store as well."""
-    if not run.setup.keeps_originals:
-        return
-    changed = [m for m in messages if run.originals.changed(m)]
-    if not changed:
-        return
-    owner = run.records[-1].id if run.records else uuid.uuid4().hex
-    run.stored += run.originals.stored(
-        changed,
-        session_id=run.session_id or "",
-        offset=run.state.offset + len(run.stored),
-        compaction_id=owner,
-        at=datetime.now(UTC),
-    )
-
-
-def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
+def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
     fmt, messages, originals, fixes = _normalise(setup, request)
     # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
     session_id = request.session_id or setup.default_session
@@ -496,7 +291,7 @@ def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, _Run]:
         state = found or state
     given = messages
     messages = _unmerge(messages, originals)
-    return _Run(setup, request, fmt, messages, originals, fixes, session_id, state, given)
+    return Run(setup, request, fmt, messages, originals, fixes, session_id, state, given)
 
 
 def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Message, ...]:
@@ -521,7 +316,7 @@ def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Messa
     return tuple(out)
 
 
-def _previous(run: _Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
+def _previous(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
     """The head of the session's summary chain; ``run.chain`` gets the hashes of every
     message the chain covers, oldest first."""
     if not (run.setup.has_store and run.session_id and run.state.summary_id):
@@ -541,7 +336,7 @@ def _previous(run: _Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
     return chain[0] if chain else None
 
 
-def _save(run: _Run, governor: GovernorState) -> Generator[Effect, Outcome, None]:
+def _save(run: Run, governor: GovernorState) -> Generator[Effect, Outcome, None]:
     if not (run.setup.has_store and run.session_id is not None):
         return
     state = replace(run.state, governor=governor.to_json(), updated_at=datetime.now(UTC))
@@ -620,7 +415,7 @@ def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, Com
 
 
 def _drive(
-    run: _Run,
+    run: Run,
     steps: Generator[PassStep, Sequence[Message], PassResult],
     plan: SplitPlan,
     cut: list[Message],
@@ -637,7 +432,7 @@ def _drive(
 
 
 def _last_pass(
-    run: _Run, messages: tuple[Message, ...], previous: SummaryRecord | None
+    run: Run, messages: tuple[Message, ...], previous: SummaryRecord | None
 ) -> Generator[Effect, Outcome, tuple[Message, ...]]:
     """One more pass when the passes left too much: the split that keeps the fewest messages
     (down to ``min_tail_messages``) at any safe boundary, not only at the start of a turn,
@@ -673,21 +468,19 @@ def _unreachable(setup: Setup, tokens: int, limit: int, system: int) -> BudgetUn
     )
 
 
-def _verify(
-    run: _Run, kept: tuple[Message, ...], limit: int
-) -> tuple[tuple[Message, ...], Measure]:
+def _verify(run: Run, kept: tuple[Message, ...], limit: int) -> tuple[tuple[Message, ...], Measure]:
     """The rebuilt history and its size, once it is valid for the provider and fits
     ``limit`` (trimmed when it must be); otherwise the error that says why not."""
     setup = run.setup
     profile = setup.profile_for(run.format)
     if profile.thinking_rules:
-        kept = _thin(run, kept)
+        kept = thin(run, kept)
     final, fixes = finish(kept, profile, role=setup.summary_role)
     if run.measure(final).tokens > limit:
-        kept = _trim(run, kept, limit)
+        kept = trim(run, kept, limit)
         final, fixes = finish(kept, profile, role=setup.summary_role)
     run.fixes += fixes
-    _keep_reduced(run, kept)
+    keep_reduced(run, kept)
     after = run.measure(final)
     if after.tokens > limit:
         system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
@@ -703,7 +496,7 @@ def _verify(
 
 
 def _compact(
-    run: _Run, decision: Decision, before: Measure, started: float
+    run: Run, decision: Decision, before: Measure, started: float
 ) -> Generator[Effect, Outcome, CompactionResult]:
     setup = run.setup
     limit = setup.window - setup.reserve
@@ -711,7 +504,7 @@ def _compact(
     if system >= limit:
         # No summary can help: fail before paying for one.
         raise _unreachable(setup, before.tokens, limit, system)
-    current = _reduce(run, run.messages, before)
+    current = reduce_cheaply(run, run.messages, before)
     previous = yield from _previous(run)
     steps = iter_passes(
         current,

@@ -1,0 +1,153 @@
+"""Making a history smaller without summarizing it: the cheap reductions, stale thinking, and
+priority trimming (the last resort). Every message changed here keeps its original for the
+store (:meth:`~synopsis.compaction.offload.Originals.adopt`)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from synopsis.compaction.rebuild import current_turn, without_thinking
+from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from synopsis.planning import TruncateArgs, reduce
+from synopsis.planning.reductions import truncate_call
+from synopsis.planning.units import is_real_user, is_summary
+from synopsis.summarizers import summarize_part
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.compaction.state import Run
+    from synopsis.planning import Measure
+
+__all__ = ["keep_reduced", "reduce_cheaply", "thin", "trim"]
+
+_MIN_TRIM_TOKENS = 64
+"""Parts smaller than this are not worth a part summary, even as the last resort."""
+_TRIM_ARGS = TruncateArgs(max_length=200, prefix=40)
+"""How priority trimming cuts a call's long string arguments."""
+
+
+def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
+    """The call a result answers (the latest with its id), for the part summary to name."""
+    calls = (p for m in reversed(messages) for p in m.tool_calls if p.call_id == call_id)
+    return next(calls, None)
+
+
+def reduce_cheaply(
+    run: Run, messages: tuple[Message, ...], measure: Measure
+) -> tuple[Message, ...]:
+    """The cheap tiers (planning.reductions): old arguments truncated, duplicate results
+    referenced, oversized parts summarized on their own by the rules (no model call)."""
+    setup = run.setup
+    counts = [setup.counter.count_message(m) for m in messages]
+    threshold = setup.trigger.token_threshold(setup.window) or setup.window
+    reduced = reduce(
+        messages,
+        counts,
+        measure=measure,
+        threshold=threshold,
+        config=setup.reductions,
+        count_text=setup.counter.count_text,
+    )
+    out = list(reduced.messages)
+    for before, after in zip(messages, out, strict=True):
+        if after is not before:
+            run.originals.adopt(before, after)
+    first = next((i for i, m in enumerate(out) if is_real_user(m) and not is_summary(m)), None)
+    for big in reduced.oversized:
+        message = out[big.index]
+        if message.role is Role.SYSTEM or big.index == first:
+            # The system prompt and the task as first stated are never made small here; only
+            # the last resort (priority trimming) may, when nothing else fits.
+            continue
+        part = message.parts[big.part]
+        call = (
+            _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
+        )
+        smaller = summarize_part(message, big.part, summarizer=setup.rules, call=call)
+        run.originals.adopt(message, smaller)
+        out[big.index] = smaller
+    return tuple(out)
+
+
+def _part_tokens(run: Run, part: TextPart | ToolCallPart | ToolResultPart) -> int:
+    text = part.arguments_text if isinstance(part, ToolCallPart) else part.text
+    return run.setup.counter.count_text(text)
+
+
+def _smaller(run: Run, messages: Sequence[Message], i: int, j: int) -> Message | None:
+    """Message ``i`` with part ``j`` made small: call arguments truncated (the JSON stays
+    valid), a result or a text summarized on its own; ``None`` when it cannot shrink."""
+    message = messages[i]
+    part = message.parts[j]
+    if isinstance(part, ToolCallPart):
+        cut = truncate_call(part, _TRIM_ARGS)
+        if cut is None:
+            return None
+        parts = list(message.parts)
+        parts[j] = cut
+        return replace(message, parts=tuple(parts))
+    call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
+    return summarize_part(message, j, summarizer=run.setup.rules, call=call)
+
+
+def trim(run: Run, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:
+    """Priority trimming, the last resort: the largest parts of the kept messages (results,
+    then call arguments, then texts; never the system prompt or synopsis's summaries) made
+    small one by one until the history fits ``limit``. The originals are in the store."""
+    out = list(messages)
+    rank = {ToolResultPart: 0, ToolCallPart: 1, TextPart: 2}
+    candidates = sorted(
+        (
+            (rank[type(part)], -_part_tokens(run, part), i, j)
+            for i, m in enumerate(out)
+            if not is_summary(m) and m.role is not Role.SYSTEM
+            for j, part in enumerate(m.parts)
+            if isinstance(part, TextPart | ToolCallPart | ToolResultPart)
+            and _part_tokens(run, part) >= _MIN_TRIM_TOKENS
+        ),
+    )
+    for _, _, i, j in candidates:
+        if run.measure(out).tokens <= limit:
+            break
+        smaller = _smaller(run, out, i, j)
+        count = run.setup.counter.count_message
+        if smaller is not None and count(smaller) < count(out[i]):
+            run.originals.adopt(out[i], smaller)
+            out[i] = smaller
+    return tuple(out)
+
+
+def thin(run: Run, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Stale thinking dropped here rather than in the rebuild, so that the messages it
+    changes keep their originals for the store (one emptied is removed by the rebuild)."""
+    # With preserved thinking, a block after the edit (the summary) no longer passes the
+    # prefix check, so none is kept; otherwise only the current turn's are needed.
+    start = len(messages) if run.setup.preserved_thinking else current_turn(messages)
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        thinned = without_thinking(message) if index < start else message
+        if thinned is not message:
+            run.originals.adopt(message, thinned)
+        out.append(thinned)
+    return tuple(out)
+
+
+def keep_reduced(run: Run, messages: Sequence[Message]) -> None:
+    """The originals of kept messages that a reduction changed go to the store as well."""
+    if not run.setup.keeps_originals:
+        return
+    changed = [m for m in messages if run.originals.changed(m)]
+    if not changed:
+        return
+    owner = run.records[-1].id if run.records else uuid.uuid4().hex
+    run.stored += run.originals.stored(
+        changed,
+        session_id=run.session_id or "",
+        offset=run.state.offset + len(run.stored),
+        compaction_id=owner,
+        at=datetime.now(UTC),
+    )

@@ -1,0 +1,96 @@
+"""What one compaction works with: the request, the effects the plan asks its driver for,
+and :class:`Run`, what the plan has learnt so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from synopsis.events import Event, emit
+from synopsis.planning import measure_history
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from synopsis.compaction.offload import Originals
+    from synopsis.compaction.setup import Setup
+    from synopsis.events import Listener
+    from synopsis.formats import FormatName
+    from synopsis.messages import Message
+    from synopsis.planning import Measure
+    from synopsis.stores import SessionState, StoredMessage
+    from synopsis.summarizers import SummaryRecord, Usage
+
+__all__ = ["Effect", "Outcome", "Request", "Run", "StoreCall", "Summarize"]
+
+
+@dataclass(frozen=True, slots=True)
+class Summarize:
+    """Ask the summarizer for a record of ``messages`` (updating ``previous``)."""
+
+    messages: tuple[Message, ...]
+    previous: SummaryRecord | None
+    instructions: str | None
+    max_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCall:
+    """Call the store's method ``name`` with ``args``."""
+
+    name: str
+    args: tuple[Any, ...]
+
+
+Effect: TypeAlias = Summarize | StoreCall
+Outcome: TypeAlias = Any  # the effect's value, or the exception it raised
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    data: object
+    format: FormatName | None = None
+    system: object = None
+    session_id: str | None = None
+    force: bool = False
+    instructions: str | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    listeners: Sequence[Listener] = ()
+    collected: list[Event] = field(default_factory=list)
+    """Every event of the call, in order: the pipeline's own and those a summarizer reports
+    (the driver listens for them into this list)."""
+
+
+@dataclass(slots=True)
+class Run:
+    """What one compaction has learnt so far."""
+
+    setup: Setup
+    request: Request
+    format: FormatName
+    messages: tuple[Message, ...]
+    originals: Originals
+    fixes: list[Any]
+    session_id: str | None
+    state: SessionState
+    given: tuple[Message, ...] = ()
+    """The messages as decoded, before any summary was taken out of a merged turn: what the
+    caller sends, so what its size is measured on."""
+    stored: list[StoredMessage] = field(default_factory=list)
+    records: list[SummaryRecord] = field(default_factory=list)
+    chain: tuple[str, ...] = ()
+    """The content hashes of every message the session's summary chain covers, in order."""
+    usage: list[Usage] = field(default_factory=list)
+
+    @property
+    def events(self) -> list[Event]:
+        return self.request.collected
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+        emit(event, self.request.listeners)
+
+    def measure(self, messages: Sequence[Message]) -> Measure:
+        return measure_history(
+            messages, counter=self.setup.counter, window=self.setup.window, tools=self.request.tools
+        )
