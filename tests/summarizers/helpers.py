@@ -94,3 +94,29 @@ def coding_session() -> list[Message]:
         user("Great. Now document it in README.md."),
         say("Next, I will update README.md with the retry option.\n- [ ] document retry"),
     ]
+
+
+def history() -> list[Message]:
+    """A short session an LLM summary is asked for in the LLM and client tests."""
+    return [
+        user("Fix the failing test in src/app/core.py please; parse_config breaks on empty files."),
+        call("call_1", "read_file", {"path": "src/app/core.py"}),
+        result("call_1", "def parse_config(text):\n" + "    value = compute(text)\n" * 300),
+        say("parse_config in src/app/core.py needs a guard.\nTODO: add a guard for empty input"),
+    ]
+
+
+GOOD: dict[str, Any] = {
+    "narrative": "Fixing parse_config in src/app/core.py for empty files.",
+    "key_points": ["Read src/app/core.py (call_1)"],
+    "sections": {
+        "primary_request": ["Fix the failing test in src/app/core.py please"],
+        "pending_tasks": ["add a guard for empty input"],
+        "next_step": "Add the guard",
+    },
+    "facets": {
+        "decisions": ["Guard empty input"],
+        "action_items": [{"owner": "assistant", "task": "add a guard for empty input"}],
+        "entities": {"files": ["src/app/core.py"], "symbols": ["parse_config"]},
+    },
+}

@@ -28,36 +28,12 @@ from synopsis.summarizers.completion import CompletionRequest, CompletionRespons
 from synopsis.summarizers.llm import SUMMARY_SCHEMA
 from synopsis.summarizers.prompts import SYSTEM_PROMPT
 from tests.fakes.llm_server import anthropic_message, chat_completion, response
-from tests.summarizers.helpers import call, result, say, user
+from tests.summarizers.helpers import GOOD, history
 
 if TYPE_CHECKING:
-    from synopsis.messages import Message
     from tests.fakes.llm_server import FakeLLMServer
 
 
-def history() -> list[Message]:
-    return [
-        user("Fix the failing test in src/app/core.py please; parse_config breaks on empty files."),
-        call("call_1", "read_file", {"path": "src/app/core.py"}),
-        result("call_1", "def parse_config(text):\n" + "    value = compute(text)\n" * 300),
-        say("parse_config in src/app/core.py needs a guard.\nTODO: add a guard for empty input"),
-    ]
-
-
-GOOD: dict[str, Any] = {
-    "narrative": "Fixing parse_config in src/app/core.py for empty files.",
-    "key_points": ["Read src/app/core.py (call_1)"],
-    "sections": {
-        "primary_request": ["Fix the failing test in src/app/core.py please"],
-        "pending_tasks": ["add a guard for empty input"],
-        "next_step": "Add the guard",
-    },
-    "facets": {
-        "decisions": ["Guard empty input"],
-        "action_items": [{"owner": "assistant", "task": "add a guard for empty input"}],
-        "entities": {"files": ["src/app/core.py"], "symbols": ["parse_config"]},
-    },
-}
 GOOD_TEXT = json.dumps(GOOD)
 
 Factory = Callable[[Any], Callable[[CompletionRequest], Any]]

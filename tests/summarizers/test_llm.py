@@ -27,34 +27,11 @@ from synopsis.summarizers.llm import (
     parse_summary,
     required_anchors,
 )
-from tests.summarizers.helpers import call, result, say, user
+from tests.summarizers.helpers import GOOD, history, say, user
 
 CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
-def history() -> list[Message]:
-    return [
-        user("Fix the failing test in src/app/core.py please; parse_config breaks on empty files."),
-        call("call_1", "read_file", {"path": "src/app/core.py"}),
-        result("call_1", "def parse_config(text):\n" + "    value = compute(text)\n" * 300),
-        say("parse_config in src/app/core.py needs a guard.\nTODO: add a guard for empty input"),
-    ]
-
-
-GOOD: dict[str, Any] = {
-    "narrative": "Fixing parse_config in src/app/core.py for empty files.",
-    "key_points": ["Read src/app/core.py (call_1)"],
-    "sections": {
-        "primary_request": ["Fix the failing test in src/app/core.py please"],
-        "pending_tasks": ["add a guard for empty input"],
-        "next_step": "Add the guard",
-    },
-    "facets": {
-        "decisions": ["Guard empty input"],
-        "action_items": [{"owner": "assistant", "task": "add a guard for empty input"}],
-        "entities": {"files": ["src/app/core.py"], "symbols": ["parse_config"]},
-    },
-}
 USAGE = Usage(prompt_tokens=900, completion_tokens=80, total_tokens=980, cached_tokens=100)
 
 

@@ -19,7 +19,8 @@ from synopsis.summarizers.clients import (
     openai_responses_completion,
 )
 from tests.fakes.llm_server import Event, anthropic_message, chat_completion, response
-from tests.summarizers.test_clients import FLAVOURS, GOOD, GOOD_TEXT, MODES, ask, request, run
+from tests.summarizers.helpers import GOOD
+from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
 
 if TYPE_CHECKING:
     from tests.summarizers.test_clients import Factory, Flavour

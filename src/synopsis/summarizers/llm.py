@@ -33,17 +33,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from pydantic import ValidationError
 
-from synopsis.errors import ConfigurationError, ConversationError
+from synopsis.errors import ConfigurationError
 from synopsis.messages import Message, Role, TextPart, content_hash, message_id
 from synopsis.models import context_window
 from synopsis.summarizers import effects
-from synopsis.summarizers._options import utc_now, whole_number
+from synopsis.summarizers._options import history, utc_now, whole_number
 from synopsis.summarizers.answers import (
     SUMMARY_SCHEMA,
     SummaryContent,
@@ -82,7 +81,7 @@ from synopsis.summarizers.rules import RuleBasedSummarizer
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Mapping
+    from collections.abc import Callable, Generator, Mapping, Sequence
     from datetime import datetime
 
 __all__ = [
@@ -151,19 +150,6 @@ def _first_request(messages: Sequence[Message]) -> int | None:
         ):
             return index
     return None
-
-
-def _checked(messages: Sequence[Message]) -> Sequence[Message]:
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise ConversationError("a history must be a sequence of messages", rule="history.type")
-    for index, message in enumerate(messages):
-        if not isinstance(message, Message):
-            raise ConversationError(
-                f"expected a Message, got {type(message).__name__}",
-                index=index,
-                rule="history.type",
-            )
-    return messages
 
 
 class LLMSummarizer:
@@ -532,7 +518,7 @@ class LLMSummarizer:
         limit = self.max_summary_tokens
         if max_tokens is not None:
             limit = min(limit, whole_number("max_tokens", max_tokens, 1))
-        return _Job(_checked(messages), previous, instructions, limit)
+        return _Job(history(messages), previous, instructions, limit)
 
     def _finish(self, job: _Job, result: SummaryRecord | _Failure) -> SummaryRecord | None:
         if isinstance(result, SummaryRecord):

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from synopsis.errors import ConfigurationError, ConversationError
+from synopsis.errors import ConfigurationError
 from synopsis.messages import Message, content_hash, message_id
-from synopsis.summarizers._options import utc_now, whole_number
+from synopsis.summarizers._options import history, utc_now, whole_number
 from synopsis.summarizers.budget import ENTITY_KEYS, Draft, fit
 from synopsis.summarizers.digest import Digest, digest
 from synopsis.summarizers.drafts import record_from, record_lists
@@ -35,6 +34,7 @@ from synopsis.summarizers.scanning import bounded, dedupe
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime
 
     from synopsis.summarizers.exchanges import Extractor
@@ -122,15 +122,7 @@ class RuleBasedSummarizer:
     ) -> SummaryRecord:
         del instructions
         budget = self.budget(max_tokens)
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise ConversationError("a history must be a sequence of messages", rule="history.type")
-        for index, message in enumerate(messages):
-            if not isinstance(message, Message):
-                raise ConversationError(
-                    f"expected a Message, got {type(message).__name__}",
-                    index=index,
-                    rule="history.type",
-                )
+        messages = history(messages)
         found = digest(messages, self.extractors, self.user_message_chars)
         draft = _draft(found, previous, self.user_message_chars)
         covers = tuple(
