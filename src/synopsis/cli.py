@@ -6,21 +6,22 @@ format, a bad option) ends in one line on stderr and exit code 2, never a traceb
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
+from synopsis.cli_common import Parser, UsageError, load_file, positive_int
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.formats import FORMATS, decode
 from synopsis.inspection import Report, inspect_history
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
 
 __all__ = ["main"]
@@ -32,60 +33,6 @@ _PROVIDER_OF_FORMAT = {
     "gemini": "gemini",
     "synopsis": "openai",
 }
-
-
-class UsageError(Exception):
-    """A mistake in how the command was called or what it was given; exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def load_file(path: Path) -> object:
-    """A history from a JSON file (a list, or a request body) or a JSONL file (one message or
-    item per line)."""
-    if not path.exists():
-        raise UsageError(f"no such file: {path}")
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory, not a history file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    if not text.strip():
-        raise UsageError(f"{path} is empty")
-    try:
-        return _parse_json(text, str(path))
-    except json.JSONDecodeError as whole:
-        lines = [line for line in text.splitlines() if line.strip()]
-        if len(lines) < 2:
-            raise UsageError(
-                f"{path} is not JSON or JSONL ({whole.msg}, line {whole.lineno})"
-            ) from None
-        items = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                items.append(_parse_json(line, f"{path}:{number}"))
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{number} is not JSON ({exc.msg})") from None
-        return items
-
-
-def _parse_json(text: str, where: str) -> object:
-    """json.loads, with the two ways valid-looking JSON still fails turned into usage errors:
-    nesting deeper than the interpreter's stack, and integers past Python's digit limit."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except RecursionError:
-        raise UsageError(f"{where} is nested too deeply to be a history") from None
-    except ValueError as exc:
-        raise UsageError(f"{where} holds a value synopsis cannot read ({exc})") from None
 
 
 def _print_report(report: Report, top: int) -> None:
@@ -147,25 +94,15 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="synopsis", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="synopsis", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     inspect = sub.add_parser(
         "inspect", help="count tokens, find the largest messages, validate a history file"
     )
     inspect.add_argument("file", help="a JSON or JSONL history in any supported format")
     inspect.add_argument("--model", help="model id, for its tokenizer and context window")
-    inspect.add_argument("--window", type=_positive_int, help="context window in tokens")
+    inspect.add_argument("--window", type=positive_int, help="context window in tokens")
     inspect.add_argument(
         "--format", choices=[f for f in FORMATS if f != "synopsis"], help="skip detection"
     )
@@ -174,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["openai", "openai-strict", "responses", "anthropic", "gemini"],
         help="validate for this provider profile (default: the file's own format)",
     )
-    inspect.add_argument("--top", type=_positive_int, default=5, help="largest messages shown")
+    inspect.add_argument("--top", type=positive_int, default=5, help="largest messages shown")
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.set_defaults(run=_cmd_inspect)
     return parser

@@ -1,0 +1,77 @@
+"""What every ``synopsis`` subcommand shares: the usage error (one line, exit code 2), the
+parser that raises it, reading a history file, and argument types."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["UsageError", "load_file", "positive_int"]
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called or what it was given; exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def load_file(path: Path) -> object:
+    """A history from a JSON file (a list, or a request body) or a JSONL file (one message or
+    item per line)."""
+    if not path.exists():
+        raise UsageError(f"no such file: {path}")
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory, not a history file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    if not text.strip():
+        raise UsageError(f"{path} is empty")
+    try:
+        return _parse_json(text, str(path))
+    except json.JSONDecodeError as whole:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            raise UsageError(
+                f"{path} is not JSON or JSONL ({whole.msg}, line {whole.lineno})"
+            ) from None
+        items = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(_parse_json(line, f"{path}:{number}"))
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{path}:{number} is not JSON ({exc.msg})") from None
+        return items
+
+
+def _parse_json(text: str, where: str) -> object:
+    """json.loads, with the two ways valid-looking JSON still fails turned into usage errors:
+    nesting deeper than the interpreter's stack, and integers past Python's digit limit."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise UsageError(f"{where} is nested too deeply to be a history") from None
+    except ValueError as exc:
+        raise UsageError(f"{where} holds a value synopsis cannot read ({exc})") from None
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
