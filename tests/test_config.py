@@ -743,3 +743,22 @@ def test_trigger_text_reads_as_the_same_operators_in_python(
         assert both is not None
         either = both if either is None else either | both
     assert parse_trigger(text) == either
+
+
+def test_the_configuration_page_is_up_to_date() -> None:
+    """docs/configuration.md is what scripts/gen_config_doc.py writes from Settings."""
+    import importlib.util  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "gen_config_doc", root / "scripts" / "gen_config_doc.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (root / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert page == module.render(), "run: python scripts/gen_config_doc.py"
+    for name in Settings.model_fields:
+        assert f"| `{name}` |" in page
