@@ -71,7 +71,13 @@ def test_reductions_are_kept_when_summarizing_would_save_too_little():
         huge,
         {"role": "assistant", "content": "It failed."},
     ]
-    c = Compactor(model="gpt-4o", context_window=40_000, min_savings=0.9, environ={})
+    c = Compactor(
+        model="gpt-4o",
+        context_window=40_000,
+        reserve_output_tokens=1_000,  # over the trigger, but with room to answer
+        min_savings=0.9,
+        environ={},
+    )
     result = c.compact(history)
     assert result.compacted
     assert result.tokens_after < 40_000 * 0.8
@@ -235,3 +241,19 @@ def test_another_conversation_in_the_same_session_starts_its_own_summary():
     other = c.compact(chat(8, 20), force=True)
     assert other.record is not None
     assert other.record.depth == 0  # nothing of the first conversation is in this one
+
+
+def test_the_savings_check_gives_way_when_the_answer_has_no_room():
+    huge = {"role": "tool", "tool_call_id": "c0", "content": "log line\n" * 12_000}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c0", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        ],
+    }
+    history = [*chat(6, 5), {"role": "user", "content": "Run it."}, call, huge]
+    c = Compactor(model="gpt-4o", context_window=40_000, min_savings=0.99, environ={})
+    result = c.compact(history)
+    assert result.compacted
+    assert result.tokens_after <= 40_000 - c.setup.reserve

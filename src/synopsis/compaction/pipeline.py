@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SESSION", "Request", "StoreCall", "Summarize", "compaction"]
 
 _MIN_SUMMARY_TOKENS = 256
-_GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages"})
+_GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages", "per-turn-cap"})
 """Reasons not to compact that give way when the history no longer leaves room to answer."""
 DEFAULT_SESSION = "default"
 """The session a store keeps offloaded messages under when the caller names none."""
@@ -537,6 +537,8 @@ def _compact(
             summary_tokens=_summary_budget(run, first),
             config=setup.governor,
         )
+        if not checked.compact and before.tokens > limit:
+            checked = decision  # little is better than nothing once the answer has no room
         if not checked.compact and current == run.messages:
             steps.close()
             return (yield from _skip_saving(run, checked))
