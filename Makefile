@@ -13,7 +13,9 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-* && touch $@
 
 demo: $(STAMP)
-	@$(VENV)/bin/synopsis inspect examples/transcripts/codex-compaction-config-change.jsonl --model gpt-5
+	@mkdir -p build/demo
+	@$(VENV)/bin/synopsis replay examples/transcripts/codex-compaction-config-change.jsonl \
+		--model gpt-5 --window 32000 --plot build/demo/replay.png --html build/demo/replay.html
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from synopsis import cli_replay, cli_store
 from synopsis.cli_common import Parser, UsageError, load_file, positive_int
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.formats import FORMATS, decode
@@ -114,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--top", type=positive_int, default=5, help="largest messages shown")
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.set_defaults(run=_cmd_inspect)
+    cli_store.register(sub)
+    cli_replay.register(sub)
     return parser
 
 

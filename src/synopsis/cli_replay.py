@@ -1,0 +1,111 @@
+"""``synopsis replay``: play a recorded history through the compactor message by message and
+report each compaction and the tokens saved over the session (a plot and an HTML page on
+request)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from synopsis import report as rendering
+from synopsis.cli_common import UsageError, load_file, positive_int
+from synopsis.replay import ReplayReport, replay
+
+if TYPE_CHECKING:
+    import argparse
+
+    from synopsis.cli_common import Parser
+
+__all__ = ["register"]
+
+
+def _print(report: ReplayReport, path: str) -> None:
+    console = Console()
+    console.print(
+        f"[bold]{path}[/]: {report.items} messages replayed with {report.model or 'the default'}"
+        f" model; window {report.window:,}, trigger {report.trigger_tokens or 0:,}, "
+        f"reserve {report.reserve:,} tokens",
+        highlight=False,
+    )
+    table = Table(title=f"{len(report.compactions)} compaction(s)")
+    for col in ("turn", "tokens before", "tokens after", "messages", "reason"):
+        table.add_column(col, justify="left" if col == "reason" else "right")
+    for t in report.compactions:
+        table.add_row(
+            str(t.index),
+            f"{t.tokens_before:,}",
+            f"{t.tokens_after:,}",
+            f"{t.messages_before} → {t.messages_after}",
+            t.reason,
+        )
+    console.print(table)
+    saved = report.tokens_without - report.tokens_with
+    share = saved / max(report.tokens_without, 1)
+    console.print(
+        f"tokens sent over the session: {report.tokens_with:,} with synopsis, "
+        f"{report.tokens_without:,} without ({saved:,} saved, {share:.1%}); "
+        f"summarizer calls: {report.summarizer_calls}",
+        highlight=False,
+    )
+    if report.unreachable is not None:
+        console.print(f"[red]stopped at {report.unreachable}[/]", highlight=False)
+
+
+def _run(items: list[Any], options: dict[str, Any]) -> ReplayReport:
+    """The replay with a transient progress bar on stderr (it never mixes with ``--json``)."""
+    columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("replay", total=len(items))
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return replay(items, progress=advance, **options)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    for out in (args.plot, args.html):
+        if out is not None and out.parent != Path() and not out.parent.is_dir():
+            raise UsageError(f"no such directory: {out.parent}")
+    if args.plot is not None:
+        rendering.plot_kind(args.plot)
+    data = load_file(Path(args.file))
+    if not isinstance(data, list):
+        raise UsageError(f"{args.file} is not a list of messages (one per line in JSONL)")
+    options: dict[str, Any] = {
+        "model": args.model,
+        "context_window": args.window,
+        "keep": args.keep,
+        "trigger": args.trigger,
+    }
+    report = _run(data, {k: v for k, v in options.items() if v is not None})
+    if args.plot is not None:
+        rendering.plot(report, args.plot)
+    if args.html is not None:
+        rendering.write_html(report, args.html, title=f"synopsis replay of {args.file}")
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        _print(report, args.file)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``replay`` to the subcommands ``sub``."""
+    cmd = sub.add_parser(
+        "replay", help="replay a history through the compactor and report the tokens saved"
+    )
+    cmd.add_argument("file", help="a JSON or JSONL list of messages in any supported format")
+    cmd.add_argument("--model", help="model id, for its tokenizer and context window")
+    cmd.add_argument("--window", type=positive_int, help="context window in tokens")
+    cmd.add_argument("--keep", help="the kept tail, e.g. 8, messages:8, tokens:4000, fraction:0.2")
+    cmd.add_argument("--trigger", help="when to compact, e.g. 0.8, tokens:100000, messages:50")
+    cmd.add_argument("--plot", type=Path, help="write a plot of tokens per turn (.png or .svg)")
+    cmd.add_argument("--html", type=Path, help="write a self-contained HTML report")
+    cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+    cmd.set_defaults(run=_cmd_replay)

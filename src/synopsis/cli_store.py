@@ -1,0 +1,317 @@
+"""The ``synopsis`` subcommands that compact a history file and read what a SQLite store kept:
+``compact``, ``recall``, ``search`` and ``export``. :func:`register` adds them to the parser
+of :mod:`synopsis.cli`; their errors end, as every other, in one line and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from synopsis.cli_common import Parser, UsageError, load_file, positive_int
+from synopsis.compaction import Compactor
+from synopsis.errors import BudgetUnreachableError, StoreError
+from synopsis.events import CompactionCompleted, CompactionFailed
+from synopsis.formats import FORMATS
+from synopsis.stores import SQLiteStore, export_markdown
+from synopsis.summarizers import render
+from synopsis.validation import validate
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from synopsis.compaction import CompactionResult
+
+__all__ = ["register"]
+
+_SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
+_SYSTEM_KEY = {"anthropic": ("system", "messages"), "gemini": ("systemInstruction", "contents")}
+
+
+def _whole(text: str) -> int:
+    """A whole number of at least 0 (a position)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {value}")
+    return value
+
+
+class _Warnings(logging.Handler):
+    """synopsis's log warnings as ``synopsis: warning: ...`` lines; a failed compaction is
+    left out, since the error line that follows says the same."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not isinstance(getattr(record, "synopsis_event", None), CompactionFailed):
+            print(f"synopsis: warning: {record.getMessage()}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    logger = logging.getLogger("synopsis")
+    handler = _Warnings()
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
+def _provider(fmt: str) -> str:
+    return fmt if fmt in ("responses", "anthropic", "gemini") else "openai"
+
+
+def _write(result: CompactionResult, out: Path, *, jsonl: bool) -> None:
+    """The compacted history in its own format: a request-shaped object when an Anthropic or
+    Gemini history has a system prompt, else JSON lines or a JSON list."""
+    keys = _SYSTEM_KEY.get(result.format)
+    if keys is not None and result.system is not None:
+        text = json.dumps({keys[0]: result.system, keys[1]: result.messages}, indent=2)
+    elif jsonl:
+        text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in result.messages)
+    else:
+        text = json.dumps(result.messages, indent=2, ensure_ascii=False)
+    try:
+        out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc}") from None
+
+
+def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
+    given = {
+        "model": args.model,
+        "context_window": args.window,
+        "keep": args.keep,
+        "trigger": args.trigger,
+        "summarizer": args.summarizer,
+        "base_url": args.base_url,
+        "session_id": args.session,
+        "provider": args.provider,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _report(args: argparse.Namespace, result: CompactionResult, provider: str) -> dict[str, Any]:
+    done = next((e for e in result.events if isinstance(e, CompactionCompleted)), None)
+    count = len(result.messages) + (result.system is not None)
+    problems = validate(result.messages, provider, system=result.system)
+    return {
+        "file": args.file,
+        "format": result.format,
+        "compacted": result.compacted,
+        "code": result.code,
+        "reason": result.reason,
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        "messages_before": done.messages_before if done else count,
+        "messages_after": done.messages_after if done else count,
+        "summarized": done.summarized if done else 0,
+        "kept": done.kept if done else count,
+        "summary": render(result.record) if result.record is not None else None,
+        "offloaded": list(result.offloaded),
+        "session": result.session_id,
+        "provider": provider,
+        "problems": [asdict(p) for p in problems],
+        "out": args.out,
+    }
+
+
+def _print_compact(report: dict[str, Any]) -> None:
+    console = Console()
+    verb = "compacted" if report["compacted"] else "left as it was"
+    console.print(
+        f"[bold]{report['file']}[/]: {report['format']} history {verb} "
+        f"({report['code']}: {report['reason']})",
+        highlight=False,
+    )
+    table = Table(title="Before and after")
+    for col in ("", "before", "after"):
+        table.add_column(col, justify="right" if col else "left")
+    table.add_row("tokens", f"{report['tokens_before']:,}", f"{report['tokens_after']:,}")
+    table.add_row("messages", str(report["messages_before"]), str(report["messages_after"]))
+    console.print(table)
+    console.print(f"{report['summarized']} message(s) summarized, {report['kept']} kept")
+    if report["offloaded"]:
+        console.print(
+            f"{len(report['offloaded'])} original(s) saved to the store "
+            f"(session {report['session']})"
+        )
+    if report["summary"] is not None:
+        console.print("[bold]Summary[/]")
+        console.print(report["summary"], markup=False, highlight=False)
+    if report["problems"]:
+        console.print(f"[red]{len(report['problems'])} problem(s) for {report['provider']}:[/]")
+        for p in report["problems"]:
+            console.print(f"  {p['index']}: {p['message']} [{p['rule']}]", markup=False)
+    else:
+        console.print(f"[green]valid for {report['provider']}[/]")
+    if report["out"]:
+        console.print(f"written to {report['out']}", highlight=False)
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    data = load_file(path)
+    jsonl = isinstance(data, list) and path.read_text(encoding="utf-8").lstrip()[:1] != "["
+    try:
+        store = SQLiteStore(args.store) if args.store else None
+        try:
+            with _warnings_to_stderr():
+                compactor = Compactor(store=store, **_compactor_options(args))
+                result = compactor.compact(data, format=args.format, force=args.force)
+        finally:
+            if store is not None:
+                store.close()
+    except (BudgetUnreachableError, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.out:
+        out = Path(args.out)
+        _write(result, out, jsonl=out.suffix == ".jsonl" or (jsonl and out.suffix != ".json"))
+    provider = compactor.settings.provider or _provider(result.format)
+    report = _report(args, result, provider)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        _print_compact(report)
+    return 0
+
+
+def _open(path: str) -> SQLiteStore:
+    """The store at ``path``, which must exist: reading never creates one."""
+    if not Path(path).is_file():
+        raise UsageError(f"no such store: {path}")
+    try:
+        return SQLiteStore(path)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _cmd_recall(args: argparse.Namespace) -> int:
+    ids = [i for i in args.ids.split(",") if i] if args.ids is not None else None
+    store = _open(args.store)
+    try:
+        found = store.recall(args.session, ids=ids, start=args.start, stop=args.stop)
+    finally:
+        store.close()
+    if args.json:
+        rows = [
+            {"position": m.position, "role": m.role, "id": m.id, "item": json.loads(m.data)}
+            for m in found
+        ]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    for m in found:
+        print(f"#{m.position} {m.role} {m.id}")
+        print(m.data)
+    if not found:
+        print(f"no stored messages for session {args.session}", file=sys.stderr)
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    store = _open(args.store)
+    try:
+        hits = store.search(args.session, args.query, limit=args.limit)
+    finally:
+        store.close()
+    if args.json:
+        rows = [
+            {
+                "rank": rank,
+                "score": h.score,
+                "position": h.message.position,
+                "id": h.message.id,
+                "role": h.message.role,
+                "snippet": h.snippet,
+            }
+            for rank, h in enumerate(hits, 1)
+        ]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    for rank, h in enumerate(hits, 1):
+        print(f"{rank}. score {h.score:.3g} #{h.message.position} {h.message.role}: {h.snippet}")
+    if not hits:
+        print(f"no match for {args.query!r}", file=sys.stderr)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    store = _open(args.store)
+    try:
+        text = export_markdown(store, args.session)
+    finally:
+        store.close()
+    if args.out:
+        try:
+            Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc}") from None
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", required=True, help="the SQLite store file")
+    parser.add_argument("--session", required=True, help="the session id")
+
+
+def register(sub: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``compact``, ``recall``, ``search`` and ``export`` to the subcommands."""
+    compact = sub.add_parser(
+        "compact", help="compact a history file, writing the result and a report"
+    )
+    compact.add_argument("file", help="a JSON or JSONL history in any supported format")
+    compact.add_argument("--model", help="model id, for its tokenizer and context window")
+    compact.add_argument("--window", type=positive_int, help="context window in tokens")
+    compact.add_argument("--keep", help="what stays verbatim: 'messages:6', 'tokens:8000', ...")
+    compact.add_argument("--trigger", help="when to compact: '0.8', 'tokens:150000', ...")
+    compact.add_argument("--summarizer", choices=_SUMMARIZERS, help="who writes the summary")
+    compact.add_argument("--base-url", help="the summarizer API's base URL")
+    compact.add_argument("--out", help="write the compacted history here, in its own format")
+    compact.add_argument(
+        "--format", choices=[f for f in FORMATS if f != "synopsis"], help="skip detection"
+    )
+    compact.add_argument(
+        "--provider",
+        choices=["openai", "openai-strict", "responses", "anthropic", "gemini"],
+        help="make and check the result valid for this provider (default: the file's format)",
+    )
+    compact.add_argument("--session", help="the conversation's id in the store")
+    compact.add_argument("--store", help="a SQLite file keeping the replaced messages")
+    compact.add_argument("--force", action="store_true", help="compact even under the trigger")
+    compact.add_argument("--json", action="store_true", help="print the report as JSON")
+    compact.set_defaults(run=_cmd_compact)
+
+    recall = sub.add_parser("recall", help="print messages a compaction saved to a store")
+    _store_options(recall)
+    recall.add_argument("--ids", help="comma-separated message ids")
+    recall.add_argument("--start", type=_whole, help="first position")
+    recall.add_argument("--stop", type=_whole, help="position to stop before")
+    recall.add_argument("--json", action="store_true", help="print the messages as JSON")
+    recall.set_defaults(run=_cmd_recall)
+
+    search = sub.add_parser("search", help="search the text of a store's saved messages")
+    _store_options(search)
+    search.add_argument("query", help="words to look for")
+    search.add_argument("--limit", type=positive_int, default=10, help="most hits shown")
+    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.set_defaults(run=_cmd_search)
+
+    export = sub.add_parser("export", help="a session's saved history as Markdown")
+    _store_options(export)
+    export.add_argument("--out", help="write the Markdown here instead of stdout")
+    export.set_defaults(run=_cmd_export)

@@ -1,0 +1,244 @@
+"""``synopsis compact``, ``recall``, ``search`` and ``export``: the installed command on the
+bundled transcripts, and the error paths in process (each ends in one line, exit code 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import synopsis
+from synopsis.cli import main
+from synopsis.cli_store import _print_compact
+
+ROOT = Path(__file__).parent.parent
+TRANSCRIPTS = ROOT / "examples" / "transcripts"
+TAU = TRANSCRIPTS / "taubench-airline-task2-trial1.jsonl"
+AIDER = TRANSCRIPTS / "aider-census.jsonl"
+CODEX = TRANSCRIPTS / "codex-compaction-config-change.jsonl"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user would run it."""
+    exe = shutil.which("synopsis", path=str(Path(sys.executable).parent)) or "synopsis"
+    env = {**os.environ, "COLUMNS": "160"}
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, check=False)
+
+
+def lines(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """TAU compacted into an 8,000-token window, its originals saved in a SQLite store."""
+    tmp = tmp_path_factory.mktemp("compact")
+    out, db = tmp / "out.jsonl", tmp / "s.db"
+    done = run(
+        "compact", str(TAU), "--window", "8000", "--model", "gpt-4o", "--out", str(out),
+        "--store", str(db), "--session", "demo",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    for text in ("Before and after", "summarized", "saved to the store", "Summary", "valid for"):
+        assert text in done.stdout
+    assert "<synopsis-summary" in done.stdout
+    return out, db
+
+
+def test_compact_writes_a_smaller_valid_history_in_the_same_format(
+    compacted: tuple[Path, Path],
+) -> None:
+    out, _ = compacted
+    before, after = lines(TAU), lines(out)
+    assert synopsis.detect(after) == "openai"
+    assert synopsis.validate(after, "openai") == []
+    assert synopsis.count_tokens(after, model="gpt-4o") < synopsis.count_tokens(before, "gpt-4o")
+    assert len(after) < len(before)
+    assert after[0] == before[0]  # the system prompt is kept
+
+
+def test_recall_and_search_give_the_offloaded_messages(compacted: tuple[Path, Path]) -> None:
+    _, db = compacted
+    items = lines(TAU)
+    done = run("recall", "--store", str(db), "--session", "demo", "--json")
+    assert done.returncode == 0, done.stderr
+    recalled = json.loads(done.stdout)
+    assert recalled
+    assert all(r["item"] in items for r in recalled)
+    assert [r["position"] for r in recalled] == sorted(r["position"] for r in recalled)
+
+    done = run("search", "--store", str(db), "--session", "demo", "reservation", "--json")
+    hits = json.loads(done.stdout)
+    assert hits
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert {h["id"] for h in hits} <= {r["id"] for r in recalled}
+
+
+def test_in_process_reads_of_the_store(
+    compacted: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, db = compacted
+    store = synopsis.SQLiteStore(db)
+    recalled = store.recall("demo")
+    store.close()
+    ids = ",".join(m.id for m in recalled[:2])
+    assert main(["recall", "--store", str(db), "--session", "demo", "--ids", ids]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    first = recalled[0]
+    assert printed[0] == f"#{first.position} {first.role} {first.id}"
+    assert json.loads(printed[1]) == json.loads(first.data)
+    assert len(printed) == 4
+
+    assert (
+        main(["search", "--store", str(db), "--session", "demo", "reservation", "--limit", "2"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert [line[:3] for line in out.splitlines()] == ["1. ", "2. "]
+    assert "**reservation" in out.lower()
+
+    markdown = tmp_path / "log.md"
+    assert main(["export", "--store", str(db), "--session", "demo", "--out", str(markdown)]) == 0
+    text = markdown.read_text(encoding="utf-8")
+    assert text.startswith("# Session demo\n")
+    assert "## Summarized at" in text
+    assert text.count("\n[") >= len(recalled)
+
+
+def test_in_process_reads_without_hits(
+    compacted: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, db = compacted
+    assert main(["export", "--store", str(db), "--session", "demo"]) == 0
+    assert capsys.readouterr().out.startswith("# Session demo")
+    assert main(["recall", "--store", str(db), "--session", "demo", "--start", "0"]) == 0
+    assert main(["recall", "--store", str(db), "--session", "nobody"]) == 0
+    assert "no stored messages for session nobody" in capsys.readouterr().err
+    assert main(["search", "--store", str(db), "--session", "demo", "zzqqxx"]) == 0
+    assert capsys.readouterr().err == "no match for 'zzqqxx'\n"
+
+
+def test_unknown_model_is_a_warning_and_json_report_parses() -> None:
+    done = run("compact", str(AIDER), "--model", "no-such-model-9", "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("synopsis: warning: Unknown model 'no-such-model-9'")
+    report = json.loads(done.stdout)
+    assert report["compacted"] is False
+    assert report["code"] == "under-trigger"
+    assert report["tokens_before"] == report["tokens_after"]
+    assert report["messages_before"] == report["messages_after"] == len(lines(AIDER))
+    assert report["summary"] is None
+    assert report["problems"] == []
+    assert report["out"] is None
+
+
+def test_anthropic_system_comes_back_as_a_request(tmp_path: Path) -> None:
+    body = {
+        "system": "be brief",
+        "messages": [
+            {"role": "user", "content": "first " * 1500},
+            {"role": "assistant", "content": "answer " * 1500},
+            {"role": "user", "content": "go on"},
+        ],
+    }
+    src, out = tmp_path / "body.json", tmp_path / "out.json"
+    src.write_text(json.dumps(body))
+    done = run(
+        "compact", str(src), "--window", "8000", "--keep", "messages:1", "--force",
+        "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "history compacted" in done.stdout
+    written = json.loads(out.read_text())
+    assert written["system"] == "be brief"
+    assert synopsis.validate(written["messages"], "anthropic", system=written["system"]) == []
+
+
+def test_in_process_output_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A JSON list stays a list; a JSONL input written to a .json path becomes a list too.
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    src = tmp_path / "h.json"
+    src.write_text(json.dumps(history))
+    assert main(["compact", str(src), "--out", str(tmp_path / "a.txt")]) == 0
+    assert json.loads((tmp_path / "a.txt").read_text()) == history
+    assert main(["compact", str(AIDER), "--out", str(tmp_path / "b.json")]) == 0
+    assert json.loads((tmp_path / "b.json").read_text()) == lines(AIDER)
+    # An Anthropic history without a system prompt is written as a plain list.
+    assert main(["compact", str(src), "--format", "anthropic", "--out", str(tmp_path / "c")]) == 0
+    assert json.loads((tmp_path / "c").read_text()) == history
+    # A stricter provider profile is applied and checked.
+    strict = tmp_path / "strict.json"
+    strict.write_text(json.dumps([history[0], {"role": "system", "content": "x"}, history[1]]))
+    capsys.readouterr()
+    assert main(["compact", str(strict), "--provider", "openai-strict", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["provider"] == "openai-strict"
+    assert report["problems"] == []
+
+
+def test_the_report_lists_problems(capsys: pytest.CaptureFixture[str]) -> None:
+    _print_compact(
+        {
+            "file": "h.json", "format": "openai", "compacted": False, "code": "under-trigger",
+            "reason": "small", "tokens_before": 10, "tokens_after": 10, "messages_before": 2,
+            "messages_after": 2, "summarized": 0, "kept": 2, "summary": None, "offloaded": [],
+            "session": None, "provider": "openai-strict", "out": None,
+            "problems": [{"index": 1, "message": "System message must be first.", "rule": "r"}],
+        }
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert "left as it was (under-trigger: small)" in out
+    assert "1 problem(s) for openai-strict" in out
+    assert "1: System message must be first. [r]" in out
+
+
+def test_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
+    for args in (
+        ("compact", str(tmp_path / "missing.jsonl")),
+        ("recall", "--store", str(tmp_path / "none.db"), "--session", "demo"),
+    ):
+        done = run(*args)
+        assert done.returncode == 2
+        assert done.stdout == ""
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("synopsis: error: ")
+    assert not (tmp_path / "none.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["compact", "{src}", "--keep", "messages:-3"], "keep must be"),
+        (["compact", "{src}", "--window", "0"], "expected a positive number, got 0"),
+        (["compact", "{bad}"], "is not JSON or JSONL"),
+        (["compact", str(CODEX), "--window", "8000"], "compaction cannot fix that"),
+        (["compact", "{src}", "--store", "{bad}"], "not a synopsis database"),
+        (["compact", "{src}", "--out", "{tmp}"], "cannot write"),
+        (["recall", "--store", "{bad}", "--session", "s"], "not a synopsis database"),
+        (["recall", "--store", "{db}", "--session", "s", "--start", "x"], "whole number"),
+        (["recall", "--store", "{db}", "--session", "s", "--stop", "-1"], "at least 0"),
+        (["recall", "--store", "{db}", "--session", "s", "--ids", "a", "--start", "1"], "ids"),
+        (["search", "--store", "{db}", "s"], "required: --session"),
+        (["export", "--store", "{db}", "--session", "s", "--out", "{tmp}"], "cannot write"),
+    ],
+)
+def test_bad_arguments(
+    args: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, bad, db = tmp_path / "h.json", tmp_path / "bad.txt", tmp_path / "s.db"
+    src.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    bad.write_text("this is not json, nor a database, at all\n")
+    synopsis.SQLiteStore(db).close()
+    paths = {"src": src, "bad": bad, "db": db, "tmp": tmp_path}
+    assert main([a.format(**paths) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("synopsis: error: ")
+    assert expected in err
+    assert err.count("\n") == 1
