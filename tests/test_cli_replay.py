@@ -81,6 +81,7 @@ def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
         (["--plot", "x.pdf"], "must be a .png or .svg"),
         (["--html", "nowhere/r.html"], "no such directory: nowhere"),
         (["--trigger", "often"], "trigger must be"),
+        (["--model", "no-such-model-9"], "unknown model 'no-such-model-9'"),
     ],
 )
 def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:

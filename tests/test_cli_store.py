@@ -125,10 +125,15 @@ def test_in_process_reads_without_hits(
     assert capsys.readouterr().err == "no match for 'zzqqxx'\n"
 
 
-def test_unknown_model_is_a_warning_and_json_report_parses() -> None:
-    done = run("compact", str(AIDER), "--model", "no-such-model-9", "--json")
+def test_an_unknown_model_needs_its_window_and_the_json_report_parses() -> None:
+    refused = run("compact", str(AIDER), "--model", "no-such-model-9", "--json")
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert refused.stderr.splitlines() == [
+        "synopsis: error: unknown model 'no-such-model-9': give its context window with --window N"
+    ]
+    done = run("compact", str(AIDER), "--model", "no-such-model-9", "--window", "100000", "--json")
     assert done.returncode == 0, done.stderr
-    assert done.stderr.startswith("synopsis: warning: Unknown model 'no-such-model-9'")
     report = json.loads(done.stdout)
     assert report["compacted"] is False
     assert report["code"] == "under-trigger"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["UsageError", "load_file", "positive_int"]
+__all__ = ["UsageError", "known_window", "load_file", "positive_int"]
 
 
 class UsageError(Exception):
@@ -75,3 +75,12 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
     return value
+
+
+def known_window(model: str | None, window: int | None) -> None:
+    """Refuse a model the table does not know unless ``--window`` says how large it is: a
+    compaction sized for a guessed window could overflow the real one."""
+    from synopsis.models import lookup  # noqa: PLC0415 - keeps the parser module light
+
+    if model is not None and window is None and lookup(model) is None:
+        raise UsageError(f"unknown model {model!r}: give its context window with --window N")

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from synopsis import report as rendering
-from synopsis.cli_common import UsageError, load_file, positive_int
+from synopsis.cli_common import UsageError, known_window, load_file, positive_int
 from synopsis.replay import ReplayReport, replay
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ def _run(items: list[Any], options: dict[str, Any]) -> ReplayReport:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    known_window(args.model, args.window)
     for out in (args.plot, args.html):
         if out is not None and out.parent != Path() and not out.parent.is_dir():
             raise UsageError(f"no such directory: {out.parent}")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from synopsis.cli_common import Parser, UsageError, load_file, positive_int
+from synopsis.cli_common import Parser, UsageError, known_window, load_file, positive_int
 from synopsis.compaction import Compactor
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted, CompactionFailed
@@ -163,6 +163,7 @@ def _print_compact(report: dict[str, Any]) -> None:
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
+    known_window(args.model, args.window)
     path = Path(args.file)
     data = load_file(path)
     jsonl = isinstance(data, list) and path.read_text(encoding="utf-8").lstrip()[:1] != "["
