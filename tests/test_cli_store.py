@@ -247,3 +247,28 @@ def test_bad_arguments(
     assert err.startswith("synopsis: error: ")
     assert expected in err
     assert err.count("\n") == 1
+
+
+def test_library_warnings_are_one_line_each(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An LLM summarizer that cannot be reached falls back to the rules and says so.
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    code = main(
+        [
+            "compact",
+            str(AIDER),
+            "--model",
+            "gpt-4o",
+            "--force",
+            "--summarizer",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ]
+    )
+    assert code == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err
+    assert all(line.startswith("synopsis: warning: ") for line in err)
+    assert any("fell back to rules" in line for line in err)

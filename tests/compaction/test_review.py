@@ -257,3 +257,18 @@ def test_the_savings_check_gives_way_when_the_answer_has_no_room():
     result = c.compact(history)
     assert result.compacted
     assert result.tokens_after <= 40_000 - c.setup.reserve
+
+
+def test_too_little_to_save_with_room_to_answer_is_skipped():
+    c = Compactor(
+        model="gpt-4o",
+        context_window=20_000,
+        reserve_output_tokens=1_000,
+        min_savings=0.99,
+        environ={},
+    )
+    history = chat(44, 190)  # 17.3k: over the trigger (16k), with room left to answer (19k)
+    result = c.compact(history)
+    assert not result.compacted
+    assert result.code == "too-little-savings"
+    assert result.messages == history
