@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# The peers live in an environment of their own: make test never installs them.
+BENCH_VENV  ?= .venv-bench
+BENCH_PY    := $(BENCH_VENV)/bin/python
+BENCH_REQS  := benchmarks/compare/requirements.txt benchmarks/compare/constraints.txt
+BENCH_STAMP := $(BENCH_VENV)/.installed-$(shell cat pyproject.toml $(BENCH_REQS) | cksum | cut -d' ' -f1)
 
 .PHONY: demo test lint typecheck unit bench clean
 
@@ -11,6 +16,14 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip install --quiet --upgrade pip
 	@$(PY) -m pip install --quiet -e ".[dev,report]"
 	@rm -f $(VENV)/.installed-* && touch $@
+
+$(BENCH_STAMP): pyproject.toml $(BENCH_REQS)
+	@test -x $(BENCH_PY) || $(PYTHON) -m venv $(BENCH_VENV)
+	@$(BENCH_PY) -m pip install --quiet --upgrade pip
+	@echo "installing synopsis and the peers into $(BENCH_VENV) (first run only)"
+	@$(BENCH_PY) -m pip install --quiet -e . -r benchmarks/compare/requirements.txt \
+		-c benchmarks/compare/constraints.txt
+	@rm -f $(BENCH_VENV)/.installed-* && touch $@
 
 demo: $(STAMP)
 	@mkdir -p build/demo
@@ -29,8 +42,11 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
-bench: $(STAMP)
+# synopsis's own micro-benchmarks, then the comparison with the peers; results in
+# benchmarks/results/compare.md and compare.json.
+bench: $(STAMP) $(BENCH_STAMP)
 	$(PY) -m benchmarks
+	$(BENCH_PY) -m benchmarks.compare $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage

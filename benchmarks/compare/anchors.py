@@ -1,0 +1,121 @@
+"""Anchors: the concrete things a continued session needs from its past, extracted from text
+by fixed patterns that know nothing of any compared system.
+
+Five kinds: file paths, identifiers (snake_case, camelCase, CamelCase with an inner capital),
+error lines, numbers of three digits or more, and what the user asked (the opening words of
+each message a person wrote). An anchor is retained when it still occurs, word for word up to
+whitespace, anywhere in the compacted history: in a kept message, a summary, or a tool call's
+arguments.
+
+Tool output is most of a coding session's text, and much of it (a listed file, a build log)
+names things nobody acts on. So each anchor is also marked *salient* when the conversation
+itself refers to it: a person wrote it, or the model wrote it in its text or a tool call's
+arguments. Both shares are reported.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from benchmarks.compare.systems import Items
+
+KINDS = ("path", "identifier", "error", "number", "request")
+
+_PATH = re.compile(
+    r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b"
+    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|rs|go|java|c|h|cc|cpp|md|json|toml|yaml|yml|txt"
+    r"|csv|sh|pony|cfg|ini|lock|html|css|sql|rb)\b"
+)
+_IDENT = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"
+    r"|\b[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b"
+    r"|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"
+)
+_ERROR = re.compile(r"Error|Exception|Traceback|FAILED|\bfailed\b|\berror\b|panic")
+_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?:\.\d+)?(?![\w.])")
+_SPACE = re.compile(r"\s+")
+_REQUEST_CHARS = 60
+_ERROR_CHARS = 80
+
+
+def squash(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def text_of(item: dict[str, Any]) -> str:
+    """Everything a message says: its text parts, tool names and arguments."""
+    out: list[str] = []
+    content = item.get("content")
+    if isinstance(content, str):
+        out.append(content)
+    elif isinstance(content, list):
+        out.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    for call in item.get("tool_calls") or ():
+        function = call.get("function") or {}
+        out.append(str(function.get("name", "")))
+        out.append(str(function.get("arguments", "")))
+    return "\n".join(out)
+
+
+def _person(item: dict[str, Any]) -> bool:
+    return item.get("role") == "user" and "<synopsis-summary" not in text_of(item)
+
+
+def extract(items: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
+    """The anchors of ``items``, by kind."""
+    found: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for item in items:
+        text = text_of(item)
+        found["path"].update(_PATH.findall(text))
+        found["identifier"].update(_IDENT.findall(text))
+        found["number"].update(_NUMBER.findall(text))
+        for line in text.splitlines():
+            if _ERROR.search(line) and len(line.strip()) > 8:
+                found["error"].add(squash(line)[:_ERROR_CHARS])
+        if _person(item) and squash(text):
+            found["request"].add(squash(text)[:_REQUEST_CHARS])
+    return found
+
+
+def conversation_start(items: Items) -> int:
+    n = 0
+    while n < len(items) and items[n].get("role") == "system":
+        n += 1
+    return n
+
+
+def segment(items: Items, keep_tokens: int, count: Any) -> tuple[Items, Items, Items]:
+    """``items`` as (system prompt, the older part every system must summarize, the recent
+    tail that fits in ``keep_tokens``). ``count`` counts one message's tokens."""
+    start = conversation_start(items)
+    cut, used = len(items), 0
+    while cut > start:
+        cost = count(items[cut - 1])
+        if used + cost > keep_tokens:
+            break
+        used += cost
+        cut -= 1
+    return items[:start], items[start:cut], items[cut:]
+
+
+def targets(
+    items: Items, keep_tokens: int, count: Any
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """The anchors only the summarized segment holds (not in the system prompt, which every
+    system keeps, nor in the tail, which every system is told to keep), all and salient."""
+    system, older, tail = segment(items, keep_tokens, count)
+    have = extract(older)
+    free = extract([*system, *tail])
+    spoken = extract(i for i in older if i.get("role") in ("user", "assistant"))
+    every = {kind: have[kind] - free[kind] for kind in KINDS}
+    return every, {kind: every[kind] & spoken[kind] for kind in KINDS}
+
+
+def retained(anchors: dict[str, set[str]], output: Items) -> dict[str, int]:
+    """How many of each kind of anchor occur in ``output``."""
+    text = squash("\n".join(text_of(i) for i in output))
+    return {kind: sum(1 for a in anchors[kind] if squash(a) in text) for kind in KINDS}

@@ -1,0 +1,92 @@
+"""How every output is judged: one tokenizer for sizes, synopsis's provider validator for the
+rules, and tessera-transcript's pairing check as a second opinion from outside."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import synopsis
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from benchmarks.compare.systems import Items
+
+PROVIDERS = ("openai", "anthropic")
+_OPEN_END = ("G5", "last_user")
+"""Rules about how a history ends. A history cut at any point may end on the model's turn;
+the agent appends the next user turn before sending, so those rules are not held against it."""
+
+
+def tokens(items: Items) -> int:
+    return synopsis.count_tokens(items)
+
+
+def message_tokens(item: dict[str, Any]) -> int:
+    return synopsis.count_tokens([item])
+
+
+def problems(items: Items, provider: str) -> list[synopsis.Problem]:
+    """What ``provider`` would object to, less the open-end rules."""
+    if not items:
+        return [synopsis.Problem(None, "history.empty", "the history has no messages")]
+    found = synopsis.validate(items, provider=provider, format="openai")
+    return [p for p in found if not p.rule.endswith(_OPEN_END)]
+
+
+def rejected(found: list[synopsis.Problem]) -> bool:
+    """Whether the provider answers HTTP 400: any problem it enforces (a conservative rule is
+    one synopsis holds to though the provider may let it pass)."""
+    return any(not p.conservative for p in found)
+
+
+@dataclass
+class Tally:
+    """What one system did over many inputs."""
+
+    outputs: int = 0
+    compacted: int = 0
+    raised: int = 0
+    valid: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROVIDERS, 0))
+    http_400: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROVIDERS, 0))
+    tessera_pass: int = 0
+    tessera_checked: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    rules: dict[str, int] = field(default_factory=dict)
+    example: str = ""
+
+    def judge(self, out: Items, tessera: Callable[[Items], tuple[bool, str]] | None) -> None:
+        self.outputs += 1
+        for provider in PROVIDERS:
+            found = problems(out, provider)
+            if not found:
+                self.valid[provider] += 1
+                continue
+            self.http_400[provider] += rejected(found)
+            for p in found:
+                self.rules[p.rule] = self.rules.get(p.rule, 0) + 1
+            if not self.example:
+                self.example = f"{provider}: {found[0]}"
+        if tessera is not None:
+            self.tessera_checked += 1
+            self.tessera_pass += tessera(out)[0]
+
+    def failed(self, error: BaseException) -> None:
+        self.raised += 1
+        key = type(error).__name__
+        self.errors[key] = self.errors.get(key, 0) + 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "outputs": self.outputs,
+            "compacted": self.compacted,
+            "raised": self.raised,
+            "valid": self.valid,
+            "http_400": self.http_400,
+            "tessera_pass": self.tessera_pass,
+            "tessera_checked": self.tessera_checked,
+            "errors": self.errors,
+            "rules": dict(sorted(self.rules.items(), key=lambda kv: -kv[1])),
+            "example": self.example,
+        }

@@ -1,0 +1,42 @@
+"""The compared systems by name, each imported only when asked for (a peer's import is slow,
+and a child process measures one system alone)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmarks.compare.systems import System
+
+MODULES = {
+    "synopsis": "benchmarks.compare.synopsis_system",
+    "langchain": "benchmarks.compare.peers.langchain_mw",
+    "zrb": "benchmarks.compare.peers.zrb_split",
+    "adk-deepagents": "benchmarks.compare.peers.adk_deepagents",
+    "langmem": "benchmarks.compare.peers.langmem_sm",
+}
+NAMES = tuple(MODULES)
+PEERS = NAMES[1:]
+
+
+def _module(name: str) -> Any:
+    if name not in MODULES:
+        raise SystemExit(f"unknown system {name!r}; known: {', '.join(NAMES)}")
+    return importlib.import_module(MODULES[name])
+
+
+def create(name: str) -> System:
+    """The system with the shared fake summarizer."""
+    system: System = _module(name).create()
+    return system
+
+
+def create_non_llm(name: str) -> System:
+    """The system's own way of shortening history without a model, where it has one; else
+    :func:`create`'s (the fake summary carries nothing, so only the machinery's choices of
+    what to keep count)."""
+    module = _module(name)
+    factory = getattr(module, "create_non_llm", None) or module.create
+    system: System = factory()
+    return system

@@ -1,0 +1,65 @@
+"""Per-turn cost over a replayed session: the bundled Codex session (174 messages, about 109k
+tokens) played back message by message into a 32k window. Before each assistant message (a
+model request) the system gets the history as it stands and its answer becomes the history;
+the messages recorded after that are appended to it, as an agent loop would."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.compare.judge import problems, tokens
+from benchmarks.compare.systems import Budget, Items, System
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+SESSION = "codex-compaction-config-change"
+WINDOW = 32_000
+BUDGET = Budget(trigger=int(WINDOW * 0.8), keep=int(WINDOW * 0.3), window=WINDOW)
+
+
+def replay(system: System, items: Items) -> dict[str, Any]:
+    history: Items = []
+    times: list[float] = []
+    compactions = invalid = sent_tokens = 0
+    peak = 0
+    for item in items:
+        if item.get("role") == "assistant" and history:
+            native = system.native(history)
+            start = time.perf_counter()
+            result = system.step(native, BUDGET)
+            times.append(time.perf_counter() - start)
+            if result is not None:
+                compactions += 1
+                history = system.items(result)
+            size = tokens(history)
+            sent_tokens += size
+            peak = max(peak, size)
+            invalid += bool(problems(history, "openai"))
+        history = [*history, item]
+    return {
+        "requests": len(times),
+        "compactions": compactions,
+        "mean_ms": statistics.fmean(times) * 1e3,
+        "median_ms": statistics.median(times) * 1e3,
+        "total_ms": sum(times) * 1e3,
+        "tokens_sent": sent_tokens,
+        "largest_request": peak,
+        "invalid_requests": invalid,
+    }
+
+
+def run(
+    systems: Sequence[System], transcripts: dict[str, Items], progress: Callable[[str], None]
+) -> dict[str, Any]:
+    items = transcripts[SESSION]
+    out: dict[str, Any] = {"session": SESSION, "window": WINDOW, "systems": {}}
+    for system in systems:
+        try:
+            out["systems"][system.name] = replay(system, items)
+        except Exception as error:  # a peer that breaks mid-session is a result too
+            out["systems"][system.name] = {"error": f"{type(error).__name__}: {error}"[:300]}
+        progress(f"replay: {system.name} done")
+    return out

@@ -1,0 +1,86 @@
+"""synopsis itself, driven like the peers: a :class:`synopsis.Compactor` per budget, called
+before each model request with the history in OpenAI chat shape (its native shape: no
+conversion at all)."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
+
+import synopsis
+from benchmarks.compare.systems import Budget, Items, fake_summary
+from synopsis.messages import Message, content_hash, message_id
+from synopsis.summarizers import Coverage, SummaryRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class FakeSummarizer:
+    """:func:`fake_summary` as a synopsis summarizer: the record carries the same coverage
+    lineage a real summarizer's does (that bookkeeping is synopsis's machinery, so it is
+    timed), and a narrative with nothing from the messages."""
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: SummaryRecord | None = None,
+        instructions: str | None = None,
+        max_tokens: int | None = None,
+    ) -> SummaryRecord:
+        del instructions, max_tokens
+        return SummaryRecord(
+            depth=previous.depth + 1 if previous else 0,
+            parent_id=previous.id if previous else None,
+            narrative=fake_summary(len(messages)),
+            covers=tuple(
+                Coverage(id=message_id(m, i), sha256=content_hash(m))
+                for i, m in enumerate(messages)
+            ),
+            model="fake",
+        )
+
+
+class SynopsisSystem:
+    """``summarizer="fake"`` for speed and validity; ``"rules"`` (synopsis's default,
+    rule-based and offline) for retention."""
+
+    name = "synopsis"
+
+    def __init__(self, summarizer: str = "fake") -> None:
+        self.summarizer = summarizer
+        self.label = f"synopsis {version('synopsis')} Compactor"
+        if summarizer == "rules":
+            self.label += " (rule-based summarizer)"
+        self._compactors: dict[Budget, synopsis.Compactor] = {}
+
+    def compactor(self, budget: Budget) -> synopsis.Compactor:
+        found = self._compactors.get(budget)
+        if found is None:
+            found = synopsis.Compactor(
+                context_window=budget.window,
+                trigger=synopsis.Trigger.tokens(budget.trigger),
+                keep=synopsis.Keep.tokens(budget.keep),
+                summarizer=FakeSummarizer() if self.summarizer == "fake" else "rules",
+            )
+            self._compactors[budget] = found
+        return found
+
+    def native(self, items: Items) -> Any:
+        return list(items)
+
+    def step(self, history: Any, budget: Budget) -> Any | None:
+        result = self.compactor(budget).compact(history, format="openai")
+        return result.messages if result.compacted else None
+
+    def items(self, history: Any) -> Items:
+        return list(history)
+
+
+def create() -> SynopsisSystem:
+    return SynopsisSystem("fake")
+
+
+def create_non_llm() -> SynopsisSystem:
+    return SynopsisSystem("rules")

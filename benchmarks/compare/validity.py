@@ -1,0 +1,59 @@
+"""Validity: every cut point of every bundled transcript, compacted by every system.
+
+A cut point is the history as it stood after message ``i``: real sessions are compacted at
+any moment, mid tool loop included. Each gets a budget that forces compaction (trigger at half
+its tokens, keep a fifth, a window of twice its size so that fitting is never the issue) and
+each output is judged for OpenAI and Anthropic. Cut points where the recorded history is
+itself invalid are left out, so no system is blamed for its input; the count says how many.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.compare.judge import Tally, problems, tokens
+from benchmarks.compare.systems import Budget, Items, System
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+
+def cut_points(transcripts: dict[str, Items]) -> list[tuple[str, Items]]:
+    """Every prefix of every transcript whose own history is valid for both providers."""
+    out = []
+    for name, items in transcripts.items():
+        for i in range(1, len(items) + 1):
+            prefix = items[:i]
+            if not problems(prefix, "openai") and not problems(prefix, "anthropic"):
+                out.append((name, prefix))
+    return out
+
+
+def forcing_budget(items: Items) -> Budget:
+    size = tokens(items)
+    return Budget(trigger=max(1, size // 2), keep=max(1, size // 5), window=max(2, 2 * size))
+
+
+def run(
+    systems: Sequence[System],
+    points: list[tuple[str, Items]],
+    tessera: Callable[[Items], tuple[bool, str]] | None,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for system in systems:
+        tally = Tally()
+        for _, prefix in points:
+            try:
+                native = system.native(prefix)
+                result = system.step(native, forcing_budget(prefix))
+            except Exception as error:  # a peer that raises is what is being counted
+                tally.failed(error)
+                continue
+            if result is not None:
+                tally.compacted += 1
+            sent = prefix if result is None else system.items(result)
+            tally.judge(sent, tessera)
+        out[system.name] = tally.as_json()
+        progress(f"validity: {system.name} done ({tally.outputs} outputs)")
+    return out
