@@ -36,7 +36,7 @@ _IDENT = re.compile(
     r"|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"
 )
 _ERROR = re.compile(r"Error|Exception|Traceback|FAILED|\bfailed\b|\berror\b|panic")
-_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?:\.\d+)?(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?:\.\d+)?(?!\w|\.\d)")
 _SPACE = re.compile(r"\s+")
 _REQUEST_CHARS = 60
 _ERROR_CHARS = 80

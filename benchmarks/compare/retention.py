@@ -37,10 +37,10 @@ def run(
         for name, items in transcripts.items():
             size = tokens(items)
             start = anchors.conversation_start(items)
-            system = tokens(items[:start]) if start else 0
-            share = (size - system) // ratio
+            prompt = tokens(items[:start]) if start else 0
+            share = (size - prompt) // ratio
             if share >= MIN_BUDGET:
-                budget = Budget(trigger=system + share, keep=share // 2, window=system + share)
+                budget = Budget(trigger=prompt + share, keep=share // 2, window=prompt + share)
                 cases.append((name, items, size, budget))
         per_system: dict[str, Any] = {}
         for system in systems:

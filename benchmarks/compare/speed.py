@@ -19,6 +19,7 @@ A call still running after ``LIMIT`` seconds is stopped and reported as a lower 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import signal
 import statistics
@@ -67,7 +68,7 @@ def measure(name: str, size: int, mode: str, limit: float = LIMIT) -> dict[str, 
         system.step(system.native(grown), budget)  # warm-up: caches, imports, first pass
         for k in range(repeats):
             grown = [*grown, next_item(transcripts, k)]
-            inputs.append(lambda g=grown: system.native(g))
+            inputs.append(functools.partial(system.native, grown))
     else:
         inputs = [lambda: system.native(items) for _ in range(max(1, repeats))]
     samples: list[float] = []

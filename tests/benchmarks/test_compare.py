@@ -1,0 +1,194 @@
+"""The comparison harness's own parts, run on synopsis alone (the peers live in .venv-bench):
+the inputs are what they claim, the judge and the anchors count what they claim, and the
+report shows what was measured."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from benchmarks.compare import anchors, registry, replay, report, retention, speed, validity
+from benchmarks.compare.inputs import build_history, leading_system, load_transcripts
+from benchmarks.compare.judge import Tally, problems, rejected, tokens
+from benchmarks.compare.synopsis_system import SynopsisSystem
+from benchmarks.compare.systems import Budget, fake_summary
+
+import synopsis
+
+
+@pytest.fixture(scope="module")
+def transcripts():
+    return load_transcripts()
+
+
+@pytest.mark.parametrize("size", [100, 1_000, 3_000])
+def test_long_histories_are_valid_sessions_with_their_own_ids(transcripts, size):
+    items = build_history(transcripts, size)
+    assert size - 5 <= len(items) <= size
+    assert leading_system(items) == 1
+    assert [i["role"] for i in items[1:]].count("system") == 0
+    assert synopsis.validate(items, provider="openai") == []
+    # each copy renames its ids, so a call id is reused only as often as one transcript does
+    ids = Counter(c["id"] for i in items for c in i.get("tool_calls") or ())
+    base = Counter(
+        c["id"] for t in transcripts.values() for i in t for c in i.get("tool_calls") or ()
+    )
+    assert max(ids.values()) <= max(base.values())
+
+
+def test_cut_points_leave_out_invalid_recorded_prefixes(transcripts):
+    small = {k: v for k, v in transcripts.items() if len(v) <= 30}
+    points = validity.cut_points(small)
+    total = sum(len(v) for v in small.values())
+    assert 0 < len(points) <= total
+    for _, prefix in points:
+        assert problems(prefix, "openai") == []
+    left_out = [
+        t[:i]
+        for t in small.values()
+        for i in range(1, len(t) + 1)
+        if problems(t[:i], "openai") or problems(t[:i], "anthropic")
+    ]
+    assert len(points) + len(left_out) == total
+
+
+def test_judge_counts_a_result_without_its_call_as_a_400():
+    orphan = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "gone", "content": "42"},
+    ]
+    found = problems(orphan, "openai")
+    assert found
+    assert rejected(found)
+    tally = Tally()
+    tally.judge(orphan, lambda items: (False, "orphan"))
+    tally.judge([{"role": "user", "content": "hi"}], lambda items: (True, ""))
+    tally.failed(ValueError("boom"))
+    data = tally.as_json()
+    assert data["outputs"] == 2
+    assert data["raised"] == 1
+    assert data["valid"] == {"openai": 1, "anthropic": 1}
+    assert data["http_400"]["openai"] == 1
+    assert data["tessera_pass"] == 1
+    assert data["tessera_checked"] == 2
+    assert data["errors"] == {"ValueError": 1}
+    assert "openai" in data["example"]
+
+
+def test_anchors_of_each_kind_and_only_those_the_summary_must_carry():
+    items: list[dict[str, Any]] = [
+        {"role": "system", "content": "You edit src/app/main.py carefully."},
+        {"role": "user", "content": "Fix parse_config in src/app/config.py, ticket 40412."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "run", "arguments": '{"cmd": "pytest tests/test_x.py"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ValueError: bad port 70000\nok"},
+        {"role": "assistant", "content": "Done with loadSettings."},
+    ]
+    found = anchors.extract(items)
+    assert {"src/app/config.py", "tests/test_x.py", "src/app/main.py"} <= found["path"]
+    assert {"parse_config", "loadSettings"} <= found["identifier"]
+    assert "ValueError: bad port 70000" in found["error"]
+    assert {"40412", "70000"} <= found["number"]
+    assert any(r.startswith("Fix parse_config") for r in found["request"])
+
+    # each message costs 10 tokens and 10 are kept: the last message is the tail
+    every, salient = anchors.targets(items, 10, lambda item: 10)
+    assert "src/app/main.py" not in every["path"]  # the system prompt keeps it anyway
+    assert "loadSettings" not in every["identifier"]  # in the kept tail
+    assert "70000" in every["number"]
+    assert "70000" not in salient["number"]
+    assert "40412" in salient["number"]
+
+    summary = [{"role": "user", "content": "Earlier: parse_config in src/app/config.py"}]
+    kept = anchors.retained(every, summary)
+    assert kept["path"] == 1
+    assert kept["identifier"] == 1
+    assert kept["number"] == 0
+
+
+def test_synopsis_system_compacts_valid_and_reports_through_the_harness(transcripts):
+    system = SynopsisSystem()
+    items = build_history(transcripts, 400)
+    size = tokens(items)
+    assert system.step(system.native(items), Budget(10 * size, size // 10, 20 * size)) is None
+    out = system.step(system.native(items), Budget(size // 2, size // 10, size))
+    assert out is not None
+    assert tokens(out) < size // 2
+    assert problems(out, "openai") == []
+    assert any(fake_summary(0).split(" 0 ")[0] in str(m.get("content")) for m in out)
+
+    small = {k: v for k, v in transcripts.items() if k.startswith(("aider", "claudecode-cov"))}
+    points = validity.cut_points(small)
+    results: dict[str, Any] = {
+        "meta": {
+            "date": "today",
+            "machine": "here",
+            "python": "3",
+            "command": "pytest",
+            "seconds": 1.0,
+            "versions": {"synopsis": "dev"},
+        },
+        "labels": {"synopsis": system.label},
+        "validity": {
+            "cut_points": len(points),
+            "transcripts": len(small),
+            "systems": validity.run([system], points, None, lambda _: None),
+        },
+        "replay": replay.run([system], transcripts, lambda _: None),
+        "retention": retention.run([SynopsisSystem("rules")], transcripts, lambda _: None),
+    }
+    ours = results["validity"]["systems"]["synopsis"]
+    assert ours["outputs"] == len(points)
+    assert ours["raised"] == 0
+    assert ours["valid"]["openai"] == len(points)
+    played = results["replay"]["systems"]["synopsis"]
+    assert played["compactions"] > 0
+    assert played["invalid_requests"] == 0
+    assert played["largest_request"] <= replay.WINDOW
+    text = report.markdown(results)
+    assert f"{len(points)} cut points" in text
+    assert "| 100.0% | 100.0% | 0 | 0 | – |" in text  # valid, no 400s, tessera not run
+    assert "5× |" in text
+    assert "10× |" in text
+    json.dumps(results)
+
+
+def test_speed_measures_one_call_in_process_and_the_report_reads_it():
+    decide = speed.measure("synopsis", 100, "decide")
+    plan = speed.measure("synopsis", 100, "plan")
+    assert decide["compacted"] == 0
+    assert decide["calls"] == speed.REPEATS["decide"]
+    assert plan["compacted"] == plan["calls"] == speed.REPEATS["plan"]
+    peer = {"median_ms": decide["median_ms"] * 20}
+    results: dict[str, Any] = {
+        "labels": {"synopsis": "synopsis", "peer": "a peer"},
+        "speed": {
+            "sizes": [100],
+            "systems": {
+                "synopsis": {"decide": {"100": decide}, "plan": {"100": plan}},
+                "peer": {"decide": {"100": peer}, "plan": {"100": {"timeout": 60.0}}},
+            },
+        },
+    }
+    rows = report.speed_table(results, "decide")
+    assert rows[-1].startswith("| a peer |")
+    assert "(20.0×)" in rows[-1]
+    assert "> 60 s" in report.speed_table(results, "plan")[-1]
+    # the verdict is about 10k messages, which this run did not measure
+    assert report.decide_verdict(results) == ("not measured", None)
+
+
+def test_an_unknown_system_is_refused_by_name():
+    with pytest.raises(SystemExit, match="unknown system 'nope'"):
+        registry.create("nope")
