@@ -150,6 +150,23 @@ def test_oversized_parts_are_marked_and_summaries_are_not_marked_again() -> None
     assert not out.changed
 
 
+def test_a_long_summary_of_synopsis_own_is_not_marked_oversized() -> None:
+    # Re-compacting a history that holds a large earlier summary must summarize it again, not
+    # digest it as if it were a tool output.
+    huge = "word " * 6000
+    summary = Message(Role.USER, (TextPart(f"<synopsis-summary depth=\"0\">\n{huge}"),))
+    msgs = [user("t"), summary, tool("a", huge), say("x")]
+    out = reduce(
+        msgs,
+        [5, 6000, 6000, 1],
+        measure=Measure(12_000, 4, 100_000),
+        threshold=8_000,
+        config=Reductions(truncate_args=None),
+        count_text=lambda text: len(text.split()),
+    )
+    assert [(o.index, o.part) for o in out.oversized] == [(2, 0)]
+
+
 def test_each_reduction_can_be_switched_off() -> None:
     big = "line\n" * 100
     msgs = [*history(), tool("a", big), tool("b", big)]

@@ -30,6 +30,7 @@ from synopsis.messages import (
     thaw,
 )
 from synopsis.planning.triggers import Measure, Trigger
+from synopsis.planning.units import is_summary_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -258,7 +259,13 @@ def _oversized(
             continue  # no part can exceed the limit when its whole message does not
         for j, part in enumerate(message.parts):
             text = _part_text(part)
-            if text is None or text.startswith((SUMMARY_MARKER, DUPLICATE_MARKER)):
+            # A summary of synopsis's own is replaced by the next summary, never digested: a
+            # digest of it would leave the history with no summary at all.
+            if (
+                text is None
+                or text.startswith((SUMMARY_MARKER, DUPLICATE_MARKER))
+                or is_summary_text(text)
+            ):
                 continue
             tokens = count_text(text)
             if tokens > limit:
