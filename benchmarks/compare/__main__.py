@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks.compare import registry, replay, report, retention, speed, validity
 from benchmarks.compare.inputs import load_transcripts
 
+_KINDS = ("pending tail", "partial results", "reused ids", "defect")
 PARTS = ("speed", "replay", "validity", "retention", "yardsticks")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 PACKAGES = (
@@ -51,12 +52,31 @@ def _yardsticks(results: dict[str, Any], progress: Any) -> dict[str, Any]:
 
     out: dict[str, Any] = {"tessera": yardsticks.tessera_version(), "kit": yardsticks.kit_version()}
     lines = []
-    ours = results.get("validity", {}).get("systems", {}).get("synopsis")
-    if ours:
+    checked = results.get("validity", {})
+    if checked:
         lines.append(
-            f"- tessera-transcript {out['tessera']} pairing check over every synopsis output of "
-            f"the validity run: {ours['tessera_pass']} of {ours['outputs']} pass."
+            f"- tessera-transcript {out['tessera']}'s pairing check over every output of the "
+            "validity run. tessera fails a history that ends on a tool call still waiting for "
+            "its result (`pending tail`, or `partial results` between parallel results) and "
+            "any reused call id, both of which real sessions cut at any point carry; "
+            "`defect` is everything else (an orphaned result, a call left unanswered inside "
+            "the history). The cut points themselves are the baseline."
         )
+        lines += ["", "| history | pass | " + " | ".join(_KINDS) + " |"]
+        lines.append("|---|---:|" + "---:|" * len(_KINDS))
+        rows = [("the cut points as recorded", checked["inputs"])]
+        rows += [(results["labels"][n], t) for n, t in checked["systems"].items()]
+        for label, t in rows:
+            fails = t.get("tessera_failures", {})
+            cells = [
+                str(sum(v for k, v in fails.items() if kind in k.split("+"))) for kind in _KINDS
+            ]
+            lines.append(
+                f"| {label} | {t['tessera_pass']} of {t['tessera_checked']} | "
+                + " | ".join(cells)
+                + " |"
+            )
+        lines.append("")
     start = time.perf_counter()
     canaries = yardsticks.conformance_canaries()
     out["conformance"] = canaries
@@ -109,6 +129,7 @@ def main() -> None:
         results["validity"] = {
             "cut_points": len(points),
             "transcripts": len(transcripts),
+            "inputs": validity.inputs(points, tessera),
             "systems": validity.run(systems, points, tessera, progress),
         }
     if "retention" in parts:

@@ -52,6 +52,7 @@ class Tally:
     http_400: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROVIDERS, 0))
     tessera_pass: int = 0
     tessera_checked: int = 0
+    tessera_failures: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)
     example: str = ""
@@ -70,7 +71,11 @@ class Tally:
                 self.example = f"{provider}: {found[0]}"
         if tessera is not None:
             self.tessera_checked += 1
-            self.tessera_pass += tessera(out)[0]
+            passed, reason = tessera(out)
+            self.tessera_pass += passed
+            if not passed:
+                kind = reason[1 : reason.find("]")] if reason.startswith("[") else "other"
+                self.tessera_failures[kind] = self.tessera_failures.get(kind, 0) + 1
 
     def failed(self, error: BaseException) -> None:
         self.raised += 1
@@ -86,6 +91,7 @@ class Tally:
             "http_400": self.http_400,
             "tessera_pass": self.tessera_pass,
             "tessera_checked": self.tessera_checked,
+            "tessera_failures": self.tessera_failures,
             "errors": self.errors,
             "rules": dict(sorted(self.rules.items(), key=lambda kv: -kv[1])),
             "example": self.example,

@@ -1,7 +1,10 @@
 """Per-turn cost over a replayed session: the bundled Codex session (174 messages, about 109k
 tokens) played back message by message into a 32k window. Before each assistant message (a
 model request) the system gets the history as it stands and its answer becomes the history;
-the messages recorded after that are appended to it, as an agent loop would."""
+the messages recorded after that are appended to it, as an agent loop would. A system whose
+compaction rewrites only the outgoing request and leaves the stored history whole (its
+``persists`` is false) keeps the whole history and compacts again on the next request, as it
+does in production."""
 
 from __future__ import annotations
 
@@ -31,13 +34,16 @@ def replay(system: System, items: Items) -> dict[str, Any]:
             start = time.perf_counter()
             result = system.step(native, BUDGET)
             times.append(time.perf_counter() - start)
+            sent = history
             if result is not None:
                 compactions += 1
-                history = system.items(result)
-            size = tokens(history)
+                sent = system.items(result)
+                if getattr(system, "persists", True):
+                    history = sent
+            size = tokens(sent)
             sent_tokens += size
             peak = max(peak, size)
-            invalid += bool(problems(history, "openai"))
+            invalid += bool(problems(sent, "openai"))
         history = [*history, item]
     return {
         "requests": len(times),

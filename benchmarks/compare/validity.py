@@ -34,6 +34,17 @@ def forcing_budget(items: Items) -> Budget:
     return Budget(trigger=max(1, size // 2), keep=max(1, size // 5), window=max(2, 2 * size))
 
 
+def inputs(
+    points: list[tuple[str, Items]], tessera: Callable[[Items], tuple[bool, str]] | None
+) -> dict[str, Any]:
+    """The cut points themselves, judged the same way: what every output is measured against
+    (tessera-transcript fails a history that ends mid-call, which a cut point may)."""
+    tally = Tally()
+    for _, prefix in points:
+        tally.judge(prefix, tessera)
+    return tally.as_json()
+
+
 def run(
     systems: Sequence[System],
     points: list[tuple[str, Items]],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import synopsis
 from tests.compaction.helpers import TRANSCRIPTS, load_items
 
@@ -9,7 +11,11 @@ from tests.compaction.helpers import TRANSCRIPTS, load_items
 def test_a_large_earlier_summary_is_summarized_again_not_digested_as_tool_output() -> None:
     items = load_items(next(p for p in TRANSCRIPTS if "ponyc-4588" in p.name))
     size = synopsis.count_tokens(items)
-    options = {"context_window": size, "keep": synopsis.Keep.tokens(size // 16), "force": True}
+    options: dict[str, Any] = {
+        "context_window": size,
+        "keep": synopsis.Keep.tokens(size // 16),
+        "force": True,
+    }
     first = synopsis.compact(items, trigger=synopsis.Trigger.tokens(size // 4), **options)
     summaries = [m for m in first.messages if str(m.get("content")).startswith("<synopsis-summary")]
     assert len(summaries) == 1
