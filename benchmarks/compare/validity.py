@@ -54,7 +54,9 @@ def run(
     out: dict[str, Any] = {}
     for system in systems:
         tally = Tally()
-        for _, prefix in points:
+        for done, (_, prefix) in enumerate(points, 1):
+            if done % 100 == 0:
+                progress(f"validity: {system.name} {done} of {len(points)}")
             try:
                 native = system.native(prefix)
                 result = system.step(native, forcing_budget(prefix))

@@ -154,7 +154,7 @@ def test_a_long_summary_of_synopsis_own_is_not_marked_oversized() -> None:
     # Re-compacting a history that holds a large earlier summary must summarize it again, not
     # digest it as if it were a tool output.
     huge = "word " * 6000
-    summary = Message(Role.USER, (TextPart(f"<synopsis-summary depth=\"0\">\n{huge}"),))
+    summary = Message(Role.USER, (TextPart(f'<synopsis-summary depth="0">\n{huge}'),))
     msgs = [user("t"), summary, tool("a", huge), say("x")]
     out = reduce(
         msgs,

@@ -14,9 +14,10 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from synopsis.compaction.incremental import Memo, remember, skip
 from synopsis.compaction.pipeline import (
     DEFAULT_SESSION,
     Request,
@@ -37,9 +38,10 @@ if TYPE_CHECKING:
 
     from synopsis.compaction.result import CompactionResult
     from synopsis.compaction.setup import Setup
+    from synopsis.compaction.state import Run
     from synopsis.events import Listener
     from synopsis.formats import FormatName
-    from synopsis.planning import Keep, Trigger
+    from synopsis.planning import Keep, Measure, Trigger
     from synopsis.stores import SearchHit, StoredMessage
     from synopsis.tokens import TokenCounter
 
@@ -58,6 +60,16 @@ class Compactor:
     code can give: ``trigger`` (a :class:`~synopsis.Trigger` or what Settings parses),
     ``keep`` (likewise), ``summarizer``, ``counter``, ``store`` (a store, or what Settings
     parses) and ``listeners``.
+
+    Without a store, a Compactor remembers the last call that compacted nothing, and when the
+    next call passes the same list with items appended (same ``system``, ``format`` and
+    ``tools``, no ``force`` or ``instructions``) it decodes, checks and counts only the
+    appended items and the current turn, not the whole history; the result is the one the
+    full path gives (see :mod:`synopsis.compaction.incremental`). The earlier items are
+    recognised by identity: an item the caller changed *in place* after passing it is not
+    read again, so its old token count stands (the result still holds the caller's item).
+    Call :meth:`reset` after changing a passed item in place, or pass a new list without it.
+    Any compaction or error forgets the call.
     """
 
     def __init__(
@@ -99,6 +111,12 @@ class Compactor:
             self.setup = _with_store(self.setup, MemoryStore())
         _check_call({"force": False, "listeners": listeners})
         self.listeners = tuple(listeners)
+        self._incremental = True
+        self._memo: Memo | None = None
+
+    def reset(self) -> None:
+        """Forget the last call, so that the next one reads the whole history again."""
+        self._memo = None
 
     def __repr__(self) -> str:
         s = self.setup
@@ -158,7 +176,13 @@ class Compactor:
             span("synopsis.compact", session_id=request.session_id or ""),
             listening((*request.listeners, request.collected.append), request.session_id),
         ):
-            return _run(compaction(setup, request), setup)
+            fast = self._skip(setup, request)
+            if fast is not None:
+                return fast
+            memos: list[Memo] = []
+            result = _run(compaction(setup, request, observe=self._observer(memos)), setup)
+            self._memo = memos[0] if memos else None
+            return result
 
     async def acompact(
         self,
@@ -191,7 +215,38 @@ class Compactor:
             span("synopsis.acompact", session_id=request.session_id or ""),
             listening((*request.listeners, request.collected.append), request.session_id),
         ):
-            return await _arun(compaction(setup, request), setup)
+            fast = self._skip(setup, request)
+            if fast is not None:
+                return fast
+            memos: list[Memo] = []
+            plan = compaction(setup, request, observe=self._observer(memos))
+            result = await _arun(plan, setup)
+            self._memo = memos[0] if memos else None
+            return result
+
+    # -- the incremental skip (see synopsis.compaction.incremental) ------------------------
+
+    def _skip(self, setup: Setup, request: Request) -> CompactionResult | None:
+        """The skip the last call's memo proves, else None. The memo is dropped first, so
+        that whatever happens next (an error, a compaction) leaves none behind."""
+        memo, self._memo = self._memo, None
+        found = skip(memo, setup, request) if memo is not None else None
+        if found is None:
+            return None
+        result, self._memo = found
+        return result
+
+    def _observer(self, memos: list[Memo]) -> Callable[[Run, Measure], None] | None:
+        """What the full path tells of a call that skipped: its memo, into ``memos``."""
+        if not self._incremental:
+            return None
+
+        def observe(run: Run, before: Measure) -> None:
+            memo = remember(run, before)
+            if memo is not None:
+                memos.append(memo)
+
+        return observe
 
     # -- what the store keeps ------------------------------------------------------------
 
@@ -449,6 +504,8 @@ def _one_shot(  # noqa: PLR0917 - the positional order of compact()'s own keywor
     so a TOML file or a ``SYNOPSIS_*`` variable still sets it."""
     given = {"model": model, "context_window": context_window}
     options.update({k: v for k, v in given.items() if v is not None})
-    return Compactor(
+    compactor = Compactor(
         trigger=trigger, keep=keep, summarizer=summarizer, counter=counter, store=store, **options
     )
+    compactor._incremental = False  # used once: nothing to remember for a next call
+    return compactor

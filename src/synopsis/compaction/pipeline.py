@@ -10,10 +10,10 @@ never returned.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from synopsis.compaction.offload import Originals, wire_items
 from synopsis.compaction.rebuild import finish, summary_for
@@ -58,7 +58,17 @@ if TYPE_CHECKING:
     from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
     from synopsis.validation import Problem, Profile
 
-__all__ = ["DEFAULT_SESSION", "Request", "StoreCall", "Summarize", "compaction"]
+__all__ = [
+    "DEFAULT_SESSION",
+    "Observer",
+    "Request",
+    "StoreCall",
+    "Summarize",
+    "compaction",
+    "govern",
+    "problems",
+    "skip_event",
+]
 
 _MIN_SUMMARY_TOKENS = 256
 _GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages", "per-turn-cap"})
@@ -72,21 +82,24 @@ _OPEN_END = ("G5", "last_user")
 history between turns that ends with the model's answer is not at fault."""
 
 
-def _problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
+def problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
+    """What ``messages`` break for ``profile``, but for how a history between turns ends."""
     return [p for p in check(messages, profile) if not p.rule.endswith(_OPEN_END)]
 
 
 def _normalise(
     setup: Setup, request: Request
-) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any]]:
+) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any], bool]:
+    """The format, the messages to work on, the caller's items behind them, the fixes made,
+    and whether the history broke no rule (its messages are the decoded ones, unrepaired)."""
     decoded = decode(request.data, request.format, system=request.system)
     messages = decoded.messages
     originals = Originals(messages, wire_items(request.data, decoded.format), decoded.format)
     profile = setup.profile_for(decoded.format)
-    if not _problems(messages, profile):
-        return decoded.format, messages, originals, []
+    if not problems(messages, profile):
+        return decoded.format, messages, originals, [], True
     repaired = repair_messages(messages, profile)
-    left = _problems(repaired.messages, profile)
+    left = problems(repaired.messages, profile)
     if left:
         first = left[0]
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
@@ -95,7 +108,7 @@ def _normalise(
     for message, origin in zip(repaired.messages, repaired.origins, strict=True):
         if origin is not None and message is not messages[origin]:
             originals.adopt(messages[origin], message, changed=False)
-    return decoded.format, repaired.messages, originals, list(repaired.fixes)
+    return decoded.format, repaired.messages, originals, list(repaired.fixes), False
 
 
 def _output(run: Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
@@ -138,17 +151,21 @@ def _result(
     )
 
 
+def skip_event(session_id: str | None, decision: Decision) -> CompactionSkipped:
+    """The event that tells why ``decision`` compacts nothing."""
+    m = decision.measure
+    return CompactionSkipped(
+        session_id=session_id,
+        reason=decision.code,
+        detail=decision.reason,
+        messages=m.messages,
+        tokens=m.tokens,
+    )
+
+
 def _skip(run: Run, decision: Decision) -> CompactionResult:
     m = decision.measure
-    run.emit(
-        CompactionSkipped(
-            session_id=run.session_id,
-            reason=decision.code,
-            detail=decision.reason,
-            messages=m.messages,
-            tokens=m.tokens,
-        )
-    )
+    run.emit(skip_event(run.session_id, decision))
     return _result(
         run,
         run.messages,
@@ -280,7 +297,7 @@ def _summarize_step(
 
 
 def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
-    fmt, messages, originals, fixes = _normalise(setup, request)
+    fmt, messages, originals, fixes, clean = _normalise(setup, request)
     # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
     session_id = request.session_id or setup.default_session
     state = SessionState(session_id or "")
@@ -291,7 +308,7 @@ def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
         state = found or state
     given = messages
     messages = _unmerge(messages, originals)
-    return Run(setup, request, fmt, messages, originals, fixes, session_id, state, given)
+    return Run(setup, request, fmt, messages, originals, fixes, session_id, state, given, clean)
 
 
 def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Message, ...]:
@@ -345,8 +362,43 @@ def _save(run: Run, governor: GovernorState) -> Generator[Effect, Outcome, None]
         raise StoreError(f"could not save session {run.session_id!r}: {outcome}") from outcome
 
 
-def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, CompactionResult]:
-    """The plan of one ``compact`` call; see the module docstring."""
+def govern(
+    setup: Setup, before: Measure, governor: GovernorState, turn: str | None, *, force: bool
+) -> Decision:
+    """The governor's decision on a history of ``before``, with the emergency it cannot
+    refuse: a request that leaves no room for the answer."""
+    decision = decide(
+        before,
+        state=governor,
+        config=setup.governor,
+        trigger=setup.trigger,
+        turn=turn,
+        force=force,
+    )
+    limit = setup.window - setup.reserve
+    if not decision.compact and before.tokens > limit and decision.code in _GIVES_WAY:
+        # The trigger is a share of the whole window, but the request must leave room for
+        # the answer: past that, it is an emergency whatever the trigger says.
+        decision = replace(
+            decision,
+            compact=True,
+            code="emergency",
+            reason=f"{before.tokens:,} tokens leave less than the {setup.reserve:,} reserved "
+            f"for the answer in a window of {setup.window:,}",
+        )
+    return decision
+
+
+Observer: TypeAlias = "Callable[[Run, Measure], None]"
+"""Told the run and its size when a call ends in a skip of a history as the caller gave it."""
+
+
+def compaction(
+    setup: Setup, request: Request, *, observe: Observer | None = None
+) -> Generator[Effect, Outcome, CompactionResult]:
+    """The plan of one ``compact`` call; see the module docstring. ``observe`` hears of a
+    call that skips before anything started (the :class:`~.compactor.Compactor` remembers
+    such a call, see :mod:`.incremental`)."""
     started = time.perf_counter()
     try:
         run = yield from _open(setup, request)
@@ -365,27 +417,11 @@ def compaction(setup: Setup, request: Request) -> Generator[Effect, Outcome, Com
         GovernorState.from_json(run.state.governor) if run.state.governor else GovernorState()
     )
     before = run.measure(run.given)
-    decision = decide(
-        before,
-        state=governor,
-        config=setup.governor,
-        trigger=setup.trigger,
-        turn=turn_key(run.messages),
-        force=request.force,
-    )
-    limit = setup.window - setup.reserve
-    if not decision.compact and before.tokens > limit and decision.code in _GIVES_WAY:
-        # The trigger is a share of the whole window, but the request must leave room for
-        # the answer: past that, it is an emergency whatever the trigger says.
-        decision = replace(
-            decision,
-            compact=True,
-            code="emergency",
-            reason=f"{before.tokens:,} tokens leave less than the {setup.reserve:,} reserved "
-            f"for the answer in a window of {setup.window:,}",
-        )
+    decision = govern(setup, before, governor, turn_key(run.messages), force=request.force)
     if not decision.compact:
         yield from _save(run, decision.state)
+        if observe is not None:
+            observe(run, before)
         return _skip(run, decision)
     run.emit(
         CompactionStarted(
@@ -485,12 +521,12 @@ def _verify(run: Run, kept: tuple[Message, ...], limit: int) -> tuple[tuple[Mess
     if after.tokens > limit:
         system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
         raise _unreachable(setup, after.tokens, limit, system)
-    problems = _problems(final, profile)
-    if problems:
+    left = problems(final, profile)
+    if left:
         raise ConversationError(
-            f"the compacted history breaks {problems[0].rule}: {problems[0].message}",
-            index=problems[0].index,
-            rule=problems[0].rule,
+            f"the compacted history breaks {left[0].rule}: {left[0].message}",
+            index=left[0].index,
+            rule=left[0].rule,
         )
     return final, after
 

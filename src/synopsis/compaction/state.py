@@ -76,6 +76,8 @@ class Run:
     given: tuple[Message, ...] = ()
     """The messages as decoded, before any summary was taken out of a merged turn: what the
     caller sends, so what its size is measured on."""
+    clean: bool = False
+    """Whether the history broke no rule, so that ``given`` is what was decoded, unrepaired."""
     stored: list[StoredMessage] = field(default_factory=list)
     records: list[SummaryRecord] = field(default_factory=list)
     chain: tuple[str, ...] = ()

@@ -1,0 +1,269 @@
+"""The skip of a :class:`~.compactor.Compactor` that has seen the history before.
+
+An agent loop calls ``compact`` before every request with the history it had plus what was
+appended since; most calls compact nothing. The full path decodes, validates and counts the
+whole history each time. A :class:`Memo` of the last call that skipped lets the next call
+read only what was appended, and it gives the very result the full path would, or it is not
+used: every condition below is there because the full path could otherwise differ.
+
+The memo keeps the caller's items (a shallow copy of the list), the ``system``, ``format``
+and ``tools`` arguments, the resolved format, the number of decoded messages, the request's
+token count, and the decoded messages from a boundary ``b`` on: the last user message a
+person wrote (not a summary, no tool results) before which every tool call is answered
+(``b = 0``, the whole history, when there is none). A memo is made only when the full path
+skipped on a history that broke no rule, had no summary to take out of a merged turn, came
+as a plain list in a format whose items decode one by one, with no store, and with a
+counter whose count is a sum over messages.
+
+A later call :func:`skip` takes only when it is the same request grown at its end:
+
+* the same setup, no store, no ``force``, no ``instructions``, the same ``format`` argument,
+  the same ``system`` (the object, or an equal string) and ``tools`` (the same definition
+  objects in the same order, so their count is the same); the governor then starts from a
+  fresh state, as the full path's does with no store;
+* the list starts with the memo's items (``==``, which compares the same objects at C speed;
+  an item the caller changed in place is not noticed, see the Compactor's docstring);
+* the appended items decode on their own into the messages the whole list would decode to:
+  for ``openai``, ``anthropic`` (the leading system message is the memo's), ``responses``
+  and ``synopsis`` a message depends on its own item only, save for the legacy OpenAI
+  ``function`` message, which takes the id of an earlier ``function_call`` (such an item
+  goes the full path, and so does Gemini, whose synthetic call ids count turns). Without a
+  ``format`` argument, a list is detected as OpenAI only when no item says otherwise, so the
+  appended items must not either (every other format is named by an item of the memo's);
+* no appended message holds a summary merged into other text (the full path would take it
+  out, and the turn key reads the result);
+* the window ``messages[b:]`` breaks no rule (the same filter as the full path). The earlier
+  history broke none, and :func:`_boundary` picks ``b`` so that each rule decides the same on
+  the window as on the whole: no tool call is open across ``b``, so the pairing restarts
+  there; a user message without tool results starts a turn for every turn-based rule (A6,
+  R4, G4), stops a tool loop, ends any answer block before it and opens the window with a
+  user (first-user, alternation, system placement and G1 see the same neighbours); and what
+  depends on the end of the history (the final empty assistant, the trailing call, the last
+  assistant) lies in the window, since ``b`` is an index of the earlier history;
+* the token count is the memo's plus the appended messages' (the counter's total is reply
+  priming + each message's count + tool definitions, and the tools are the same);
+* the turn key is read from the window, which holds the message at ``b`` that the full scan
+  from the end would otherwise stop at, or is the whole history when ``b = 0``.
+
+Then the governor decides as :func:`~.pipeline.compaction` does (:func:`~.pipeline.govern`).
+A decision to compact goes the full path: a compaction is never made from the memo. A skip
+returns the caller's items, the event and every field the full path would.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from synopsis.compaction.pipeline import govern, problems, skip_event
+from synopsis.compaction.result import CompactionResult
+from synopsis.events import emit
+from synopsis.formats import decode, detect
+from synopsis.messages import TextPart, ToolCallPart, ToolResultPart
+from synopsis.planning import GovernorState, Measure, turn_key
+from synopsis.planning.units import is_real_user, is_summary, is_summary_text
+from synopsis.tokens import MessageCounter
+
+if TYPE_CHECKING:
+    from synopsis.compaction.setup import Setup
+    from synopsis.compaction.state import Request, Run
+    from synopsis.formats import FormatName
+    from synopsis.messages import Message
+
+__all__ = ["Memo", "remember", "skip"]
+
+_ITEMWISE: frozenset[str] = frozenset({"openai", "anthropic", "responses", "synopsis"})
+"""Formats whose items decode one message each, whatever comes before them (but for the
+legacy OpenAI ``function`` message, see :func:`_decode_new`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """What a call that skipped leaves for the next one (see the module docstring)."""
+
+    setup: Setup
+    items: list[Any]
+    system: object
+    format_given: FormatName | None
+    format: FormatName
+    tools: tuple[Mapping[str, Any], ...] | None
+    """The tool definitions of the call (the list's objects, as it held them then)."""
+    count: int
+    """How many messages the items decoded to (with a leading system message)."""
+    tokens: int
+    """The request's tokens as the full path measures them."""
+    boundary: int
+    window: tuple[Message, ...]
+    """The decoded messages from ``boundary`` on."""
+
+
+def _additive(counter: object) -> bool:
+    """Whether the counter's total is reply priming + each message's count + tools, so that
+    an appended message adds its own count (a calibrated or foreign counter may not)."""
+    if not isinstance(counter, MessageCounter):
+        return False
+    kind = type(counter)
+    return (
+        kind.count_messages is MessageCounter.count_messages
+        and kind.count_message is MessageCounter.count_message
+    )
+
+
+def _merged(message: Message) -> bool:
+    """Whether the full path would take a summary out of this message (``_unmerge``)."""
+    flags = [isinstance(p, TextPart) and is_summary_text(p.text) for p in message.parts]
+    return any(flags) and not all(flags)
+
+
+def _boundary(messages: Sequence[Message]) -> int:
+    """The last index of a user message a person wrote (no tool results, not a summary)
+    before which every tool call is answered, counting as :func:`~synopsis.pairing.
+    pair_tool_calls` pairs: a result takes an open call of its id. 0 when there is none:
+    ``messages`` starts at a boundary itself (the history's start, or the last boundary)."""
+    waiting: dict[str, int] = {}
+    open_calls = 0
+    found = 0
+    for i, message in enumerate(messages):
+        if not open_calls and is_real_user(message) and not is_summary(message):
+            found = i
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                waiting[part.call_id] = waiting.get(part.call_id, 0) + 1
+                open_calls += 1
+            elif isinstance(part, ToolResultPart) and waiting.get(part.call_id):
+                waiting[part.call_id] -= 1
+                open_calls -= 1
+    return found
+
+
+def remember(run: Run, before: Measure) -> Memo | None:
+    """The memo of a call that skipped, when the next call may take the fast path from it."""
+    setup, request = run.setup, run.request
+    if (
+        setup.store is not None
+        or type(request.data) is not list
+        or (request.tools is not None and not isinstance(request.tools, list | tuple))
+        or run.format not in _ITEMWISE
+        or not run.clean
+        or not _additive(setup.counter)
+        or len(run.messages) != len(run.given)
+        or not all(map(operator.is_, run.messages, run.given))
+    ):
+        return None
+    b = _boundary(run.given)
+    return Memo(
+        setup=setup,
+        items=list(request.data),
+        system=request.system,
+        format_given=request.format,
+        format=run.format,
+        tools=_snapshot(request.tools),
+        count=len(run.given),
+        tokens=before.tokens,
+        boundary=b,
+        window=run.given[b:],
+    )
+
+
+def _snapshot(tools: object) -> tuple[Mapping[str, Any], ...] | None:
+    return tuple(tools) if isinstance(tools, list | tuple) else None
+
+
+def _same_tools(tools: object, memo: Memo) -> bool:
+    """The same tool definitions as the memo's call: the same objects in the same order (a
+    list changed in place since is noticed; a definition changed in place is not)."""
+    if tools is None or memo.tools is None:
+        return tools is None and memo.tools is None
+    return (
+        isinstance(tools, list | tuple)
+        and len(tools) == len(memo.tools)
+        and all(map(operator.is_, tools, memo.tools))
+    )
+
+
+def _same_request(memo: Memo, setup: Setup, request: Request) -> bool:
+    system = request.system
+    return (
+        setup is memo.setup
+        and setup.store is None
+        and request.session_id is None
+        and not request.force
+        and request.instructions is None
+        and type(request.data) is list
+        and request.format == memo.format_given
+        and (system is memo.system or (isinstance(system, str) and system == memo.system))
+        and _same_tools(request.tools, memo)
+    )
+
+
+def _decode_new(memo: Memo, items: list[Any]) -> tuple[Message, ...] | None:
+    """The appended items decoded as the whole list would decode them, or None."""
+    if not items:
+        return ()
+    fmt = memo.format
+    if fmt == "openai":
+        if memo.format_given is None and detect(items) != "openai":
+            return None  # the whole list would be read as another format
+        if any(isinstance(i, Mapping) and i.get("role") == "function" for i in items):
+            return None  # its id is that of an earlier function_call
+    return decode(items, fmt).messages
+
+
+def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, Memo] | None:
+    """The full path's result for ``request`` and the memo to keep, when the call is a skip
+    that the memo proves the full path would make (see the module docstring); else None."""
+    if not _same_request(memo, setup, request):
+        return None
+    data = request.data
+    assert isinstance(data, list)
+    n = len(memo.items)
+    if len(data) < n or data[:n] != memo.items:
+        return None
+    try:
+        fresh = _decode_new(memo, data[n:])
+    except Exception:  # the full path says what is wrong, as it always does
+        return None
+    if fresh is None or any(_merged(m) for m in fresh):
+        return None
+    window = (*memo.window, *fresh)
+    if problems(window, setup.profile_for(memo.format)):
+        return None
+    tokens = memo.tokens + sum(map(setup.counter.count_message, fresh))
+    before = Measure(tokens, memo.count + len(fresh), setup.window)
+    decision = govern(setup, before, GovernorState(), turn_key(window), force=False)
+    if decision.compact:
+        return None  # compactions are made from the caller's items, never from the memo
+    event = skip_event(None, decision)
+    request.collected.append(event)
+    emit(event, request.listeners)
+    result = CompactionResult(
+        messages=list(data),
+        compacted=False,
+        code=decision.code,
+        reason=decision.reason,
+        record=None,
+        tokens_before=tokens,
+        tokens_after=tokens,
+        events=tuple(request.collected),
+        system=request.system,
+        format=memo.format,
+        fixes=(),
+        offloaded=(),
+        session_id=None,
+    )
+    moved = _boundary(window)
+    grown = Memo(
+        setup=setup,
+        items=list(data),
+        system=request.system,
+        format_given=request.format,
+        format=memo.format,
+        tools=memo.tools,
+        count=before.messages,
+        tokens=tokens,
+        boundary=memo.boundary + moved,
+        window=window[moved:],
+    )
+    return result, grown

@@ -1,0 +1,562 @@
+"""The incremental skip of a reused Compactor (synopsis.compaction.incremental): a history
+grown at its end is decided on what was appended, and every result is the one a fresh
+Compactor (the full path) gives."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from synopsis.compaction import Compactor, compact
+from synopsis.errors import SynopsisError
+from synopsis.formats import encode
+from synopsis.messages import Message, Role, TextPart, ToolResultPart
+from synopsis.planning import Keep, Trigger
+from synopsis.tokens import Calibrated, HeuristicCounter, counter_for_model
+from tests.compaction.helpers import TRANSCRIPTS, load_items
+from tests.strategies import TEXT, Style, assistant, tool_turn, user, valid_history
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from synopsis.compaction import CompactionResult
+    from synopsis.compaction.incremental import Memo
+    from synopsis.compaction.setup import Setup
+    from synopsis.compaction.state import Request
+
+# -- comparing results ----------------------------------------------------------------------
+
+_VOLATILE = frozenset({"at", "duration", "record_id"})
+"""Event fields that differ from one run to the next: times, and the new summary's id."""
+
+
+def event_view(e: object) -> tuple[str, dict[str, Any]]:
+    assert dataclasses.is_dataclass(e)
+    fields = {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
+    return type(e).__name__, {k: v for k, v in fields.items() if k not in _VOLATILE}
+
+
+def view(result: CompactionResult) -> dict[str, Any]:
+    """Every field of a result, but the summary's id and times."""
+    record = result.record
+    return {
+        "messages": result.messages,
+        "compacted": result.compacted,
+        "code": result.code,
+        "reason": result.reason,
+        "record": record.model_dump(exclude={"id", "created_at"}) if record else None,
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        "events": [event_view(e) for e in result.events],
+        "system": result.system,
+        "format": result.format,
+        "fixes": result.fixes,
+        "offloaded": result.offloaded,
+        "session_id": result.session_id,
+    }
+
+
+Outcome = tuple[Any, "CompactionResult | None"]
+
+
+def outcome(call: Callable[[], CompactionResult]) -> Outcome:
+    """What a call gives, as a comparable value, and the result itself (None on an error)."""
+    try:
+        result = call()
+    except SynopsisError as error:
+        return (type(error).__name__, str(error)), None
+    return view(result), result
+
+
+class Counting(Compactor):
+    """A Compactor that counts the calls its memo answered (the fast path)."""
+
+    fast = 0
+
+    def _skip(self, setup: Setup, request: Request) -> CompactionResult | None:
+        result = super()._skip(setup, request)
+        self.fast += result is not None
+        return result
+
+
+def both(
+    make: Callable[[], Compactor], reused: Compactor, history: list[Any], **options: Any
+) -> Outcome:
+    """The reused Compactor's outcome, checked equal to a fresh one's, and its listeners
+    told what the result says."""
+    heard: list[object] = []
+    got = outcome(lambda: reused.compact(history, listeners=[heard.append], **options))
+    fresh = outcome(lambda: make().compact(history, **options))
+    assert got[0] == fresh[0]
+    if got[1] is not None:
+        assert [event_view(e) for e in heard] == [event_view(e) for e in got[1].events]
+        if not got[1].compacted and not got[1].fixes:
+            # A skip hands back the caller's own items.
+            assert all(a is b for a, b in zip(got[1].messages, history, strict=True))
+    return got
+
+
+# -- the property: a reused Compactor gives what a fresh one gives ---------------------------
+
+ORPHAN = Message(Role.TOOL, (ToolResultPart("call_zzz", "stray"),))
+SUMMARY = "<synopsis-summary>\nearlier work\n</synopsis-summary>"
+
+
+@st.composite
+def turn(draw: st.DrawFn, style: Style) -> list[Message]:
+    """What an agent appends between two calls: an answer and the next user message, maybe
+    after a tool exchange, or a tool call whose results are still to come."""
+    kind = draw(st.sampled_from(["answer", "answer", "tools", "tools", "pending", "user"]))
+    if kind == "user":
+        return [user(draw(TEXT))]
+    if kind == "pending":
+        return draw(tool_turn(style, pending=True))
+    lead = draw(tool_turn(style)) if kind == "tools" else []
+    return [*lead, assistant(draw(TEXT)), user(draw(TEXT))]
+
+
+Step = tuple[str, Any]
+
+
+def steps(turns: st.SearchStrategy[Any]) -> st.SearchStrategy[list[Step]]:
+    """What the caller does before each call: appends (what the strategy gives), passes the
+    same list again, or something the fast path must not take: an orphan result (repaired),
+    an item no format knows (an error), a summary merged into a user turn, a list that drops
+    an item or changes a copy of one (no longer starts with the last list)."""
+    special = st.sampled_from(["same", "orphan", "bogus", "merged", "drop", "rename"])
+    append = st.tuples(st.just("append"), turns)
+    return st.lists(
+        st.one_of(append, append, append, st.tuples(special, st.integers(0, 10_000))),
+        min_size=1,
+        max_size=10,
+    )
+
+
+def wire(messages: Sequence[Message], fmt: str) -> list[Any]:
+    if fmt == "synopsis":
+        return list(messages)
+    return encode(messages, fmt).messages  # type: ignore[arg-type]
+
+
+def apply(
+    step: Step, history: list[Any], fmt: str, appended: Callable[[Any], list[Any]]
+) -> list[Any]:
+    """The next list the caller passes."""
+    kind, arg = step
+    if kind == "append":
+        return [*history, *appended(arg)]
+    if kind == "same":
+        return list(history)
+    if kind == "orphan":
+        return [*history, *wire([ORPHAN], fmt)]
+    if kind == "bogus":
+        return [*history, {"role": "bogus", "content": "?"}]
+    if kind == "merged":
+        merged = Message(Role.USER, (TextPart(SUMMARY), TextPart("and my question")))
+        return [*history, *wire([merged], fmt)]
+    k = arg % len(history)
+    if kind == "drop" and len(history) > 1:
+        return history[:k] + history[k + 1 :]
+    item = history[k]
+    if isinstance(item, Message):
+        changed: Any = dataclasses.replace(item, name="renamed")
+    else:
+        changed = {**item, "id": "renamed"}
+    return [*history[:k], changed, *history[k + 1 :]]
+
+
+def play(
+    make: Callable[[], Compactor],
+    history: list[Any],
+    plan: list[Step],
+    fmt: str,
+    appended: Callable[[Any], list[Any]],
+    **options: Any,
+) -> int:
+    """Every step's outcome from a reused Compactor and from a fresh one; how many calls the
+    reused one answered from its memo. After a compaction the caller goes on from the
+    compacted history; after an error, from the history before it."""
+    reused = make()
+    assert isinstance(reused, Counting)
+    both(make, reused, history, **options)
+    for step in plan:
+        grown = apply(step, history, fmt, appended)
+        _, result = both(make, reused, grown, **options)
+        if result is None:
+            continue
+        history = list(result.messages) if result.compacted else grown
+    return reused.fast
+
+
+def tokens_of(history: list[Any], **options: Any) -> int:
+    counted = Compactor(context_window=10**9, environ={}).compact(history, **options)
+    return counted.tokens_before
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_transcript_grown_call_by_call_gives_what_the_full_path_gives(
+    data: st.DataObject,
+) -> None:
+    items = load_items(data.draw(st.sampled_from(TRANSCRIPTS)))
+    start = data.draw(st.integers(1, len(items)))
+    cut = data.draw(st.lists(st.integers(1, 12), min_size=1, max_size=6))
+    chunks = iter([items[start:][sum(cut[:i]) : sum(cut[: i + 1])] for i in range(len(cut))])
+    plan = data.draw(steps(turn("tool")))
+
+    def appended(messages: list[Message]) -> list[Any]:
+        # The transcript's next items while there are any, then the generated turn.
+        chunk = next(chunks, [])
+        return chunk or wire(messages, "openai")
+
+    # A token trigger somewhere between the first history and the whole transcript, so that
+    # a compaction may happen on the way (and then the next calls go on from its output).
+    low, high = tokens_of(items[:start]), tokens_of(items)
+    threshold = data.draw(st.integers(max(low // 2, 1), max(high, low) + 2_000))
+
+    def make() -> Compactor:
+        return Counting(
+            model="gpt-4o",
+            context_window=max(high, low) * 4 + 100_000,
+            trigger=Trigger.tokens(threshold),
+            environ={},
+        )
+
+    fast = play(make, items[:start], plan, "openai", appended)
+    event(f"fast path: {'yes' if fast else 'no'}")
+
+
+FORMATS: dict[str, Style] = {
+    "openai": "tool",
+    "responses": "tool",
+    "synopsis": "tool",
+    "anthropic": "user",
+    "gemini": "user",
+}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_generated_history_grown_call_by_call_gives_what_the_full_path_gives(
+    data: st.DataObject,
+) -> None:
+    fmt = data.draw(st.sampled_from(sorted(FORMATS)))
+    style = FORMATS[fmt]
+    pending = data.draw(st.booleans())
+    base = data.draw(valid_history(style, allow_pending=pending, reasoning=fmt == "responses"))
+    plan = data.draw(steps(turn(style)))
+    system = None
+    if fmt in ("anthropic", "gemini"):
+        first = encode(base, fmt)  # type: ignore[arg-type]
+        history, system = first.messages, first.system
+    else:
+        history = wire(base, fmt)
+    named = data.draw(st.sampled_from([fmt, None]))  # the format given, or detected
+    # A token trigger a little above the first history, so that the history crosses it on
+    # the way (a compaction, and the calls after it go on from its output), or not.
+    low = tokens_of(history, format=named, system=system)
+    threshold = data.draw(st.integers(low, low + 400))
+    keep = data.draw(st.integers(1, 4))
+
+    def make() -> Compactor:
+        return Counting(
+            context_window=100_000,
+            trigger=Trigger.tokens(threshold),
+            keep=Keep.messages(keep),
+            min_messages=4,
+            environ={},
+        )
+
+    fast = play(
+        make,
+        history,
+        plan,
+        fmt,
+        lambda messages: wire(messages, fmt),
+        format=named,
+        system=system,
+    )
+    event(f"{fmt}: fast path {'yes' if fast else 'no'}")
+
+
+# -- the fast path is taken, and only when it may be -----------------------------------------
+
+CLEAN = next(p for p in TRANSCRIPTS if p.name.startswith("sweagent-pydicom"))
+"""A transcript of several user turns that ends with the model's answer."""
+
+
+def big(**options: Any) -> Counting:
+    """A Compactor that never compacts these histories."""
+    return Counting(model="gpt-4o", context_window=10**9, environ={}, **options)
+
+
+def ask(text: str = "and now?") -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def seeded(**options: Any) -> tuple[Counting, list[Any]]:
+    """A Compactor that has seen the clean transcript once, and that transcript."""
+    compactor = big()
+    history = load_items(CLEAN)
+    first = compactor.compact(history, **options)
+    assert first.code == "under-trigger"
+    assert compactor._memo is not None
+    return compactor, history
+
+
+def corrupt(compactor: Compactor, by: int = -1_000) -> Memo:
+    """The memo with a token count that is off by ``by``: a call that reads it says so."""
+    memo = compactor._memo
+    assert memo is not None
+    compactor._memo = dataclasses.replace(memo, tokens=memo.tokens + by)
+    return memo
+
+
+def test_an_appended_turn_is_read_alone_and_gives_the_full_paths_result() -> None:
+    compactor, history = seeded()
+    memo = compactor._memo
+    assert memo is not None
+    assert 0 < memo.boundary < len(history)
+    assert len(memo.window) == len(history) - memo.boundary
+    for k in range(3):
+        history = [*history, {"role": "assistant", "content": f"answer {k}"}, ask(f"q{k}")]
+        result = both(big, compactor, history)[1]
+        assert result is not None
+        assert result.code == "under-trigger"
+    assert compactor.fast == 3
+    moved = compactor._memo
+    assert moved is not None
+    # The window now starts at the newest user message: what the next call reads again.
+    assert moved.boundary == len(history) - 1
+    assert moved.window == (moved.window[0],)
+    assert moved.count == len(history)
+
+
+def test_the_fast_path_reads_the_memo_and_reset_forgets_it() -> None:
+    compactor, history = seeded()
+    memo = corrupt(compactor)
+    grown = [*history, ask()]
+    fresh = big().compact(grown)
+    assert compactor.compact(grown).tokens_before == fresh.tokens_before - 1_000
+    assert compactor.fast == 1
+    compactor.reset()
+    assert compactor._memo is None
+    assert view(compactor.compact(grown)) == view(fresh)
+    assert compactor.fast == 1
+    assert memo.count == len(history)
+
+
+def test_the_same_list_again_is_a_fast_skip() -> None:
+    compactor, history = seeded()
+    both(big, compactor, list(history))
+    assert compactor.fast == 1
+
+
+def test_acompact_takes_the_same_fast_path() -> None:
+    compactor, history = seeded()
+    corrupt(compactor)
+    grown = [*history, ask()]
+    fresh = big().compact(grown)
+    result = asyncio.run(compactor.acompact(grown))
+    assert result.tokens_before == fresh.tokens_before - 1_000
+    assert compactor.fast == 1
+    # Seeded by acompact's full path, the fast path gives the full path's result.
+    compactor.reset()
+    assert view(asyncio.run(compactor.acompact(grown))) == view(fresh)
+    again = [*grown, {"role": "assistant", "content": "fine"}, ask()]
+    assert view(asyncio.run(compactor.acompact(again))) == view(big().compact(again))
+    assert compactor.fast == 2
+
+
+def _not_a_prefix(history: list[Any]) -> list[Any]:
+    return [history[0], *history[2:], ask()]
+
+
+def _a_copy_changed(history: list[Any]) -> list[Any]:
+    return [history[0], {**history[1], "content": "changed"}, *history[2:], ask()]
+
+
+def _function_message(history: list[Any]) -> list[Any]:
+    call = {"name": "lookup", "arguments": "{}"}
+    return [
+        *history,
+        {"role": "assistant", "content": None, "function_call": call},
+        {"role": "function", "name": "lookup", "content": "found"},
+        ask(),
+    ]
+
+
+def _anthropic_block(history: list[Any]) -> list[Any]:
+    # A block only Anthropic has: without a format, the whole list is read as Anthropic.
+    block = {"type": "tool_result", "tool_use_id": "t1", "content": "x"}
+    return [*history, {"role": "user", "content": [block]}]
+
+
+def _merged_summary(history: list[Any]) -> list[Any]:
+    parts = [{"type": "text", "text": SUMMARY}, {"type": "text", "text": "go on"}]
+    return [*history, {"role": "user", "content": parts}]
+
+
+CHANGES: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "not a prefix": _not_a_prefix,
+    "an earlier item replaced by a changed copy": _a_copy_changed,
+    "shorter": lambda h: h[:-2],
+    "a dangling call then a user message (repaired)": lambda h: [
+        *h,
+        {"role": "assistant", "tool_calls": [{"id": "c9", "function": {"name": "f"}}]},
+        ask(),
+    ],
+    "an orphan result (repaired)": lambda h: [
+        *h,
+        {"role": "tool", "tool_call_id": "nobody", "content": "?"},
+    ],
+    "an item no format knows (an error)": lambda h: [*h, {"role": "bogus", "content": "?"}],
+    "a legacy function message": _function_message,
+    "an item of another format": _anthropic_block,
+    "a summary merged into a user turn": _merged_summary,
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_corrupted_memo_is_not_read_when_the_list_is_not_the_same_grown(change: str) -> None:
+    compactor, history = seeded()
+    corrupt(compactor)
+    both(big, compactor, CHANGES[change](history))
+    assert compactor.fast == 0
+
+
+OPTIONS: dict[str, dict[str, Any]] = {
+    "force": {"force": True},
+    "instructions": {"instructions": "keep the numbers"},
+    "another system": {"system": "be brief"},
+    "a format named": {"format": "openai"},
+    "tools": {"tools": [{"type": "function", "function": {"name": "f"}}]},
+    "a session": {"session_id": "s1"},
+}
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_a_corrupted_memo_is_not_read_for_other_arguments(option: str) -> None:
+    compactor, history = seeded()
+    corrupt(compactor)
+    both(big, compactor, [*history, ask()], **OPTIONS[option])
+    assert compactor.fast == 0
+
+
+def test_a_decision_to_compact_is_never_made_from_the_memo() -> None:
+    compactor, history = seeded()
+    # The memo says the history overflows the window: the fast path would compact, so the
+    # full path runs on the caller's items instead, and finds nothing to do.
+    corrupt(compactor, by=10**10)
+    result = both(big, compactor, [*history, ask()])[1]
+    assert result is not None
+    assert result.code == "under-trigger"
+    assert compactor.fast == 0
+    assert compactor._memo is not None  # the full path's skip seeds a new memo
+
+
+def test_a_compaction_and_an_error_forget_the_memo() -> None:
+    items = load_items(next(p for p in TRANSCRIPTS if p.name.startswith("aider")))
+
+    def small() -> Counting:
+        # The aider transcript (2,232 tokens) compacts at a 50% trigger of 4,000.
+        return Counting(
+            model="gpt-4o", context_window=4_000, trigger=0.5, reset_ratio=0.4, environ={}
+        )
+
+    compactor = small()
+    both(small, compactor, items[:10])
+    assert compactor._memo is not None
+    result = both(small, compactor, items)[1]
+    assert result is not None
+    assert result.compacted
+    assert compactor._memo is None
+    after = [*result.messages, ask("next")]
+    both(small, compactor, after)
+    assert compactor._memo is not None
+    with pytest.raises(SynopsisError):
+        compactor.compact([*after, {"role": "bogus"}])
+    assert compactor._memo is None
+
+
+def test_an_item_changed_in_place_is_not_noticed_until_reset() -> None:
+    compactor, history = seeded()
+    history = [dict(item) for item in history]  # the caller's own dicts, to change
+    compactor.compact(history)
+    before = compactor.compact([*history, ask()])
+    history[1]["content"] += " and much longer now" * 500
+    grown = [*history, ask(), ask("again")]
+    stale = compactor.compact(grown)
+    assert stale.messages[1] is history[1]  # the caller's item, as it is now
+    assert stale.tokens_before < big().compact(grown).tokens_before
+    assert stale.tokens_before > before.tokens_before
+    compactor.reset()
+    assert view(compactor.compact(grown)) == view(big().compact(grown))
+
+
+def test_tools_are_the_same_when_they_are_the_same_objects() -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    tools = [tool]
+    compactor, history = seeded(tools=tools)
+    both(big, compactor, [*history, ask()], tools=[tool])  # a new list of the same tool
+    both(big, compactor, [*history, ask(), ask()], tools=(tool,))
+    assert compactor.fast == 2
+    tools.append({"type": "function", "function": {"name": "g"}})  # changed in place
+    both(big, compactor, [*history, ask(), ask(), ask()], tools=tools)
+    assert compactor.fast == 2
+    both(big, compactor, [*history, *[ask()] * 4], tools=collections.UserList(tools))
+    assert compactor.fast == 2
+    assert compactor._memo is None  # tools that are not a list or tuple: not remembered
+    both(big, compactor, [*history, *[ask()] * 5], tools=tools)
+    both(big, compactor, [*history, *[ask()] * 6], tools=None)
+    assert compactor.fast == 2
+
+
+def test_an_equal_system_text_is_the_same_system() -> None:
+    items = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    compactor = big()
+    both(big, compactor, items, system="".join(["be ", "brief"]))
+    grown = [*items, {"role": "assistant", "content": "yes"}, ask()]
+    both(big, compactor, grown, system="".join(["be ", "brief"]))
+    assert compactor.fast == 1
+    both(big, compactor, [*grown, ask()], system=["be brief"])
+    assert compactor.fast == 1
+
+
+def test_what_is_not_remembered() -> None:
+    cases: dict[str, tuple[Compactor, Any, dict[str, Any]]] = {
+        "a store": (big(session_id="s"), load_items(CLEAN), {}),
+        "gemini": (big(), [{"role": "user", "parts": [{"text": "hi"}]}], {}),
+        "a request body": (big(), {"messages": load_items(CLEAN)}, {}),
+        "a calibrated counter": (big(counter=Calibrated(counter_for_model("gpt-4o"))), [], {}),
+        "a counter of its own": (big(counter=OwnCounter()), [], {}),
+        "a repaired history": (
+            big(),
+            [ask(), {"role": "tool", "tool_call_id": "nobody", "content": "?"}],
+            {},
+        ),
+        "a merged summary": (big(), _merged_summary([ask()]), {}),
+    }
+    for name, (compactor, data, options) in cases.items():
+        result = compactor.compact(data or [ask()], **options)
+        assert not result.compacted, name
+        assert compactor._memo is None, name
+
+
+def test_the_one_shot_compact_keeps_the_full_path() -> None:
+    history = [*load_items(CLEAN), ask()]
+    once = compact(history, model="gpt-4o", context_window=10**9, environ={})
+    assert view(once) == view(big().compact(history))
+
+
+class OwnCounter(HeuristicCounter):
+    """A counter whose total is its own (not a sum over messages)."""
+
+    def count_messages(self, messages: Sequence[Message], *, tools: Any = None) -> int:
+        return 1 + super().count_messages(messages, tools=tools)
