@@ -11,6 +11,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -98,6 +99,9 @@ def main() -> None:
         if part not in PARTS:
             parser.error(f"unknown part {part!r}; known: {', '.join(PARTS)}")
     started = time.perf_counter()
+    # langmem warns each time its own trim leaves nothing to keep (it then summarizes the
+    # whole list); the count of such calls is in its adapter's notes, not worth a line each.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"langmem\.")
 
     def progress(text: str) -> None:
         print(f"[{time.perf_counter() - started:7.1f} s] {text}", file=sys.stderr, flush=True)

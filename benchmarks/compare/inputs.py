@@ -48,23 +48,21 @@ def _renamed(item: dict[str, Any], suffix: str) -> dict[str, Any]:
     return item
 
 
-def _ends_cleanly(items: Items) -> bool:
-    """No tool call left waiting except by a last assistant message (a run cut mid-call)."""
+def _settled(items: Items) -> bool:
+    """No tool call waiting for its result: the next message may be anybody's."""
     waiting: set[str] = set()
     for item in items:
         if item.get("role") == "tool":
             waiting.discard(item.get("tool_call_id", ""))
-        elif waiting:
-            return False
         for call in item.get("tool_calls") or ():
             waiting.add(call["id"])
-    return not waiting or bool(items and items[-1].get("tool_calls"))
+    return not waiting
 
 
 def build_history(transcripts: dict[str, Items], size: int) -> Items:
-    """About ``size`` messages (a few fewer when ``size`` falls inside a tool exchange): one
-    system prompt, then the transcripts' conversations over and over, each copy with its own
-    tool-call ids."""
+    """About ``size`` messages (a few fewer when ``size`` falls inside a tool exchange, which
+    is left out so that any message may follow): one system prompt, then the transcripts'
+    conversations over and over, each copy with its own tool-call ids."""
     bodies = [t[leading_system(t) :] for t in transcripts.values()]
     # A system message inside a conversation is not what long sessions carry; leave them out.
     bodies = [[i for i in b if i.get("role") != "system"] for b in bodies]
@@ -80,7 +78,7 @@ def build_history(transcripts: dict[str, Items], size: int) -> Items:
             out.extend(_renamed(i, f"~{copy_no}.{k}") for i in body)
         copy_no += 1
     out = out[:size]
-    while not _ends_cleanly(out):
+    while not _settled(out):
         out.pop()
     return out
 

@@ -3,6 +3,7 @@ rules, and tessera-transcript's pairing check as a second opinion from outside."
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -11,9 +12,33 @@ import synopsis
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from benchmarks.compare.systems import Items
+    from benchmarks.compare.systems import Budget, Items, System
 
 PROVIDERS = ("openai", "anthropic")
+CALL_LIMIT = 20.0
+"""Seconds one call may take in the validity, retention and replay runs. With an instant
+summarizer a call that needs longer is broken for an agent loop; it is stopped and counted."""
+
+
+class OutOfTime(Exception):
+    """A call stopped after :data:`CALL_LIMIT` seconds."""
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise OutOfTime(f"still running after {CALL_LIMIT:.0f} s")
+
+
+def call_step(system: System, history: Any, budget: Budget) -> Any:
+    """``system.step`` stopped after :data:`CALL_LIMIT` seconds (main thread only)."""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT)
+    try:
+        return system.step(history, budget)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 _OPEN_END = ("G5", "last_user")
 """Rules about how a history ends. A history cut at any point may end on the model's turn;
 the agent appends the next user turn before sending, so those rules are not held against it."""

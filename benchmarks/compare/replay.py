@@ -12,7 +12,7 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.compare.judge import problems, tokens
+from benchmarks.compare.judge import call_step, problems, tokens
 from benchmarks.compare.systems import Budget, Items, System
 
 if TYPE_CHECKING:
@@ -24,6 +24,9 @@ BUDGET = Budget(trigger=int(WINDOW * 0.8), keep=int(WINDOW * 0.3), window=WINDOW
 
 
 def replay(system: System, items: Items) -> dict[str, Any]:
+    # One untimed call first: lazy imports, a tokenizer's vocabulary, a compiled pattern are
+    # paid once per process, not per request.
+    call_step(system, system.native(items[:3]), BUDGET)
     history: Items = []
     times: list[float] = []
     compactions = invalid = sent_tokens = 0
@@ -32,7 +35,7 @@ def replay(system: System, items: Items) -> dict[str, Any]:
         if item.get("role") == "assistant" and history:
             native = system.native(history)
             start = time.perf_counter()
-            result = system.step(native, BUDGET)
+            result = call_step(system, native, BUDGET)
             times.append(time.perf_counter() - start)
             sent = history
             if result is not None:

@@ -202,8 +202,19 @@ def markdown(results: dict[str, Any]) -> str:
             "",
         ]
         for name, t in v["systems"].items():
-            if t["example"]:
-                out.append(f"- {_labels(results)[name]}: e.g. {t['example']}")
+            notes = []
+            if t["rules"]:
+                notes.append(
+                    "rules broken: "
+                    + ", ".join(f"{rule} ×{n}" for rule, n in list(t["rules"].items())[:4])
+                    + f"; e.g. {t['example']}"
+                )
+            if t["errors"]:
+                notes.append(
+                    "raised: " + ", ".join(f"{kind} ×{n}" for kind, n in t["errors"].items())
+                )
+            if notes:
+                out.append(f"- {_labels(results)[name]}: " + ". ".join(notes))
         out.append("")
     if "retention" in results:
         out += [

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare import anchors
-from benchmarks.compare.judge import message_tokens, tokens
+from benchmarks.compare.judge import call_step, message_tokens, tokens
 from benchmarks.compare.systems import Budget, Items, System
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def run(
             for name, items, size, budget in cases:
                 want, spoken = anchors.targets(items, budget.keep, message_tokens)
                 try:
-                    result = system.step(system.native(items), budget)
+                    result = call_step(system, system.native(items), budget)
                 except Exception as error:  # counted, not hidden: nothing retained
                     raised[name] = f"{type(error).__name__}: {error}"[:200]
                     result = None

@@ -2,7 +2,8 @@
 
 A cut point is the history as it stood after message ``i``: real sessions are compacted at
 any moment, mid tool loop included. Each gets a budget that forces compaction (trigger at half
-its tokens, keep a fifth, a window of twice its size so that fitting is never the issue) and
+its conversation's tokens past the system prompt, keep a fifth, a window of twice its size so
+that fitting is never the issue) and
 each output is judged for OpenAI and Anthropic. Cut points where the recorded history is
 itself invalid are left out, so no system is blamed for its input; the count says how many.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.compare.judge import Tally, problems, tokens
+from benchmarks.compare.inputs import leading_system
+from benchmarks.compare.judge import Tally, call_step, problems, tokens
 from benchmarks.compare.systems import Budget, Items, System
 
 if TYPE_CHECKING:
@@ -30,8 +32,15 @@ def cut_points(transcripts: dict[str, Items]) -> list[tuple[str, Items]]:
 
 
 def forcing_budget(items: Items) -> Budget:
+    """Over the trigger by half the conversation, whatever the system prompt takes (every
+    system keeps the prompt, and some reserve it off the top of their trigger)."""
     size = tokens(items)
-    return Budget(trigger=max(1, size // 2), keep=max(1, size // 5), window=max(2, 2 * size))
+    start = leading_system(items)
+    prompt = tokens(items[:start]) if start else 0
+    talk = size - prompt
+    return Budget(
+        trigger=prompt + max(1, talk // 2), keep=max(1, talk // 5), window=max(2, 2 * size)
+    )
 
 
 def inputs(
@@ -59,7 +68,7 @@ def run(
                 progress(f"validity: {system.name} {done} of {len(points)}")
             try:
                 native = system.native(prefix)
-                result = system.step(native, forcing_budget(prefix))
+                result = call_step(system, native, forcing_budget(prefix))
             except Exception as error:  # a peer that raises is what is being counted
                 tally.failed(error)
                 continue
