@@ -4,6 +4,7 @@ rules, and tessera-transcript's pairing check as a second opinion from outside."
 from __future__ import annotations
 
 import signal
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +33,16 @@ def call_step(system: System, history: Any, budget: Budget) -> Any:
     """``system.step`` stopped after :data:`CALL_LIMIT` seconds (main thread only)."""
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT)
+    start = time.perf_counter()
     try:
-        return system.step(history, budget)
+        result = system.step(history, budget)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if time.perf_counter() - start >= CALL_LIMIT:
+        # the system caught the alarm somewhere inside and returned: still out of time
+        raise OutOfTime(f"ran for {CALL_LIMIT:.0f} s or more")
+    return result
 
 
 _OPEN_END = ("G5", "last_user")
