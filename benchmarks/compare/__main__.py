@@ -146,7 +146,10 @@ def main() -> None:
     (args.out / "compare.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     (args.out / "compare.md").write_text(report.markdown(results), encoding="utf-8")
     verdict, _ = report.decide_verdict(results) if "speed" in parts else ("", None)
-    progress(f"wrote {args.out / 'compare.md'} and compare.json. {verdict}")
+    shown = args.out.resolve()
+    if shown.is_relative_to(Path.cwd()):
+        shown = shown.relative_to(Path.cwd())
+    progress(f"wrote {shown / 'compare.md'} and compare.json. {verdict}")
 
 
 if __name__ == "__main__":
