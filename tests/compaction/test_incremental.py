@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
@@ -489,9 +490,10 @@ def test_an_item_changed_in_place_is_not_noticed_until_reset() -> None:
     compactor, history = seeded()
     history = [dict(item) for item in history]  # the caller's own dicts, to change
     compactor.compact(history)
-    before = compactor.compact([*history, ask()])
+    extra = ask()
+    before = compactor.compact([*history, extra])
     history[1]["content"] += " and much longer now" * 500
-    grown = [*history, ask(), ask("again")]
+    grown = [*history, extra, ask("again")]
     stale = compactor.compact(grown)
     assert stale.messages[1] is history[1]  # the caller's item, as it is now
     assert stale.tokens_before < big().compact(grown).tokens_before
@@ -504,17 +506,18 @@ def test_tools_are_the_same_when_they_are_the_same_objects() -> None:
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     tools = [tool]
     compactor, history = seeded(tools=tools)
-    both(big, compactor, [*history, ask()], tools=[tool])  # a new list of the same tool
-    both(big, compactor, [*history, ask(), ask()], tools=(tool,))
+    asks = [ask(f"q{k}") for k in range(6)]  # the same items call after call, as in a loop
+    both(big, compactor, [*history, *asks[:1]], tools=[tool])  # a new list of the same tool
+    both(big, compactor, [*history, *asks[:2]], tools=(tool,))
     assert compactor.fast == 2
     tools.append({"type": "function", "function": {"name": "g"}})  # changed in place
-    both(big, compactor, [*history, ask(), ask(), ask()], tools=tools)
+    both(big, compactor, [*history, *asks[:3]], tools=tools)
     assert compactor.fast == 2
-    both(big, compactor, [*history, *[ask()] * 4], tools=collections.UserList(tools))
+    both(big, compactor, [*history, *asks[:4]], tools=collections.UserList(tools))
     assert compactor.fast == 2
     assert compactor._memo is None  # tools that are not a list or tuple: not remembered
-    both(big, compactor, [*history, *[ask()] * 5], tools=tools)
-    both(big, compactor, [*history, *[ask()] * 6], tools=None)
+    both(big, compactor, [*history, *asks[:5]], tools=tools)
+    both(big, compactor, [*history, *asks[:6]], tools=None)
     assert compactor.fast == 2
 
 
@@ -560,3 +563,69 @@ class OwnCounter(HeuristicCounter):
 
     def count_messages(self, messages: Sequence[Message], *, tools: Any = None) -> int:
         return 1 + super().count_messages(messages, tools=tools)
+
+
+# -- found by review: each of these once let the memo answer for something it had not seen ---
+
+
+def test_an_equal_copy_of_an_item_is_read_again() -> None:
+    # 1 == True, but Anthropic's is_error must be a boolean: the copy is an error to report.
+    result_block = {"type": "tool_result", "tool_use_id": "t1", "content": "no", "is_error": True}
+    call = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+    history: list[Any] = [
+        {"role": "user", "content": "run ls"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result_block]},
+        {"role": "assistant", "content": "failed"},
+    ]
+    compactor = big()
+    both(big, compactor, history, format="anthropic")
+    assert compactor._memo is not None
+    copied = [*history[:2], {**history[2], "content": [{**result_block, "is_error": 1}]}]
+    assert copied == history[:3]
+    got = both(big, compactor, [*copied, history[3], ask()], format="anthropic")
+    assert got[1] is None  # the full path read the copy and refused it
+    assert compactor.fast == 0
+
+
+def test_a_system_prompt_changed_in_place_is_read_again() -> None:
+    system = [{"type": "text", "text": "You are terse."}]
+    history: list[Any] = [ask("hi")]
+    compactor = big()
+    both(big, compactor, history, system=system, format="anthropic")
+    history = [*history, {"role": "assistant", "content": "yes"}, ask()]
+    both(big, compactor, history, system=system, format="anthropic")
+    assert compactor.fast == 1
+    system.append({"type": "text", "text": "A very long policy. " * 200})
+    history = [*history, {"role": "assistant", "content": "ok"}, ask()]
+    got = both(big, compactor, history, system=system, format="anthropic")
+    assert compactor.fast == 1
+    assert got[1] is not None
+    assert got[1].tokens_before > 1_000
+
+
+def test_a_listener_that_appends_during_a_fast_skip_does_not_reach_the_memo() -> None:
+    compactor, history = seeded()
+    history = list(history)
+
+    def log(event: object) -> None:
+        if getattr(event, "kind", "") == "compaction_skipped":
+            history.append({"role": "assistant", "content": "LOG " * 3_000})
+
+    history.append(ask())
+    compactor.compact(history, listeners=[log])
+    assert compactor.fast == 1
+    memo = compactor._memo
+    assert memo is not None
+    assert len(memo.items) == memo.count == len(history) - 1
+    history.append(ask("and?"))
+    both(big, compactor, list(history))  # the logged item is read, not taken as seen
+
+
+def test_a_deep_copy_after_an_edit_in_place_is_read_again() -> None:
+    compactor, history = seeded()
+    history = [dict(item) for item in history]
+    compactor.compact(history)
+    history[1]["content"] = "edited " * 3_000
+    both(big, compactor, [*copy.deepcopy(history), ask()])
+    assert compactor.fast == 0

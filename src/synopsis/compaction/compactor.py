@@ -68,7 +68,8 @@ class Compactor:
     full path gives (see :mod:`synopsis.compaction.incremental`). The earlier items are
     recognised by identity: an item the caller changed *in place* after passing it is not
     read again, so its old token count stands (the result still holds the caller's item).
-    Call :meth:`reset` after changing a passed item in place, or pass a new list without it.
+    Call :meth:`reset` after changing a passed item in place, or pass the changed message as
+    a new object (a copy is not the item it saw, so the next call reads the whole history).
     Any compaction or error forgets the call.
     """
 

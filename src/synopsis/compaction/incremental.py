@@ -18,11 +18,13 @@ counter whose count is a sum over messages.
 A later call :func:`skip` takes only when it is the same request grown at its end:
 
 * the same setup, no store, no ``force``, no ``instructions``, the same ``format`` argument,
-  the same ``system`` (the object, or an equal string) and ``tools`` (the same definition
+  the same ``system`` (equal text, or the same object still equal to the memo's copy of it,
+  so a list of blocks changed in place is noticed) and ``tools`` (the same definition
   objects in the same order, so their count is the same); the governor then starts from a
   fresh state, as the full path's does with no store;
-* the list starts with the memo's items (``==``, which compares the same objects at C speed;
-  an item the caller changed in place is not noticed, see the Compactor's docstring);
+* the list starts with the memo's very items (by identity: an equal copy may still decode or
+  count differently, ``1 == True``; an item the caller changed in place is not noticed, see
+  the Compactor's docstring);
 * the appended items decode on their own into the messages the whole list would decode to:
   for ``openai``, ``anthropic`` (the leading system message is the memo's), ``responses``
   and ``synopsis`` a message depends on its own item only, save for the legacy OpenAI
@@ -52,6 +54,7 @@ returns the caller's items, the event and every field the full path would.
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +89,9 @@ class Memo:
     setup: Setup
     items: list[Any]
     system: object
+    system_copy: object
+    """A copy of a ``system`` that is neither None nor text: a list of blocks the caller
+    changes in place is noticed."""
     format_given: FormatName | None
     format: FormatName
     tools: tuple[Mapping[str, Any], ...] | None
@@ -157,6 +163,7 @@ def remember(run: Run, before: Measure) -> Memo | None:
         setup=setup,
         items=list(request.data),
         system=request.system,
+        system_copy=_system_copy(request.system),
         format_given=request.format,
         format=run.format,
         tools=_snapshot(request.tools),
@@ -165,6 +172,17 @@ def remember(run: Run, before: Measure) -> Memo | None:
         boundary=b,
         window=run.given[b:],
     )
+
+
+def _system_copy(system: object) -> object:
+    return system if system is None or isinstance(system, str) else copy.deepcopy(system)
+
+
+def _same_system(system: object, memo: Memo) -> bool:
+    """The memo's ``system``: equal text, or the same object still equal to its copy."""
+    if system is None or isinstance(system, str):
+        return system == memo.system
+    return system is memo.system and system == memo.system_copy
 
 
 def _snapshot(tools: object) -> tuple[Mapping[str, Any], ...] | None:
@@ -184,7 +202,6 @@ def _same_tools(tools: object, memo: Memo) -> bool:
 
 
 def _same_request(memo: Memo, setup: Setup, request: Request) -> bool:
-    system = request.system
     return (
         setup is memo.setup
         and setup.store is None
@@ -193,7 +210,7 @@ def _same_request(memo: Memo, setup: Setup, request: Request) -> bool:
         and request.instructions is None
         and type(request.data) is list
         and request.format == memo.format_given
-        and (system is memo.system or (isinstance(system, str) and system == memo.system))
+        and _same_system(request.system, memo)
         and _same_tools(request.tools, memo)
     )
 
@@ -218,9 +235,10 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         return None
     data = request.data
     assert isinstance(data, list)
-    n = len(memo.items)
-    if len(data) < n or data[:n] != memo.items:
+    # By identity, not ==: an equal dict may still decode or count differently (1 == True).
+    if len(data) < len(memo.items) or not all(map(operator.is_, data, memo.items)):
         return None
+    n = len(memo.items)
     try:
         fresh = _decode_new(memo, data[n:])
     except Exception:  # the full path says what is wrong, as it always does
@@ -235,11 +253,14 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     decision = govern(setup, before, GovernorState(), turn_key(window), force=False)
     if decision.compact:
         return None  # compactions are made from the caller's items, never from the memo
+    # Taken before the listeners hear of the skip: one that appends to the list must not put
+    # an item nobody decoded or counted into the memo.
+    items = list(data)
     event = skip_event(None, decision)
     request.collected.append(event)
     emit(event, request.listeners)
     result = CompactionResult(
-        messages=list(data),
+        messages=list(items),
         compacted=False,
         code=decision.code,
         reason=decision.reason,
@@ -256,8 +277,9 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     moved = _boundary(window)
     grown = Memo(
         setup=setup,
-        items=list(data),
+        items=items,
         system=request.system,
+        system_copy=memo.system_copy,
         format_given=request.format,
         format=memo.format,
         tools=memo.tools,
