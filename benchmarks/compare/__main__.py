@@ -132,6 +132,7 @@ def main() -> None:
         progress(f"validity: {len(points)} valid cut points")
         results["validity"] = {
             "cut_points": len(points),
+            "all_cut_points": sum(len(t) for t in transcripts.values()),
             "transcripts": len(transcripts),
             "inputs": validity.inputs(points, tessera),
             "systems": validity.run(systems, points, tessera, progress),

@@ -194,9 +194,16 @@ def markdown(results: dict[str, Any]) -> str:
         ]
     if "validity" in results:
         v = results["validity"]
+        every = v.get("all_cut_points")
+        left = (
+            f"; {every - v['cut_points']} more are left out because the recorded history is "
+            "itself invalid there"
+            if every and every > v["cut_points"]
+            else ""
+        )
         out += [
             f"## Validity over every cut point ({v['cut_points']} cut points of "
-            f"{v['transcripts']} transcripts)",
+            f"{v['transcripts']} transcripts{left})",
             "",
             *validity_table(results),
             "",
