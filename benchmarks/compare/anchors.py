@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.compare.inputs import leading_system
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -81,17 +83,10 @@ def extract(items: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
     return found
 
 
-def conversation_start(items: Items) -> int:
-    n = 0
-    while n < len(items) and items[n].get("role") == "system":
-        n += 1
-    return n
-
-
 def segment(items: Items, keep_tokens: int, count: Any) -> tuple[Items, Items, Items]:
     """``items`` as (system prompt, the older part every system must summarize, the recent
     tail that fits in ``keep_tokens``). ``count`` counts one message's tokens."""
-    start = conversation_start(items)
+    start = leading_system(items)
     cut, used = len(items), 0
     while cut > start:
         cost = count(items[cut - 1])

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import synopsis
+from benchmarks.compare.inputs import leading_system
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,27 +23,37 @@ summarizer a call that needs longer is broken for an agent loop; it is stopped a
 
 
 class OutOfTime(Exception):
-    """A call stopped after :data:`CALL_LIMIT` seconds."""
+    """A call stopped after its time limit."""
 
 
 def _alarm(signum: int, frame: object) -> None:
-    raise OutOfTime(f"still running after {CALL_LIMIT:.0f} s")
+    raise OutOfTime("still running at the time limit")
 
 
-def call_step(system: System, history: Any, budget: Budget) -> Any:
-    """``system.step`` stopped after :data:`CALL_LIMIT` seconds (main thread only)."""
+def call_step(
+    system: System, history: Any, budget: Budget, limit: float = CALL_LIMIT
+) -> tuple[Any, float]:
+    """``system.step`` and the seconds it took, stopped after ``limit`` seconds (main thread
+    only): the one timed call every part of the benchmark makes."""
     previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT)
+    signal.setitimer(signal.ITIMER_REAL, limit)
     start = time.perf_counter()
     try:
         result = system.step(history, budget)
     finally:
+        elapsed = time.perf_counter() - start
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    if time.perf_counter() - start >= CALL_LIMIT:
+    if elapsed >= limit:
         # the system caught the alarm somewhere inside and returned: still out of time
-        raise OutOfTime(f"ran for {CALL_LIMIT:.0f} s or more")
-    return result
+        raise OutOfTime(f"ran for {limit:.0f} s or more")
+    return result, elapsed
+
+
+def prompt_tokens(items: Items) -> tuple[int, int]:
+    """The tokens of the leading system prompt, and of the whole history."""
+    start = leading_system(items)
+    return (tokens(items[:start]) if start else 0), tokens(items)
 
 
 _OPEN_END = ("G5", "last_user")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare import anchors
-from benchmarks.compare.judge import call_step, message_tokens, tokens
+from benchmarks.compare.judge import call_step, message_tokens, prompt_tokens, tokens
 from benchmarks.compare.systems import Budget, Items, System
 
 if TYPE_CHECKING:
@@ -35,9 +35,7 @@ def run(
     for ratio in RATIOS:
         cases = []
         for name, items in transcripts.items():
-            size = tokens(items)
-            start = anchors.conversation_start(items)
-            prompt = tokens(items[:start]) if start else 0
+            prompt, size = prompt_tokens(items)
             share = (size - prompt) // ratio
             if share >= MIN_BUDGET:
                 budget = Budget(trigger=prompt + share, keep=share // 2, window=prompt + share)
@@ -52,7 +50,7 @@ def run(
             for name, items, size, budget in cases:
                 want, spoken = anchors.targets(items, budget.keep, message_tokens)
                 try:
-                    result = call_step(system, system.native(items), budget)
+                    result, _ = call_step(system, system.native(items), budget)
                 except Exception as error:  # counted, not hidden: nothing retained
                     raised[name] = f"{type(error).__name__}: {error}"[:200]
                     result = None

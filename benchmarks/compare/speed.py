@@ -21,16 +21,14 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import signal
 import statistics
 import subprocess
 import sys
-import time
 import tracemalloc
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare.inputs import build_history, load_transcripts, next_item
-from benchmarks.compare.judge import tokens
+from benchmarks.compare.judge import OutOfTime, call_step, tokens
 from benchmarks.compare.systems import Budget
 
 if TYPE_CHECKING:
@@ -40,14 +38,6 @@ SIZES = (100, 1_000, 10_000, 100_000)
 LIMIT = 60.0
 REPEATS = {"decide": 7, "plan": 3}
 MEMORY_SIZE = 10_000
-
-
-class _OutOfTime(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: object) -> None:
-    raise _OutOfTime
 
 
 def measure(name: str, size: int, mode: str, limit: float = LIMIT) -> dict[str, Any]:
@@ -74,27 +64,19 @@ def measure(name: str, size: int, mode: str, limit: float = LIMIT) -> dict[str, 
     samples: list[float] = []
     compacted = 0
     peak = 0
-    signal.signal(signal.SIGALRM, _alarm)
     try:
         for make in inputs:
             native = make()
             if mode == "memory":
                 tracemalloc.start()
-            signal.setitimer(signal.ITIMER_REAL, limit)
-            start = time.perf_counter()
-            result = system.step(native, budget)
-            samples.append(time.perf_counter() - start)
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            if samples[-1] >= limit:
-                raise _OutOfTime  # the system caught the alarm and gave up on its own
+            result, seconds = call_step(system, native, budget, limit)
+            samples.append(seconds)
             if mode == "memory":
                 peak = tracemalloc.get_traced_memory()[1]
                 tracemalloc.stop()
             compacted += result is not None
-    except _OutOfTime:
+    except OutOfTime:
         return {"messages": len(items), "tokens": size_tokens, "timeout": limit}
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
     out: dict[str, Any] = {
         "messages": len(items),
         "tokens": size_tokens,

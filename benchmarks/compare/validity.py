@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.compare.inputs import leading_system
-from benchmarks.compare.judge import Tally, call_step, problems, tokens
+from benchmarks.compare.judge import Tally, call_step, problems, prompt_tokens
 from benchmarks.compare.systems import Budget, Items, System
 
 if TYPE_CHECKING:
@@ -34,9 +33,7 @@ def cut_points(transcripts: dict[str, Items]) -> list[tuple[str, Items]]:
 def forcing_budget(items: Items) -> Budget:
     """Over the trigger by half the conversation, whatever the system prompt takes (every
     system keeps the prompt, and some reserve it off the top of their trigger)."""
-    size = tokens(items)
-    start = leading_system(items)
-    prompt = tokens(items[:start]) if start else 0
+    prompt, size = prompt_tokens(items)
     talk = size - prompt
     return Budget(
         trigger=prompt + max(1, talk // 2), keep=max(1, talk // 5), window=max(2, 2 * size)
@@ -68,7 +65,7 @@ def run(
                 progress(f"validity: {system.name} {done} of {len(points)}")
             try:
                 native = system.native(prefix)
-                result = call_step(system, native, forcing_budget(prefix))
+                result, _ = call_step(system, native, forcing_budget(prefix))
             except Exception as error:  # a peer that raises is what is being counted
                 tally.failed(error)
                 continue

@@ -108,6 +108,7 @@ from adk_deepagents.types import SummarizationConfig
 from google.adk.models import LlmRequest
 from google.genai import types
 
+from benchmarks.compare.inputs import leading_system
 from benchmarks.compare.systems import Budget, Items, System, fake_summary
 
 if TYPE_CHECKING:
@@ -227,9 +228,7 @@ class AdkDeepagents:
 
     def native(self, items: Items) -> AdkHistory:
         """OpenAI chat messages as ADK ``Content``s; leading system messages kept aside."""
-        lead = 0
-        while lead < len(items) and items[lead].get("role") == "system":
-            lead += 1
+        lead = leading_system(items)
         history = AdkHistory(contents=[], system=[dict(m) for m in items[:lead]])
         contents = history.contents
         names: dict[str, str] = {}

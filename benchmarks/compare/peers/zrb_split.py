@@ -130,6 +130,7 @@ from zrb.llm.summarizer.message_converter import (
 )
 from zrb.llm.summarizer.message_processor import SUMMARY_PREFIX
 
+from benchmarks.compare.inputs import leading_system
 from benchmarks.compare.systems import Budget, Items, System, fake_summary
 
 if TYPE_CHECKING:
@@ -414,9 +415,7 @@ class _ZrbHistory:
         """Tool messages converted so far whose call was not found (named ``"unknown"``)."""
 
     def native(self, items: Items) -> ZrbHistory:
-        lead = 0
-        while lead < len(items) and items[lead].get("role") == "system":
-            lead += 1
+        lead = leading_system(items)
         history, unknown = to_native(items[lead:])
         self.unknown_tool_names += unknown
         return ZrbHistory(history, [dict(m) for m in items[:lead]])
