@@ -105,6 +105,14 @@ class SettingsFields(BaseModel):
         description="Hysteresis: a compaction aims below this share of the window, and the "
         "trigger re-arms under it (seed 001 resetTokenRatio).",
     )
+    target_ratio: Number = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="Where a compaction lands: the share of the window the compacted history "
+        "fills (protected head, summary, carried requests, verbatim tail); below reset_ratio "
+        "(synopsis; chosen by the retention-versus-cost benchmark).",
+    )
     min_messages: Whole = Field(
         12, ge=0, description="Shorter histories are left alone (seed 001 minMessages)."
     )
@@ -149,8 +157,9 @@ class SettingsFields(BaseModel):
     )
     # -- where: keep and protect --
     keep: int | str = Field(
-        "messages:6",
-        description="Recent history kept verbatim: 'messages:N' (or N), 'tokens:N' or "
+        "auto",
+        description="Recent history kept verbatim: 'auto' (what target_ratio leaves after "
+        "the protected head and the summary), 'messages:N' (or N), 'tokens:N' or "
         "'fraction:F' of the window (seed 004 keep; seed 001 preserveRecent 6).",
     )
     protect_system: bool = Field(
@@ -223,14 +232,28 @@ class SettingsFields(BaseModel):
         description="Name of the environment variable holding the API key; unset: the SDK's "
         "default (synopsis).",
     )
+    summary_ratio: Number = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="Share of the room a compaction's target leaves (after the protected "
+        "head) that the summary may take, between min_summary_tokens and the summarizer's "
+        "ceiling; the verbatim tail gets the rest (synopsis).",
+    )
+    min_summary_tokens: Whole = Field(
+        256, ge=64, description="A summary's budget never goes below this (synopsis)."
+    )
     max_summary_tokens: Whole = Field(
-        2000, ge=1, description="Token budget of an LLM summary (seed 001)."
+        4000,
+        ge=1,
+        description="Ceiling of an LLM summary's budget, which otherwise scales with the "
+        "window (seed 001 set 2000 for every window).",
     )
     rules_max_summary_tokens: Whole = Field(
-        500,
+        8000,
         ge=100,
-        description="Token budget of a rule-based summary; its frame alone takes about 70 "
-        "(seed 003 maxSummaryTokens).",
+        description="Ceiling of a rule-based summary's budget, which otherwise scales with "
+        "the window; its frame alone takes about 70 (seed 003 set 500 for every window).",
     )
     max_input_tokens: OptionalWhole = Field(
         None,

@@ -38,8 +38,8 @@ _TRIGGER_FORMS = (
     "(N a whole number above 0), combined with | (or) and & (and)"
 )
 _KEEP_FORMS = (
-    "a whole number of messages >= 0, 'messages:N', 'tokens:N' (N >= 0) or 'fraction:F' "
-    "(0 <= F < 1)"
+    "'auto', a whole number of messages >= 0, 'messages:N', 'tokens:N' (N >= 0) or "
+    "'fraction:F' (0 <= F < 1)"
 )
 
 
@@ -136,6 +136,8 @@ def parse_keep(value: object) -> Keep:
     if not isinstance(value, str):
         raise ValueError(f"keep must be {_KEEP_FORMS}, got {value!r}")
     text = value.strip()
+    if text.lower() == "auto":
+        return Keep.auto()
     kind, colon, rest = text.partition(":")
     kind, rest = (kind.strip().lower(), rest.strip()) if colon else ("messages", text)
     if kind in ("messages", "tokens"):

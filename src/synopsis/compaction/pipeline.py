@@ -47,7 +47,8 @@ from synopsis.planning import (
     record_failure,
     turn_key,
 )
-from synopsis.planning.units import is_summary, is_summary_text
+from synopsis.planning.room import share_room, summary_budget
+from synopsis.planning.units import is_real_user, is_summary, is_summary_text
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render
 from synopsis.validation import check, repair_messages
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from synopsis.compaction.setup import Setup
     from synopsis.formats import FormatName
     from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
+    from synopsis.planning.room import Room
     from synopsis.validation import Problem, Profile
 
 __all__ = [
@@ -192,10 +194,70 @@ def _skip_saving(run: Run, decision: Decision) -> Generator[Effect, Outcome, Com
     return _skip(run, decision)
 
 
+def _room(run: Run, messages: Sequence[Message]) -> Room:
+    """How this compaction shares out the window (:mod:`synopsis.planning.room`), from the
+    tokens no summary saves: the overhead and the messages protected at the head."""
+    setup = run.setup
+    protect = setup.protect
+    head = 0
+    first_user = protect.first_user
+    for message in messages:
+        if protect.system and message.role in (Role.SYSTEM, Role.DEVELOPER):
+            head += setup.counter.count_message(message)
+        elif first_user and is_real_user(message) and not is_summary(message):
+            head += setup.counter.count_message(message)
+            first_user = False
+    keep = setup.keep
+    return share_room(
+        window=setup.window,
+        limit=setup.window - setup.reserve,
+        fixed=run.overhead + head,
+        target_ratio=setup.target_ratio,
+        reset_ratio=setup.governor.reset_ratio,
+        summary_ratio=setup.summary_ratio,
+        floor=setup.min_summary_tokens,
+        ceiling=setup.max_summary_tokens,
+        tail=_tail_tokens(keep, setup.window),
+    )
+
+
+def _tail_tokens(keep: Keep, window: int) -> int | None:
+    """The tail a keep policy asks for in tokens, when it says so before the split."""
+    if keep.kind == "tokens":
+        return int(keep.value)
+    if keep.kind == "fraction":
+        return int(keep.value * window)
+    return None
+
+
+def _keep(run: Run) -> Keep:
+    """The keep policy, an automatic tail resolved to the tokens the room leaves it."""
+    keep = run.setup.keep
+    if keep.kind == "auto" and run.room is not None:
+        return Keep.tokens(run.room.tail)
+    return keep
+
+
 def _summary_budget(run: Run, plan: SplitPlan) -> int:
-    """Seed 003: a summary takes at most a tenth of what the kept messages leave free."""
-    free = run.setup.window - run.setup.reserve - plan.tokens_head - plan.tokens_tail
-    return max(free // 10, _MIN_SUMMARY_TOKENS)
+    """What the summary may take: what the kept messages leave of the target, and at least
+    its planned share when the tail came out larger than planned (a tail of large tool
+    results, or one that cannot be cut shorter), between the floor and the summarizer's
+    ceiling; beyond its planned share, never more than leaves the whole within the window
+    less the reserve (see :mod:`synopsis.planning.room`)."""
+    setup = run.setup
+    room = run.room
+    target = room.target if room is not None else setup.window - setup.reserve
+    kept = run.overhead + plan.tokens_head + plan.tokens_tail
+    planned = room.summary if room is not None else 0
+    budget = summary_budget(
+        max(target - kept, planned),
+        floor=setup.min_summary_tokens,
+        ceiling=setup.max_summary_tokens,
+    )
+    fits = setup.window - setup.reserve - kept
+    # A tail too large to leave room is cut shorter by the next pass, which updates this
+    # record: cutting the record to what this pass leaves would lose its content for good.
+    return max(min(budget, fits), min(planned, budget), _MIN_SUMMARY_TOKENS)
 
 
 def _offload_ref(run: Run) -> str | None:
@@ -542,11 +604,13 @@ def _compact(
         raise _unreachable(setup, before.tokens, limit, system)
     current = reduce_cheaply(run, run.messages, before)
     previous = yield from _previous(run)
+    run.overhead = before.tokens - sum(setup.counter.count_message(m) for m in run.given)
+    run.room = _room(run, current)
     steps = iter_passes(
         current,
         count=setup.counter.count_message,
-        overhead=before.tokens - sum(setup.counter.count_message(m) for m in run.given),
-        keep=setup.keep,
+        overhead=run.overhead,
+        keep=_keep(run),
         trigger=setup.trigger,
         window=setup.window,
         config=setup.governor,

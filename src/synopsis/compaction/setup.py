@@ -61,6 +61,11 @@ class Setup:
     default_session: str | None
     summarizer_timeout: float | None
     preserved_thinking: bool = False
+    target_ratio: float = 0.5
+    summary_ratio: float = 0.3
+    min_summary_tokens: int = 256
+    max_summary_tokens: int = 8000
+    """The ceiling of the chosen summarizer's budget."""
 
     @property
     def has_store(self) -> bool:
@@ -184,6 +189,11 @@ def build_setup(
     )
     chosen = summarizer if summarizer is not None else _summarizer(settings, model)
     chosen = chosen if chosen is not None else rules
+    ceiling = (
+        settings.rules_max_summary_tokens
+        if isinstance(chosen, RuleBasedSummarizer)
+        else settings.max_summary_tokens
+    )
     session = settings.session_id
     resolved_store = _store(store if store is not None else settings.store)
     return Setup(
@@ -207,4 +217,8 @@ def build_setup(
         default_session=session,
         summarizer_timeout=settings.summarizer_timeout,
         preserved_thinking=settings.preserved_thinking,
+        target_ratio=settings.target_ratio,
+        summary_ratio=settings.summary_ratio,
+        min_summary_tokens=settings.min_summary_tokens,
+        max_summary_tokens=ceiling,
     )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from synopsis.formats import FormatName
     from synopsis.messages import Message
     from synopsis.planning import Measure
+    from synopsis.planning.room import Room
     from synopsis.stores import SessionState, StoredMessage
     from synopsis.summarizers import SummaryRecord, Usage
 
@@ -83,6 +84,10 @@ class Run:
     chain: tuple[str, ...] = ()
     """The content hashes of every message the session's summary chain covers, in order."""
     usage: list[Usage] = field(default_factory=list)
+    overhead: int = 0
+    """Tokens outside the messages: a system prompt sent apart, tool definitions, framing."""
+    room: Room | None = None
+    """How this compaction shares out the window, once it has started."""
 
     @property
     def events(self) -> list[Event]:

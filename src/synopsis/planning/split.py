@@ -38,11 +38,16 @@ LARGEST_SAFE_SHARE = 0.8
 
 @dataclass(frozen=True, slots=True)
 class Keep:
-    """How much recent history to keep verbatim: :meth:`messages`, :meth:`tokens` or
-    :meth:`fraction` of the context window."""
+    """How much recent history to keep verbatim: :meth:`messages`, :meth:`tokens`,
+    :meth:`fraction` of the context window, or :meth:`auto`: what the compaction's target
+    leaves after the protected head and the summary (see :mod:`synopsis.planning.room`)."""
 
-    kind: Literal["messages", "tokens", "fraction"]
+    kind: Literal["messages", "tokens", "fraction", "auto"]
     value: float
+
+    @classmethod
+    def auto(cls) -> Keep:
+        return cls("auto", 0)
 
     @classmethod
     def messages(cls, count: int) -> Keep:
@@ -74,7 +79,9 @@ class Keep:
         """The same policy keeping ``factor`` as much (for a further pass that must fit)."""
         if self.kind == "messages":
             return Keep("messages", math.floor(self.value * factor))
-        if self.kind == "tokens":
+        if self.kind in ("tokens", "auto"):
+            # An automatic tail has been resolved to tokens before any pass runs; should one
+            # reach here unresolved, half of nothing is still nothing.
             return Keep("tokens", math.floor(self.value * factor))
         return Keep("fraction", self.value * factor)
 
@@ -83,7 +90,7 @@ class Keep:
         n = len(counts)
         if self.kind == "messages":
             return max(start, n - int(self.value))
-        budget = self.value if self.kind == "tokens" else self.value * window
+        budget = self.value * window if self.kind == "fraction" else self.value
         kept = 0
         boundary = n
         while boundary > start and kept + counts[boundary - 1] <= budget:
@@ -96,6 +103,8 @@ class Keep:
             return f"the last {int(self.value)} messages"
         if self.kind == "tokens":
             return f"the last {int(self.value):,} tokens"
+        if self.kind == "auto":
+            return "the tail the target leaves room for"
         return f"the last {self.value:.0%} of the window"
 
 

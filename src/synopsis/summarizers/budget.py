@@ -1,11 +1,11 @@
 """Fitting a summary into its token budget by dropping the least important content first.
 
 The content is held as a :class:`Draft` (the record's lists by name). A fixed plan of cuts
-orders every item from least to most important: old reasoning and figures go before key points
-of old successful tool calls, those before the files touched, failed calls, user messages and
-errors, and the first request last of all. The smallest prefix of that plan that fits is found
-by bisection over real renderings, counted with the real counter, so the result fits by
-measurement, not by estimate.
+orders every item from least to most important: the log of old tool calls and old reasoning go
+first, then identifiers, the plan, failures and the files touched, and the person's requests
+and constraints last of all (see :func:`plan_cuts`). The smallest prefix of that plan that fits
+is found by bisection over real renderings, counted with the real counter, so the result fits
+by measurement, not by estimate.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError
+from synopsis.summarizers.files import fold_line
 from synopsis.summarizers.scanning import bounded, same_head
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ __all__ = ["ENTITY_KEYS", "FACET_KEYS", "SECTION_KEYS", "Cut", "Draft", "fit", "
 
 SECTION_KEYS = (
     "primary_request",
+    "constraints",
     "key_concepts",
     "files_and_code",
     "errors_and_fixes",
@@ -66,8 +68,13 @@ class Draft:
 
 
 def plan_cuts(draft: Draft) -> list[Cut]:
-    """Every cut, least important first. Within a list the oldest item goes first, except
-    entities and concepts, whose first entries are the anchors carried from earlier summaries."""
+    """Every cut, least important first, in the order of what a continued session needs
+    least: the log of old tool calls and old reasoning; identifiers (figures first); the file
+    list folded under shared directories; decisions, the plan and the work in progress;
+    failures; the file list itself; and only when nothing else is left, the person's requests
+    (shortened, then the oldest dropped), their constraints and the first request. Within a
+    list the oldest item goes first, except entities, whose first entries are the anchors
+    carried from earlier summaries."""
     lists = draft.lists
     cuts: list[Cut] = []
 
@@ -79,48 +86,56 @@ def plan_cuts(draft: Draft) -> list[Cut]:
         cuts.extend((key, i, bounded(items[i], limit)) for i in indices if len(items[i]) > limit)
 
     def oldest(key: str) -> range:
-        return range(len(lists[key]))
+        return range(len(lists.get(key, ())))
 
     def newest(key: str) -> range:
-        return range(len(lists[key]) - 1, -1, -1)
+        return range(len(lists.get(key, ())) - 1, -1, -1)
 
     def all_but_last(key: str) -> range:
-        return range(len(lists[key]) - 1)
+        return range(len(lists.get(key, ())) - 1)
 
     def last(key: str) -> range:
-        return range(max(0, len(lists[key]) - 1), len(lists[key]))
+        return range(max(0, len(lists.get(key, ())) - 1), len(lists.get(key, ())))
 
     points = lists["key_points"]
     failed = [i for i, p in enumerate(points) if str(p).startswith(_ERROR_MARK)]
 
-    drop("problem_solving", oldest("problem_solving"))
-    drop("decisions", oldest("decisions"))
-    for kind in ("numbers", "versions", "commands", "urls", "symbols", "files", "errors"):
-        drop(f"entities.{kind}", newest(f"entities.{kind}"))
-    shorten("narrative", all_but_last("narrative"), _SHORT_NARRATIVE)
     drop("key_points", (i for i in oldest("key_points") if i not in failed))
+    drop("problem_solving", oldest("problem_solving"))
+    shorten("narrative", all_but_last("narrative"), _SHORT_NARRATIVE)
     drop("narrative", all_but_last("narrative"))
     drop("participants", newest("participants"))
     drop("key_concepts", newest("key_concepts"))
+    for kind in ("numbers", "versions", "commands", "urls", "symbols", "errors", "files"):
+        drop(f"entities.{kind}", newest(f"entities.{kind}"))
+    drop("key_points", failed)
+    drop("decisions", oldest("decisions"))
+    drop("action_items", oldest("action_items"))
+    drop("current_work", oldest("current_work"))
+    drop("unresolved", oldest("unresolved"))
+    drop("pending_tasks", oldest("pending_tasks"))
+    drop("next_step", oldest("next_step"))
+    drop("errors_and_fixes", oldest("errors_and_fixes"))
+    # Files, weakest action first: each line is folded (paths written once under their
+    # shared directory), then the folded line goes.
+    for i in newest("files_and_code"):
+        line = lists["files_and_code"][i]
+        if fold_line(line) != line:
+            cuts.append(("files_and_code", i, fold_line(line)))
+        cuts.append(("files_and_code", i, None))
+    drop("narrative", last("narrative"))
     users = lists["user_messages"]
     if users and lists["primary_request"] and same_head(lists["primary_request"][0], users[0]):
         # The request already quotes the head of the first message: drop it, not shorten it.
         drop("user_messages", range(1))
     shorten("user_messages", oldest("user_messages"), _SHORT_USER)
-    drop("files_and_code", oldest("files_and_code"))
-    drop("key_points", failed)
-    drop("unresolved", oldest("unresolved"))
-    drop("action_items", oldest("action_items"))
+    shorten("constraints", oldest("constraints"), _SHORT_USER)
     drop("user_messages", all_but_last("user_messages"))
-    drop("errors_and_fixes", all_but_last("errors_and_fixes"))
-    drop("current_work", oldest("current_work"))
-    drop("pending_tasks", oldest("pending_tasks"))
-    drop("narrative", last("narrative"))
-    # The next step may point at the last user message, so it goes first.
-    drop("next_step", oldest("next_step"))
+    shorten("primary_request", oldest("primary_request"), _SHORT_USER)
     drop("user_messages", last("user_messages"))
-    drop("errors_and_fixes", last("errors_and_fixes"))
+    drop("constraints", all_but_last("constraints"))
     shorten("primary_request", oldest("primary_request"), _SHORT_REQUEST)
+    drop("constraints", last("constraints"))
     drop("primary_request", oldest("primary_request"))
     return cuts
 

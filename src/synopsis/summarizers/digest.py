@@ -25,8 +25,12 @@ from synopsis.messages import (
 from synopsis.pairing import pair_tool_calls
 from synopsis.planning.units import is_real_user, is_summary
 from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts, parse_arguments
-from synopsis.summarizers.extractors import find_extractor, generic_extractor
-from synopsis.summarizers.scanning import bounded, dedupe, scan_text
+from synopsis.summarizers.extractors import find_extractor, generic_extractor, search_extractor
+from synopsis.summarizers.requests import Requests
+from synopsis.summarizers import scanning as _scanning  # TEMP until looks_like_observation lands
+from synopsis.summarizers.scanning import PATH, bounded, dedupe, scan_text
+
+looks_like_observation = getattr(_scanning, "looks_like_observation", lambda _text: False)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -53,6 +57,7 @@ _NEXT = re.compile(
 )
 # Argument values this long are file bodies or patches, not names worth scanning for anchors.
 _SCAN_ARG_CHARS = 300
+_SCAN_OUTPUT_CHARS = 8000
 
 
 def _sentences(text: str) -> list[str]:
@@ -81,11 +86,21 @@ class Digest:
     errors: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     user_messages: list[str] = field(default_factory=list)
+    requests: Requests = field(default_factory=Requests)
+    """What people asked for and the rules they set (tool observations sent as user turns
+    are not among them)."""
+    named_files: list[str] = field(default_factory=list)
+    """Paths people or the model named in their own words or in a call's short arguments."""
+    seen_files: list[str] = field(default_factory=list)
+    """Paths only a tool's output showed (a listing, a log, a traceback)."""
     assistant_texts: list[str] = field(default_factory=list)
     plan_steps: list[str] | None = None
     first_request: str | None = None
     last_user_after_assistant: bool = False
     earlier_summaries: list[str] = field(default_factory=list)
+    outcomes: dict[str, bool] = field(default_factory=dict)
+    """How the last call on each ``tool `target``` went (``True``: it worked), so that a later
+    part can mark an earlier summary's failure as resolved."""
     concepts: Counter[str] = field(default_factory=Counter)
     entities: dict[str, list[str]] = field(
         default_factory=lambda: {
@@ -99,6 +114,7 @@ class Digest:
     def scan(self, text: str, *, concepts: bool) -> None:
         found = scan_text(text)
         self.add_entities("files", found.files)
+        self.named_files.extend(found.files)
         self.add_entities("urls", found.urls)
         self.add_entities("symbols", found.symbols)
         self.add_entities("versions", found.versions)
@@ -184,15 +200,21 @@ class _Walker:
             result="\n".join(r.text for r in results) if results else None,
             is_error=any(r.is_error for r in results),
         )
-        facts = _facts(find_extractor(name, self.extractors), exchange)
-        self.record(name, facts)
+        if exchange.result:
+            self.seen(exchange.result)
+        extractor = find_extractor(name, self.extractors)
+        facts = _facts(extractor, exchange)
+        self.record(name, facts, searched=extractor is search_extractor)
 
-    def record(self, name: str, facts: ToolFacts) -> None:
+    def record(self, name: str, facts: ToolFacts, *, searched: bool = False) -> None:
         out = self.out
         out.tools[name] += 1
         out.key_points.append(facts.key_point)
         for path, note in facts.notes:
             out.files.setdefault(path, []).append(note)
+        if searched:
+            for path in facts.files:
+                out.files.setdefault(path, []).append("found")
         out.add_entities("files", facts.files)
         out.add_entities("symbols", facts.symbols)
         out.add_entities("commands", facts.commands)
@@ -224,17 +246,33 @@ class _Walker:
                 )
             self.out.errors.append(text + repeated + fixed)
         for (tool, target), ok in self.last_ok.items():
+            shown = f" `{bounded(target, 80)}`" if target else ""
+            self.out.outcomes[f"{tool}{shown}"] = ok
             if not ok:
-                shown = f" `{bounded(target, 80)}`" if target else ""
                 self.out.unresolved.append(f"{tool}{shown}: last attempt failed")
+
+    def seen(self, output: str) -> None:
+        # Paths in a listing come early; a long log's tail is where a traceback names its
+        # files. The middle of a huge output is not worth the scan.
+        head = output[:_SCAN_OUTPUT_CHARS]
+        tail = output[-_SCAN_OUTPUT_CHARS // 4 :] if len(output) > _SCAN_OUTPUT_CHARS else ""
+        self.out.seen_files.extend(PATH.findall(head))
+        self.out.seen_files.extend(PATH.findall(tail))
 
     def user(self, message: Message) -> None:
         text = _user_text(message)
         if not text.strip():
             return
+        if looks_like_observation(text):
+            # A harness's tool output in a user turn: summarized as the tool result it is.
+            exchange = ToolExchange(name="observation", arguments={}, result=text)
+            self.record("observation", _facts(generic_extractor, exchange))
+            self.seen(text)
+            return
         if self.out.first_request is None:
             self.out.first_request = text
         self.out.user_messages.append(bounded(text, self.user_chars))
+        self.out.requests.add_request(text, self.user_chars)
         self.out.scan(text, concepts=True)
         self.out.last_user_after_assistant = True
 

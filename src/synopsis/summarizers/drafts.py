@@ -52,6 +52,7 @@ def record_from(draft: Draft, base: Mapping[str, Any], truncated: bool) -> Summa
     steps = lists["next_step"]
     sections = Sections(
         primary_request=lists["primary_request"],
+        constraints=lists.get("constraints", ()),
         key_concepts=lists["key_concepts"],
         files_and_code=lists["files_and_code"],
         errors_and_fixes=lists["errors_and_fixes"],

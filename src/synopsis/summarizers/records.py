@@ -87,11 +87,15 @@ class Facets(BaseModel):
 
 
 class Sections(BaseModel):
-    """The nine sections of the continuation summary (seed 002), in its order."""
+    """The sections of the continuation summary: seed 002's nine, in its order, and the
+    constraints and corrections a person stated (which a continued session must still obey)."""
 
     model_config = _FROZEN
 
     primary_request: SectionList = ()
+    constraints: SectionList = ()
+    """Rules, preferences and corrections a person stated ("never …", "use X instead"), the
+    latest value of each: a later correction replaces the earlier one."""
     key_concepts: SectionList = ()
     files_and_code: SectionList = ()
     errors_and_fixes: SectionList = ()
@@ -138,6 +142,9 @@ class SummaryRecord(BaseModel):
     facets: Facets = Field(default_factory=Facets)
     sections: Sections = Field(default_factory=Sections)
     covers: tuple[Coverage, ...] = ()
+    covered_total: Count | None = None
+    """Messages the whole chain stands for, this record's ``covers`` and its ancestors'; unset
+    on a record that starts a chain (then ``len(covers)``)."""
     tokens_in: Count = 0
     tokens_out: Count = 0
     model: str = "rules"
@@ -152,6 +159,11 @@ class SummaryRecord(BaseModel):
                 f"(depth={self.depth}, parent_id={self.parent_id!r})"
             )
         return self
+
+    @property
+    def messages_covered(self) -> int:
+        """Every message the chain up to this record stands for."""
+        return self.covered_total if self.covered_total is not None else len(self.covers)
 
 
 def summary_schema() -> dict[str, Any]:

@@ -23,6 +23,7 @@ Style = Literal["sections", "snapshot"]
 
 SECTION_TITLES: tuple[tuple[str, str], ...] = (
     ("primary_request", "Primary Request and Intent"),
+    ("constraints", "Constraints and Corrections"),
     ("key_concepts", "Key Technical Concepts"),
     ("files_and_code", "Files and Code Sections"),
     ("errors_and_fixes", "Errors and Fixes"),
@@ -32,8 +33,9 @@ SECTION_TITLES: tuple[tuple[str, str], ...] = (
     ("current_work", "Current Work"),
     ("next_step", "Optional Next Step"),
 )
-"""The nine sections of seed 002, in order: a section keeps its number even when an earlier
-one is empty, so "section 6" means the same thing in every summary."""
+"""Seed 002's nine sections in its order, with the person's constraints second: a section
+keeps its number even when an earlier one is empty, so "section 7" means the same thing in
+every summary."""
 
 _CLOSE = "</synopsis-summary>"
 _CUT_NOTE = "[Cut to fit its token budget: less important older details were dropped.]"
@@ -60,6 +62,10 @@ def _items(record: SummaryRecord, name: str) -> tuple[str, ...]:
     if name == "next_step":
         return (value,) if value else ()
     items: tuple[str, ...] = value
+    if name == "user_messages" and record.sections.constraints:
+        # A request that was nothing but a constraint is already quoted in its section.
+        stated = set(record.sections.constraints)
+        items = tuple(i for i in items if i not in stated)
     return items
 
 
@@ -129,7 +135,7 @@ def render(
     record: SummaryRecord, *, style: Style = "sections", offload_ref: str | None = None
 ) -> str:
     """The summary text; ``offload_ref`` names where the replaced messages can be fetched."""
-    count = len(record.covers)
+    count = record.messages_covered
     lines = [
         f'{SUMMARY_TAG} depth="{record.depth}" messages="{count}">',
         f"Summary of the earlier conversation ({count} messages), replaced to save context.",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -21,11 +22,12 @@ from synopsis.summarizers.budget import ENTITY_KEYS, Draft, fit
 from synopsis.summarizers.digest import Digest, digest
 from synopsis.summarizers.drafts import record_from, record_lists
 from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS
+from synopsis.summarizers.files import file_lines, merge_file_lines
+from synopsis.summarizers.requests import Requests
 from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
     MAX_KEY_POINTS,
     MAX_SECTION_ITEMS,
-    ActionItem,
     Coverage,
     SummaryRecord,
 )
@@ -41,9 +43,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RuleBasedSummarizer"]
 
-_REQUEST_CHARS = 300
 _CARRIED_NARRATIVE = 1000
-_CONCEPTS = 12
+_LISTED = re.compile(r"\w/\w|\w\.[A-Za-z]\w*$")
+"""A path in a tool's output worth listing: a directory and a name, or a name with an
+extension (``/title`` in a page is not a file)."""
 _ERROR_MARK = "[❌"
 
 
@@ -137,6 +140,7 @@ class RuleBasedSummarizer:
             "covers": covers,
             "tokens_in": sum(self.counter.count_message(m) for m in messages),
             "model": self.model,
+            "covered_total": previous.messages_covered + len(covers) if previous else None,
         }
         if self.deterministic_ids:
             key = json.dumps([parent, depth, [c.sha256 for c in covers]])
@@ -163,15 +167,17 @@ class RuleBasedSummarizer:
 
 
 def _narrative(found: Digest) -> str:
+    people = len(found.requests.requests)
     text = (
-        f"{_plural(found.messages, 'message')} ({len(found.user_messages)} from the user, "
+        f"{_plural(found.messages, 'message')} ({people} from people, "
         f"{found.roles.get('assistant', 0)} from the assistant)"
     )
     calls = sum(found.tools.values())
     if calls:
         top = ", ".join(f"{name} x{n}" for name, n in found.tools.most_common(5))
         more = ", …" if len(found.tools) > 5 else ""
-        text += f"; {_plural(calls, 'tool call')} ({top}{more}), {found.failed} failed"
+        failed = f", {found.failed} failed" if found.failed else ""
+        text += f"; {_plural(calls, 'tool call')} ({top}{more}){failed}"
     return text + "."
 
 
@@ -192,38 +198,64 @@ def _key_points(points: list[str]) -> list[str]:
     return [p for i, p in enumerate(points) if i not in dropped]
 
 
-def _files(previous: Sequence[str], new: Mapping[str, list[str]]) -> list[str]:
-    """One line per file; notes about a file the previous summary listed join its line."""
-    lines: dict[str, str] = {}
-    for line in previous:
-        path, sep, _ = line.partition(" — ")
-        lines[path if sep else line] = line
-    for path, notes in new.items():
-        joined = _notes(notes)
-        lines[path] = f"{lines[path]}; {joined}" if path in lines else f"{path} — {joined}"
-    return list(lines.values())
+def _file_notes(found: Digest) -> dict[str, list[str]]:
+    """What happened to each path: the tools' notes, and "named" for a path only mentioned."""
+    notes = {path: list(n) for path, n in found.files.items()}
+    for path in dedupe(found.named_files):
+        notes.setdefault(path, ["named"])
+    for path in dedupe(p.rstrip(".,;:!?'\"") for p in found.seen_files):
+        if _LISTED.search(path):
+            notes.setdefault(path, ["seen"])
+    return notes
 
 
-def _notes(notes: list[str]) -> str:
-    """``read (120 lines, python)`` three times reads as ``read x3 (120 lines, python)``:
-    the count and the first detail of each kind of access."""
-    kinds: dict[str, tuple[int, str]] = {}
-    for note in notes:
-        verb, _, detail = note.partition(" (")
-        count, first = kinds.get(verb, (0, detail))
-        kinds[verb] = (count + 1, first)
-    parts = []
-    for verb, (count, detail) in kinds.items():
-        times = f" x{count}" if count > 1 else ""
-        parts.append(f"{verb}{times} ({detail}" if detail else f"{verb}{times}")
-    return "; ".join(parts)
+def _requests(
+    found: Digest, previous: SummaryRecord | None, user_chars: int
+) -> tuple[list[str], list[str], list[str]]:
+    """The primary request, the constraints and every request (seed 002's "all user
+    messages", the first among them), the previous record's carried forward and updated: a constraint the new part corrects is replaced, and the
+    sentence that stated the old value leaves the requests too."""
+    merged = Requests()
+    primary: list[str] = []
+    if previous is not None:
+        for text in previous.sections.constraints:
+            merged.add_constraint(text)
+        merged.requests = list(previous.sections.user_messages)
+        primary = list(previous.sections.primary_request[:1])
+    for text in found.requests.requests:
+        merged.add_request(text, user_chars)
+    if not primary and found.first_request is not None and found.requests.requests:
+        primary = [found.requests.requests[0]]
+    for old in merged.superseded:
+        primary = [p.replace(old, "[superseded, see constraints]") for p in primary]
+    constraints = [c.text for c in merged.constraints]
+    return primary, constraints, merged.current_requests()
 
 
-def _users(messages: list[str]) -> list[str]:
-    """The first request and the most recent messages, within the cap."""
-    if len(messages) <= MAX_SECTION_ITEMS:
-        return messages
-    return [messages[0], *messages[-(MAX_SECTION_ITEMS - 1) :]]
+def _failures(found: Digest, previous: Mapping[str, list[Any]] | None) -> tuple[list[str], list[str]]:
+    """Failures and what is still unresolved, an earlier summary's marked resolved when the
+    new part's last call on the same target worked."""
+    errors = list(found.errors)
+    unresolved = list(found.unresolved)
+    if previous is None:
+        return errors, unresolved
+    fixed = [key for key, ok in found.outcomes.items() if ok]
+    carried_errors = []
+    for line in previous["errors_and_fixes"]:
+        if any(line.startswith(f"{key}:") for key in fixed) and "fixed" not in line:
+            line = f"{line} (fixed later)"
+        carried_errors.append(line)
+    carried_unresolved = [
+        line
+        for line in previous["unresolved"]
+        if not any(line.startswith(f"{key}:") for key in fixed)
+    ]
+    return dedupe([*carried_errors, *errors]), dedupe([*carried_unresolved, *unresolved])
+
+
+def _participants(found: Digest) -> list[str]:
+    """Named participants only: "user, assistant, tool" tells the reader nothing."""
+    return [p for p in found.participants if "(" in p]
 
 
 def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Draft:
@@ -236,38 +268,37 @@ def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Dr
         quoted = "\n".join(bounded(s, user_chars) for s in found.earlier_summaries)
         narrative.append(f"An earlier summary opened this part:\n{quoted}")
     narrative.append(("Then " if previous else "Earlier: ") + _narrative(found))
-    request = (
-        [bounded(found.first_request, min(user_chars, _REQUEST_CHARS))]
-        if found.first_request
-        else []
-    )
+    prev_lists = record_lists(previous) if previous else None
+    primary, constraints, requests = _requests(found, previous, user_chars)
+    errors, unresolved = _failures(found, prev_lists)
     pending = found.pending
     current = [bounded(found.assistant_texts[-1], 400)] if found.assistant_texts else []
     if found.key_points:
         current.append(f"Last tool call: {found.key_points[-1]}")
-    concepts = [term for term, _ in found.concepts.most_common(_CONCEPTS)]
     step = found.next_step
     if step and current and current[0] == step:
         step = None  # the last message was nothing but that step: say it once
     new: dict[str, list[Any]] = {
         "key_points": found.key_points,
-        "primary_request": request,
-        "key_concepts": concepts,
-        "errors_and_fixes": found.errors,
+        "primary_request": primary,
+        "constraints": constraints,
+        "key_concepts": [],
+        "errors_and_fixes": errors,
         "problem_solving": found.reasoning,
-        "user_messages": found.user_messages,
+        "user_messages": requests,
         "pending_tasks": pending,
         "current_work": current,
         "next_step": [step] if step else [],
-        "participants": found.participants,
+        "participants": _participants(found),
         "decisions": found.decisions,
-        "action_items": [ActionItem(owner="assistant", task=t) for t in pending],
-        "unresolved": found.unresolved,
+        "action_items": [],
+        "unresolved": unresolved,
     }
     for kind in ENTITY_KEYS:
         new[f"entities.{kind}"] = dedupe(found.entities[kind])
-    prev_lists = record_lists(previous) if previous else None
-    files = _files(prev_lists["files_and_code"] if prev_lists else (), found.files)
+    files = merge_file_lines(
+        prev_lists["files_and_code"] if prev_lists else (), file_lines(_file_notes(found))
+    )
     if prev_lists is not None:
         new = _merge(prev_lists, new)
     new["files_and_code"] = files
@@ -275,32 +306,40 @@ def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Dr
     return Draft(_capped(new))
 
 
+_UPDATED = frozenset(
+    {"primary_request", "constraints", "user_messages", "errors_and_fixes", "unresolved"}
+)
+"""Lists the draft already built from the previous record and the new part together."""
+
+
 def _merge(old: Mapping[str, list[Any]], new: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
-    """The previous summary's content carried forward: the first request stays, lists grow,
-    and what describes the present (pending work, current work, next step) is replaced when
-    the new part says anything about it."""
+    """The previous record updated section by section: what describes the present (pending
+    work, current work, next step) is replaced when the new part says anything about it;
+    every other list keeps its items and gains the new part's."""
     out: dict[str, list[Any]] = {}
     for key, items in new.items():
         before = old[key]
-        if key == "primary_request":
-            out[key] = before or items
+        if key in _UPDATED:
+            out[key] = items
         elif key in ("pending_tasks", "current_work", "next_step", "action_items"):
             out[key] = items or before
-        elif key in ("user_messages", "key_points"):
+        elif key == "key_points":
             out[key] = [*before, *items]
+        elif key in ("key_concepts", "participants"):
+            out[key] = dedupe([*items])
         else:
             out[key] = dedupe([*before, *items])
     return out
 
 
 def _capped(lists: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
-    """Every list within its cap: anchors (entities, concepts, participants) keep their first
-    entries, histories (errors, reasoning, decisions) their latest."""
+    """Every list within its cap: anchors (entities) keep their first entries, histories
+    (errors, reasoning, decisions) their latest; requests keep the first and the newest."""
     out: dict[str, tuple[Any, ...]] = {}
     for key, items in lists.items():
         if key == "key_points":
             kept = _key_points(items)
-        elif key == "user_messages":
+        elif key in ("user_messages", "constraints"):
             kept = _users(items)
         elif key.startswith("entities.") or key in ("key_concepts", "participants"):
             kept = items[:MAX_FACET_ITEMS]
@@ -308,6 +347,13 @@ def _capped(lists: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
             kept = items[-MAX_SECTION_ITEMS:]
         out[key] = tuple(kept)
     return out
+
+
+def _users(messages: list[str]) -> list[str]:
+    """The first and the most recent, within the cap."""
+    if len(messages) <= MAX_SECTION_ITEMS:
+        return messages
+    return [messages[0], *messages[-(MAX_SECTION_ITEMS - 1) :]]
 
 
 def _tail(text: str) -> str:

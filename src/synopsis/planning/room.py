@@ -1,0 +1,70 @@
+"""How a compaction shares out the window: protected head, summary, verbatim tail.
+
+A compaction aims to land at ``target_ratio`` of the window (never above the reset ratio, the
+level below which the trigger re-arms, nor above what leaves room for the answer). What the
+fixed part (system prompt, tool definitions, framing, protected head) leaves of that is the
+room. The summary takes ``summary_ratio`` of the room, between a floor and its summarizer's
+ceiling, and the tail kept verbatim takes the rest; with a tail the caller sized (``keep``
+given), the summary takes what that tail leaves, within the same bounds. The person's requests
+travel inside the summary's budget, first in its order of what to keep.
+
+Landing near the target rather than as low as possible is the point: a compaction that keeps
+six messages and 500 tokens out of a 128k window forgets what the window had room to carry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from synopsis.errors import ConfigurationError
+
+__all__ = ["Room", "share_room", "summary_budget"]
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """Token budgets for one compaction's output. ``target`` is where it aims to land, of
+    which ``fixed`` is taken (overhead and protected head), ``summary`` goes to the summary and
+    ``tail`` to the messages kept verbatim."""
+
+    target: int
+    fixed: int
+    summary: int
+    tail: int
+
+
+def _check(name: str, value: float, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low < value <= high:
+        raise ConfigurationError(f"{name} must be above {low:g} and at most {high:g}, got {value!r}")
+
+
+def summary_budget(free: int, *, floor: int, ceiling: int) -> int:
+    """``free`` within ``[floor, ceiling]`` (a ceiling under the floor wins: it is the
+    summarizer's own limit)."""
+    return min(max(free, floor), ceiling)
+
+
+def share_room(
+    *,
+    window: int,
+    limit: int,
+    fixed: int,
+    target_ratio: float,
+    reset_ratio: float,
+    summary_ratio: float,
+    floor: int,
+    ceiling: int,
+    tail: int | None = None,
+) -> Room:
+    """The room of a compaction in ``window`` whose output must stay within ``limit`` (the
+    window less the answer's reserve). ``fixed`` counts the tokens no summary can save;
+    ``tail`` is the caller's own tail size, if any (then the summary gets what it leaves)."""
+    _check("target_ratio", target_ratio, 0, 1)
+    _check("summary_ratio", summary_ratio, 0, 1)
+    target = min(int(min(target_ratio, reset_ratio) * window), limit)
+    free = max(0, target - fixed)
+    if tail is None:
+        summary = summary_budget(int(summary_ratio * free), floor=floor, ceiling=ceiling)
+        return Room(target, fixed, summary, max(0, free - summary))
+    summary = summary_budget(free - tail, floor=floor, ceiling=ceiling)
+    return Room(target, fixed, summary, tail)

@@ -1,0 +1,132 @@
+"""Files a summarized part touched, grouped by what was done to them.
+
+One line per action (edited, read, searched, named), each path with a short note. Under a
+tight budget a line is folded instead: paths that share a directory are written once under
+it (``src/app/{models.py, views.py}``), so a hundred paths cost little. A path is listed under
+its strongest action only: a file that was read and then edited is an edited file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from synopsis.summarizers.scanning import dedupe
+
+__all__ = ["ACTIONS", "file_lines", "fold_line", "merge_file_lines", "parse_file_line"]
+
+ACTIONS = ("Edited", "Read", "Searched", "Named", "Seen")
+"""Strongest first: ``Named`` is a path people or the model wrote, ``Seen`` one that only a
+tool's output showed (a listing, a log)."""
+_PER_LINE = 12
+"""Entries per line: the budget cuts a line at a time, so a long list goes in pieces."""
+_SEPARATOR = "; "
+_FOLD_NOTE = " (folded)"
+
+
+def _action(notes: Iterable[str]) -> str:
+    verbs = {note.partition(" ")[0] for note in notes}
+    if verbs & {"written", "write"}:
+        return "Edited"
+    if "read" in verbs:
+        return "Read"
+    if "found" in verbs:
+        return "Searched"
+    if "named" in verbs:
+        return "Named"
+    return "Seen"
+
+
+def _note(notes: list[str]) -> str:
+    """``read (120 lines, python)`` three times reads as ``read x3 (120 lines, python)``."""
+    kinds: dict[str, tuple[int, str]] = {}
+    for note in notes:
+        verb, _, detail = note.partition(" (")
+        if verb in ("found", "named", "seen"):
+            continue
+        count, first = kinds.get(verb, (0, detail))
+        kinds[verb] = (count + 1, first)
+    parts = []
+    for verb, (count, detail) in kinds.items():
+        times = f" x{count}" if count > 1 else ""
+        parts.append(f"{verb}{times} ({detail}" if detail else f"{verb}{times}")
+    return ", ".join(parts)
+
+
+def file_lines(notes: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Entries by action: ``path`` or ``path [note]``, in the order first met."""
+    out: dict[str, list[str]] = {action: [] for action in ACTIONS}
+    for path, path_notes in notes.items():
+        note = _note(path_notes)
+        out[_action(path_notes)].append(f"{path} [{note}]" if note else path)
+    return out
+
+
+def _render(action: str, entries: list[str]) -> str:
+    return f"{action}: {_SEPARATOR.join(entries)}"
+
+
+def parse_file_line(line: str) -> tuple[str, list[str]] | None:
+    """``(action, entries)`` of a line :func:`render_lines` wrote, else ``None`` (a line of
+    an older summary, or an LLM's own wording, stays as it is)."""
+    action, sep, rest = line.partition(": ")
+    if not sep or action not in ACTIONS or rest.endswith(_FOLD_NOTE):
+        return None
+    return action, [e for e in rest.split(_SEPARATOR) if e]
+
+
+def _path(entry: str) -> str:
+    return entry.partition(" [")[0]
+
+
+def merge_file_lines(previous: Iterable[str], new: Mapping[str, list[str]]) -> list[str]:
+    """One line per action: the previous summary's entries, then the new part's; a path moves
+    to its strongest action, and a path seen again keeps its newest note."""
+    entries: dict[str, str] = {}
+    action_of: dict[str, str] = {}
+    others: list[str] = []
+
+    def add(action: str, entry: str) -> None:
+        path = _path(entry)
+        known = action_of.get(path)
+        if known is None or ACTIONS.index(action) <= ACTIONS.index(known):
+            action_of[path] = action
+            if " [" in entry or path not in entries:
+                entries[path] = entry
+
+    for line in previous:
+        parsed = parse_file_line(line)
+        if parsed is None:
+            others.append(line)
+            continue
+        for entry in parsed[1]:
+            add(parsed[0], entry)
+    for action in ACTIONS:
+        for entry in new.get(action, ()):
+            add(action, entry)
+    lines = []
+    for action in ACTIONS:
+        listed = [entries[p] for p in action_of if action_of[p] == action]
+        lines += [
+            _render(action, listed[i : i + _PER_LINE]) for i in range(0, len(listed), _PER_LINE)
+        ]
+    return [*lines, *dedupe(others)]
+
+
+def fold_line(line: str) -> str:
+    """``line`` with its notes dropped and paths under a shared directory written once."""
+    parsed = parse_file_line(line)
+    if parsed is None:
+        return line
+    action, entries = parsed
+    groups: dict[str, list[str]] = {}
+    for entry in entries:
+        directory, slash, name = _path(entry).rpartition("/")
+        groups.setdefault(directory + slash, []).append(name)
+    parts = []
+    for directory, names in groups.items():
+        names = dedupe(names)
+        if len(names) == 1:
+            parts.append(directory + names[0])
+        else:
+            parts.append(f"{directory}{{{', '.join(names)}}}")
+    return f"{action}: {', '.join(parts)}{_FOLD_NOTE}"
