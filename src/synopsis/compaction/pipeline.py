@@ -230,12 +230,16 @@ def _tail_tokens(keep: Keep, window: int) -> int | None:
     return None
 
 
-def _keep(run: Run) -> Keep:
-    """The keep policy, an automatic tail resolved to the tokens the room leaves it."""
+def _keep(run: Run, decision: Decision, before: Measure) -> Keep:
+    """The keep policy, an automatic tail resolved to the tokens the room leaves it; a
+    compaction asked for below the target keeps at most half of what could be summarized."""
     keep = run.setup.keep
-    if keep.kind == "auto" and run.room is not None:
-        return Keep.tokens(run.room.tail)
-    return keep
+    if keep.kind != "auto" or run.room is None:
+        return keep
+    tail = run.room.tail
+    if decision.code == "forced":
+        tail = min(tail, max(0, before.tokens - run.room.fixed) // 2)
+    return Keep.tokens(tail)
 
 
 def _summary_budget(run: Run, plan: SplitPlan) -> int:
@@ -610,7 +614,7 @@ def _compact(
         current,
         count=setup.counter.count_message,
         overhead=run.overhead,
-        keep=_keep(run),
+        keep=_keep(run, decision, before),
         trigger=setup.trigger,
         window=setup.window,
         config=setup.governor,

@@ -27,10 +27,13 @@ from synopsis.planning.units import is_real_user, is_summary
 from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts, parse_arguments
 from synopsis.summarizers.extractors import find_extractor, generic_extractor, search_extractor
 from synopsis.summarizers.requests import Requests
-from synopsis.summarizers import scanning as _scanning  # TEMP until looks_like_observation lands
-from synopsis.summarizers.scanning import PATH, bounded, dedupe, scan_text
-
-looks_like_observation = getattr(_scanning, "looks_like_observation", lambda _text: False)
+from synopsis.summarizers.scanning import (
+    PATH,
+    bounded,
+    dedupe,
+    looks_like_observation,
+    scan_text,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

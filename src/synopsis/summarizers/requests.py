@@ -44,6 +44,7 @@ _STOP = frozenset(
     "actually now will can all any from at by as so then than but if when".split()
 )
 _SENTENCE_CHARS = 400
+_CUT = re.compile(r"… \[cut [\d,]+ characters\]\Z")
 _SAME_SUBJECT = 0.5
 
 
@@ -55,6 +56,12 @@ def constraint_sentences(text: str) -> list[str]:
         if len(sentence) > 3 and _MARKER.search(sentence):
             out.append(bounded(sentence, _SENTENCE_CHARS))
     return out
+
+
+def _cut_at(text: str, chars: int) -> bool:
+    """Whether ``text`` is already what :func:`bounded` makes of a longer text at ``chars``."""
+    cut = _CUT.search(text)
+    return cut is not None and cut.start() == chars
 
 
 def _subject(sentence: str) -> frozenset[str]:
@@ -112,7 +119,9 @@ class Requests:
         self.constraints = [*kept, new]
 
     def add_request(self, text: str, chars: int) -> None:
-        self.requests.append(bounded(text, chars))
+        """``text`` as a request (up to ``chars``) and its constraints. A request already cut
+        at ``chars`` (carried from a digest) is not cut again."""
+        self.requests.append(text if _cut_at(text, chars) else bounded(text, chars))
         for sentence in constraint_sentences(text):
             self.add_constraint(sentence)
 
