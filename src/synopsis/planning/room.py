@@ -1,7 +1,8 @@
 """How a compaction shares out the window: protected head, summary, verbatim tail.
 
 A compaction aims to land at ``target_ratio`` of the window (never above the reset ratio, the
-level below which the trigger re-arms, nor above what leaves room for the answer). What the
+level below which the trigger re-arms, nor above what leaves room for the answer); when the
+fixed part is large, at that share of what it leaves, on top of it. What the
 fixed part (system prompt, tool definitions, framing, protected head) leaves of that is the
 room. The summary takes ``summary_ratio`` of the room, between a floor and its summarizer's
 ceiling, and the tail kept verbatim takes the rest; with a tail the caller sized (``keep``
@@ -61,7 +62,12 @@ def share_room(
     ``tail`` is the caller's own tail size, if any (then the summary gets what it leaves)."""
     _check("target_ratio", target_ratio, 0, 1)
     _check("summary_ratio", summary_ratio, 0, 1)
-    target = min(int(min(target_ratio, reset_ratio) * window), limit)
+    ratio = min(target_ratio, reset_ratio)
+    # A large fixed part (a 10k-token system prompt in a 32k window) would leave the
+    # summary almost nothing of a target taken from the whole window: the target is then
+    # that share of what the fixed part leaves, on top of it.
+    target = min(max(int(ratio * window), fixed + int(ratio * (limit - fixed))), limit)
+    target = min(target, int(reset_ratio * window)) if fixed < reset_ratio * window else target
     free = max(0, target - fixed)
     if tail is None:
         summary = summary_budget(int(summary_ratio * free), floor=floor, ceiling=ceiling)

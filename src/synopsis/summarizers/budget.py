@@ -116,12 +116,16 @@ def plan_cuts(draft: Draft) -> list[Cut]:
     drop("pending_tasks", oldest("pending_tasks"))
     drop("next_step", oldest("next_step"))
     drop("errors_and_fixes", oldest("errors_and_fixes"))
-    # Files, weakest action first: each line is folded (paths written once under their
-    # shared directory), then the folded line goes.
-    for i in newest("files_and_code"):
-        line = lists["files_and_code"][i]
-        if fold_line(line) != line:
-            cuts.append(("files_and_code", i, fold_line(line)))
+    # Files, weakest action first (the lines come strongest first): each line is folded
+    # (paths written once under their shared directory), then the folded line goes. Paths a
+    # tool only showed go oldest first; the others newest first, so that what an earlier
+    # summary carried survives the later ones.
+    lines = lists["files_and_code"]
+    seen = [i for i in oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
+    rest = [i for i in newest("files_and_code") if i not in seen]
+    for i in [*seen, *rest]:
+        if fold_line(lines[i]) != lines[i]:
+            cuts.append(("files_and_code", i, fold_line(lines[i])))
         cuts.append(("files_and_code", i, None))
     drop("narrative", last("narrative"))
     users = lists["user_messages"]

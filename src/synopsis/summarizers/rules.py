@@ -333,8 +333,9 @@ def _merge(old: Mapping[str, list[Any]], new: Mapping[str, list[Any]]) -> dict[s
 
 
 def _capped(lists: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
-    """Every list within its cap: anchors (entities) keep their first entries, histories
-    (errors, reasoning, decisions) their latest; requests keep the first and the newest."""
+    """Every list within its cap: anchors (entities) and file lines keep their first entries,
+    histories (errors, reasoning, decisions) their latest; requests keep the first and the
+    newest."""
     out: dict[str, tuple[Any, ...]] = {}
     for key, items in lists.items():
         if key == "key_points":
@@ -343,6 +344,8 @@ def _capped(lists: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
             kept = _users(items)
         elif key.startswith("entities.") or key in ("key_concepts", "participants"):
             kept = items[:MAX_FACET_ITEMS]
+        elif key == "files_and_code":
+            kept = items[:MAX_SECTION_ITEMS]  # strongest actions first
         else:
             kept = items[-MAX_SECTION_ITEMS:]
         out[key] = tuple(kept)
