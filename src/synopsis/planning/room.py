@@ -36,7 +36,9 @@ class Room:
 
 def _check(name: str, value: float, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low < value <= high:
-        raise ConfigurationError(f"{name} must be above {low:g} and at most {high:g}, got {value!r}")
+        raise ConfigurationError(
+            f"{name} must be above {low:g} and at most {high:g}, got {value!r}"
+        )
 
 
 def summary_budget(free: int, *, floor: int, ceiling: int) -> int:

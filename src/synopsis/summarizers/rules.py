@@ -23,7 +23,6 @@ from synopsis.summarizers.digest import Digest, digest
 from synopsis.summarizers.drafts import record_from, record_lists
 from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS
 from synopsis.summarizers.files import file_lines, merge_file_lines
-from synopsis.summarizers.requests import Requests
 from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
     MAX_KEY_POINTS,
@@ -32,6 +31,7 @@ from synopsis.summarizers.records import (
     SummaryRecord,
 )
 from synopsis.summarizers.render import render
+from synopsis.summarizers.requests import Requests
 from synopsis.summarizers.scanning import bounded, dedupe
 from synopsis.tokens import counter_for_model
 
@@ -213,8 +213,9 @@ def _requests(
     found: Digest, previous: SummaryRecord | None, user_chars: int
 ) -> tuple[list[str], list[str], list[str]]:
     """The primary request, the constraints and every request (seed 002's "all user
-    messages", the first among them), the previous record's carried forward and updated: a constraint the new part corrects is replaced, and the
-    sentence that stated the old value leaves the requests too."""
+    messages", the first among them), the previous record's carried forward and updated:
+    a constraint the new part corrects is replaced, and the sentence that stated the old
+    value leaves the requests too."""
     merged = Requests()
     primary: list[str] = []
     if previous is not None:
@@ -222,8 +223,10 @@ def _requests(
             merged.add_constraint(text)
         merged.requests = list(previous.sections.user_messages)
         primary = list(previous.sections.primary_request[:1])
-    for text in found.requests.requests:
-        merged.add_request(text, user_chars)
+    # The part's constraints come from the requests' whole text, not the bounded copies.
+    merged.requests.extend(found.requests.requests)
+    for constraint in found.requests.constraints:
+        merged.add_constraint(constraint.text)
     if not primary and found.first_request is not None and found.requests.requests:
         primary = [found.requests.requests[0]]
     for old in merged.superseded:
@@ -232,7 +235,9 @@ def _requests(
     return primary, constraints, merged.current_requests()
 
 
-def _failures(found: Digest, previous: Mapping[str, list[Any]] | None) -> tuple[list[str], list[str]]:
+def _failures(
+    found: Digest, previous: Mapping[str, list[Any]] | None
+) -> tuple[list[str], list[str]]:
     """Failures and what is still unresolved, an earlier summary's marked resolved when the
     new part's last call on the same target worked."""
     errors = list(found.errors)
@@ -240,11 +245,12 @@ def _failures(found: Digest, previous: Mapping[str, list[Any]] | None) -> tuple[
     if previous is None:
         return errors, unresolved
     fixed = [key for key, ok in found.outcomes.items() if ok]
-    carried_errors = []
-    for line in previous["errors_and_fixes"]:
-        if any(line.startswith(f"{key}:") for key in fixed) and "fixed" not in line:
-            line = f"{line} (fixed later)"
-        carried_errors.append(line)
+    carried_errors = [
+        f"{line} (fixed later)"
+        if any(line.startswith(f"{key}:") for key in fixed) and "fixed" not in line
+        else line
+        for line in previous["errors_and_fixes"]
+    ]
     carried_unresolved = [
         line
         for line in previous["unresolved"]
