@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +20,10 @@ from synopsis.report import plot_bytes, write_html
 ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
 CODEX = ROOT / "codex-compaction-config-change.jsonl"
 AIDER = ROOT / "aider-census.jsonl"
+
+
+def load(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,13 +43,21 @@ def test_json_png_and_html(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["compactions"] >= 1
+    assert report["compactions"] == sum(t["compacted"] for t in report["turns"])
     assert report["tokens_with"] < report["tokens_without"]
+    assert report["tokens_saved"] == report["tokens_without"] - report["tokens_with"]
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     text = page.read_text()
     assert "<svg" in text
     summary = next(t["summary"] for t in report["turns"] if t["summary"])
     assert summary.splitlines()[1] in text
     assert "&lt;" in text
+    assert text.count('<section class="compaction"') == report["compactions"]
+    for turn in report["turns"]:
+        if turn["compacted"]:
+            n = len(turn["offloaded"])
+            assert turn["recallable"] == n
+            assert f"<b>{n} of {n} recallable</b>" in text
 
 
 def test_text_report_and_svg(tmp_path: Path) -> None:
@@ -50,9 +65,45 @@ def test_text_report_and_svg(tmp_path: Path) -> None:
     done = run("replay", str(AIDER), "--model", "gpt-4o", "--window", "1500", "--plot", str(svg))
     assert done.returncode == 0, done.stderr
     assert "20 messages replayed" in done.stdout
-    assert "3 compaction(s)" in done.stdout
-    assert "tokens sent over the session" in done.stdout
     assert "<svg" in svg.read_text()
+    report = replay(load(AIDER), model="gpt-4o", context_window=1500)
+    assert report.compactions
+    title = f"{len(report.compactions)} compaction(s)"
+    assert title in [line.strip() for line in done.stdout.splitlines()]
+    header = ("turn", "tokens", "window", "summarized", "kept", "recallable", "reason")
+    assert " ┃ ".join(header) in re.sub(r" +", " ", done.stdout)
+    for turn in report.compactions:
+        row = (
+            f"{turn.tokens_before:,} → {turn.tokens_after:,} │ "
+            f"{turn.tokens_after / report.window:.1%} │ {turn.messages_summarized} │ "
+            f"{turn.messages_kept} │ {turn.recallable} of {len(turn.offloaded)} │"
+        )
+        assert re.sub(r" +", " ", row) in re.sub(r" +", " ", done.stdout)
+    totals = (
+        f"{len(report.compactions)} compaction(s), {report.summarizer_calls} summarizer call(s); "
+        f"tokens sent over the session: {report.tokens_with:,} with synopsis, "
+        f"{report.tokens_without:,} without ({report.tokens_saved:,} saved, "
+        f"{report.saved_share:.1%})"
+    )
+    assert totals in " ".join(done.stdout.split())
+
+
+def test_message_text_is_escaped_in_the_html(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    items = load(AIDER)
+    attack = "<script>alert(1)</script> and </details></pre><synopsis-summary>"
+    items[1] = {**items[1], "content": f"{attack}\n{items[1]['content']}"}
+    source, page = tmp_path / "attack.jsonl", tmp_path / "r.html"
+    source.write_text("".join(json.dumps(item) + "\n" for item in items))
+    args = ["replay", str(source), "--model", "gpt-4o", "--window", "1500", "--html", str(page)]
+    assert main(args) == 0
+    assert "compaction(s)" in capsys.readouterr().out
+    text = page.read_text()
+    assert "<script" not in text
+    first = text.index('<section class="compaction"')
+    summarized = text[first : text.index("<h4>Summary</h4>", first)]
+    assert html.escape(attack) in summarized
 
 
 def test_unreachable_is_reported_not_failed(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,13 +1,24 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import synopsis
-from synopsis.replay import ReplayReport, replay
+from synopsis.messages import (
+    MediaPart,
+    Message,
+    OpaquePart,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from synopsis.replay import ReplayReport, _align, _parts, replay
 from synopsis.report import write_html
 
 ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
@@ -43,9 +54,45 @@ def test_codex_compacts_and_saves_tokens(codex: ReplayReport) -> None:
         assert turn.tokens_after <= turn.tokens_before <= turn.tokens_without
     for turn in codex.compactions:
         assert turn.tokens_after <= codex.window - codex.reserve
-        assert turn.messages_after < turn.messages_before
-        assert turn.summary is not None
-        assert turn.summary.startswith("<")
+        if turn.summary is not None:
+            assert turn.messages_after < turn.messages_before
+            assert turn.summary.startswith("<")
+        else:  # the cheap reductions alone made it fit: nothing summarized, something reduced
+            assert turn.messages_after == turn.messages_before
+            assert turn.messages_summarized == 0
+            assert any(m.reduced for m in turn.kept)
+
+
+def test_each_compaction_names_what_it_summarized_and_kept(codex: ReplayReport) -> None:
+    items = load("codex-compaction-config-change.jsonl")
+    covered = 0
+    for turn in codex.compactions:
+        assert len(turn.summarized) + turn.messages_kept == turn.messages_before
+        assert [m.position for m in turn.summarized] == sorted(m.position for m in turn.summarized)
+        assert [m.position for m in turn.kept] == sorted(m.position for m in turn.kept)
+        assert all(m.position < turn.messages_before for m in turn.summarized)
+        assert all(m.position < turn.messages_after for m in turn.kept)
+        assert sum(m.summary for m in turn.summarized) <= 1
+        # The summary says how many messages it stands for: this compaction's, or with a
+        # chain's running total, every compaction's so far. The replay found them on its own.
+        covered += turn.messages_summarized
+        if turn.summary is not None:
+            found = re.search(r'messages="(\d+)"', turn.summary)
+            assert found is not None
+            assert int(found.group(1)) in {turn.messages_summarized, covered}
+        # The first compaction replaces the caller's items themselves.
+        if turn is codex.compactions[0]:
+            assert all(m.item in items for m in turn.summarized)
+            assert turn.summarized[0].item == items[turn.summarized[0].position]
+        # Every original offloaded is in the store: the summarized and the reduced kept ones.
+        assert turn.session_id == "replay"
+        assert turn.recallable == len(turn.offloaded) == len(turn.positions)
+        reduced = [m for m in turn.kept if m.reduced]
+        assert turn.messages_summarized + len(reduced) == len(turn.offloaded)
+        stored = [m.stored for m in (*turn.summarized, *reduced) if not m.summary]
+        assert sorted(p for p in stored if p is not None) == list(turn.positions)
+    uncompacted = next(t for t in codex.turns if not t.compacted)
+    assert (uncompacted.summarized, uncompacted.kept, uncompacted.recallable) == ((), (), None)
 
 
 def test_without_counts_the_raw_prefix(codex: ReplayReport) -> None:
@@ -62,6 +109,16 @@ def test_json_round_trip(codex: ReplayReport) -> None:
     assert data["completed"] is True
     assert data["unreachable"] is None
     assert len(data["turns"]) == 174
+    assert data["tokens_saved"] == codex.tokens_without - codex.tokens_with
+    assert data["saved_share"] == round(codex.tokens_saved / codex.tokens_without, 4)
+    for turn, out in zip(codex.turns, data["turns"], strict=True):
+        assert "summarized" not in out
+        assert "kept" not in out
+        assert out["messages_summarized"] == turn.messages_summarized
+        assert out["messages_kept"] == turn.messages_kept
+        assert out["offloaded"] == list(turn.offloaded)
+        assert out["positions"] == list(turn.positions)
+        assert out["recallable"] == turn.recallable
 
 
 def test_one_long_turn_still_fits_past_the_per_turn_cap() -> None:
@@ -105,6 +162,38 @@ def test_a_separate_system_prompt_and_format() -> None:
     report = replay(items, fmt="anthropic", system="be brief", model="claude-sonnet-4")
     assert [t.compacted for t in report.turns] == [False, False]
     assert report.turns[0].tokens_without == report.turns[0].tokens_before
+    assert report.saved_share == 0.0
+
+
+def test_a_system_prompt_given_apart_is_kept_without_an_item() -> None:
+    items = load("aider-census.jsonl")
+    report = replay(
+        items, fmt="anthropic", system="be brief", model="claude-sonnet-4", context_window=1500
+    )
+    assert report.compactions
+    for turn in report.compactions:
+        system = turn.kept[0]
+        assert (system.position, system.role, system.item) == (0, "system", None)
+        assert system.parts == (("text", "be brief"),)
+    # Positions count the system prompt, which the caller's items do not hold.
+    first = report.compactions[0]
+    assert [m.item for m in first.summarized] == [items[m.position - 1] for m in first.summarized]
+
+
+def test_without_a_store_nothing_is_offloaded() -> None:
+    report = replay(
+        load("aider-census.jsonl"),
+        model="gpt-4o",
+        context_window=1500,
+        store=None,
+        session_id=None,
+    )
+    assert report.compactions
+    for turn in report.compactions:
+        assert turn.offloaded == turn.positions == ()
+        assert turn.recallable == 0
+        assert turn.messages_summarized > 0
+        assert all(m.stored is None for m in turn.summarized)
 
 
 def test_html_with_a_png(tmp_path: Path) -> None:
@@ -115,3 +204,80 @@ def test_html_with_a_png(tmp_path: Path) -> None:
     assert "data:image/png;base64," in text
     assert "&lt;census&gt;" in text
     assert "&lt;summary" in text or "&lt;" in text.split("<h2>Compactions</h2>")[1]
+
+
+def test_parts_show_calls_by_name_and_results_by_text() -> None:
+    call = ToolCallPart("c1", "shell", {"cmd": "ls"})
+    shown = _parts(
+        Message(
+            Role.ASSISTANT,
+            (
+                ReasoningPart("thinking it over"),
+                ReasoningPart(encrypted="xyz"),
+                TextPart("let me look"),
+                call,
+                MediaPart("image", url="https://example.com/a.png"),
+                OpaquePart("server_tool_use", {"type": "server_tool_use"}, "searched"),
+            ),
+        ),
+        {},
+    )
+    assert shown == (
+        ("reasoning", "thinking it over"),
+        ("reasoning", "[opaque to the reader]"),
+        ("text", "let me look"),
+        ("tool call shell", call.arguments_text),
+        ("image", MediaPart("image", url="https://example.com/a.png").placeholder),
+        ("server_tool_use", "searched"),
+    )
+    results = Message(
+        Role.TOOL,
+        (
+            ToolResultPart("c1", "a.txt"),
+            ToolResultPart("c2", "boom", is_error=True, name="run"),
+            ToolResultPart("c3", "?"),
+        ),
+    )
+    assert _parts(results, {"c1": "shell"}) == (
+        ("tool result of shell", "a.txt"),
+        ("tool result of run (error)", "boom"),
+        ("tool result of c3", "?"),
+    )
+
+
+def _user(text: str) -> Message:
+    return Message(Role.USER, (TextPart(text),))
+
+
+def test_align_pairs_reduced_messages_around_the_summary() -> None:
+    """The protected head before the summary and the tail after it may come back reduced: each
+    is paired with its original by its place in the run the compaction rewrote."""
+    system, first, old = (
+        Message(Role.SYSTEM, (TextPart("sys"),)),
+        _user("task"),
+        _user('<synopsis-summary depth="0">old</synopsis-summary>'),
+    )
+    a, b, c, d = (_user(x) for x in "abcd")
+    new = _user('<synopsis-summary depth="1">new</synopsis-summary>')
+    before = [system, first, old, a, b, c, d]
+    after = [system, _user("task, trimmed"), new, _user("c, reduced"), d]
+    replaced, kept = _align(before, after)
+    assert replaced == [2, 3, 4]
+    assert kept == {0: 0, 1: 1, 3: 5, 4: 6}
+    # A run rewritten with no summary in it: its messages are paired in order.
+    replaced, kept = _align([system, a, b], [system, _user("a, reduced"), b])
+    assert (replaced, kept) == ([], {0: 0, 1: 1, 2: 2})
+
+
+def test_equal_messages_are_each_told_their_own_store_position() -> None:
+    items: list[Any] = [{"role": "user", "content": "Write the census report."}]
+    for i in range(12):
+        text = f"Part {i}: " + "the census counts people by county and age. " * 20
+        items += [{"role": "assistant", "content": text}, {"role": "user", "content": "continue"}]
+    report = replay(items, model="gpt-4o", context_window=1200)
+    assert report.compactions
+    for turn in report.compactions:
+        again = [m for m in turn.summarized if m.parts == (("text", "continue"),)]
+        assert len(again) > 1
+        stored = [m.stored for m in turn.summarized if not m.summary]
+        assert stored == list(turn.positions)

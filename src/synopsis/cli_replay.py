@@ -32,24 +32,31 @@ def _print(report: ReplayReport, path: str) -> None:
         f"reserve {report.reserve:,} tokens",
         highlight=False,
     )
-    table = Table(title=f"{len(report.compactions)} compaction(s)")
-    for col in ("turn", "tokens before", "tokens after", "messages", "reason"):
-        table.add_column(col, justify="left" if col == "reason" else "right")
+    table = Table(
+        title=f"{len(report.compactions)} compaction(s)",
+        caption="tokens: before → after · window: the share filled after · "
+        "recallable: offloaded originals the store gives back",
+    )
+    # Short headers and whole figures, so that the reason keeps some room on a narrow terminal.
+    for col in ("turn", "tokens", "window", "summarized", "kept", "recallable"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("reason")
     for t in report.compactions:
         table.add_row(
             str(t.index),
-            f"{t.tokens_before:,}",
-            f"{t.tokens_after:,}",
-            f"{t.messages_before} → {t.messages_after}",
+            f"{t.tokens_before:,} → {t.tokens_after:,}",
+            f"{rendering.window_share(report, t):.1%}",
+            str(t.messages_summarized),
+            str(t.messages_kept),
+            f"{t.recallable or 0} of {len(t.offloaded)}",
             t.reason,
         )
     console.print(table)
-    saved = report.tokens_without - report.tokens_with
-    share = saved / max(report.tokens_without, 1)
     console.print(
-        f"tokens sent over the session: {report.tokens_with:,} with synopsis, "
-        f"{report.tokens_without:,} without ({saved:,} saved, {share:.1%}); "
-        f"summarizer calls: {report.summarizer_calls}",
+        f"{len(report.compactions)} compaction(s), {report.summarizer_calls} summarizer "
+        f"call(s); tokens sent over the session: {report.tokens_with:,} with synopsis, "
+        f"{report.tokens_without:,} without ({report.tokens_saved:,} saved, "
+        f"{report.saved_share:.1%})",
         highlight=False,
     )
     if report.unreachable is not None:

@@ -3,32 +3,75 @@
 :func:`replay` keeps a growing history: for each item of the input it appends the item, asks
 one :class:`~synopsis.Compactor` to compact the history, and carries the result on as the next
 history. The :class:`ReplayReport` says, turn by turn, how many tokens went out with synopsis
-and how many would have gone out without it.
+and how many would have gone out without it; each turn that compacted also says which messages
+it summarized, which it kept, and where the store keeps the originals it replaced.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction import Compactor
 from synopsis.errors import BudgetUnreachableError
 from synopsis.formats import decode
+from synopsis.messages import (
+    MediaPart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    content_hash,
+)
+from synopsis.planning.units import is_summary
 from synopsis.summarizers import render
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from synopsis.compaction import CompactionResult
     from synopsis.formats import FormatName
 
-__all__ = ["ReplayReport", "Turn", "replay"]
+__all__ = ["ReplayReport", "Shown", "Turn", "replay"]
 
 SESSION = "replay"
 
 
 @dataclass(frozen=True, slots=True)
+class Shown:
+    """One message of a compaction as a person reads it: ``parts`` are ``(heading, text)``
+    pairs, a tool call as its name and arguments, a tool result as its text.
+
+    ``position`` is the message's place in the history before the compaction (a summarized
+    message) or after it (a kept one); ``item`` the caller's wire item (``None`` for a system
+    prompt given apart from the messages). ``stored`` is the store position its original
+    can be recalled from, when this compaction offloaded it."""
+
+    position: int
+    role: str
+    parts: tuple[tuple[str, str], ...]
+    item: Any = None
+    summary: bool = False
+    """A summary an earlier compaction wrote, replaced by this one's."""
+    reduced: bool = False
+    """Kept in a reduced form (a result summarized, arguments cut, thinking dropped)."""
+    stored: int | None = None
+
+    @property
+    def chars(self) -> int:
+        return sum(len(text) for _, text in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
-    """One call to the compactor: after the input's item ``index`` was appended."""
+    """One call to the compactor: after the input's item ``index`` was appended.
+
+    A turn that compacted has ``summarized`` (the messages it replaced, an earlier summary
+    among them), ``kept`` (every message of the new history but the summary), and the store
+    reference of the originals it offloaded: ``session_id``, their ``offloaded`` ids and
+    store ``positions``, and how many of them the store gave back (``recallable``)."""
 
     index: int
     tokens_before: int
@@ -40,6 +83,36 @@ class Turn:
     code: str
     reason: str
     summary: str | None = None
+    summarized: tuple[Shown, ...] = ()
+    kept: tuple[Shown, ...] = ()
+    session_id: str | None = None
+    offloaded: tuple[str, ...] = ()
+    positions: tuple[int, ...] = ()
+    recallable: int | None = None
+
+    @property
+    def messages_summarized(self) -> int:
+        """Messages of the caller's history this compaction replaced (not earlier summaries)."""
+        return sum(1 for m in self.summarized if not m.summary)
+
+    @property
+    def messages_kept(self) -> int:
+        return len(self.kept)
+
+    def to_json(self) -> dict[str, Any]:
+        """The turn as a JSON-ready dict: the messages themselves are left out (a session's
+        worth of tool output), their counts are in."""
+        data: dict[str, Any] = {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name not in _MESSAGES
+        }
+        data["offloaded"] = list(self.offloaded)
+        data["positions"] = list(self.positions)
+        data["messages_summarized"] = self.messages_summarized
+        data["messages_kept"] = self.messages_kept
+        return data
+
+
+_MESSAGES = frozenset({"summarized", "kept"})
 
 
 @dataclass(slots=True)
@@ -74,6 +147,15 @@ class ReplayReport:
         return sum(t.tokens_without for t in self.turns)
 
     @property
+    def tokens_saved(self) -> int:
+        return self.tokens_without - self.tokens_with
+
+    @property
+    def saved_share(self) -> float:
+        """The share of :attr:`tokens_without` that synopsis did not send (0 for no turns)."""
+        return self.tokens_saved / self.tokens_without if self.tokens_without else 0.0
+
+    @property
     def completed(self) -> bool:
         return self.unreachable is None
 
@@ -91,8 +173,135 @@ class ReplayReport:
             "summarizer_calls": self.summarizer_calls,
             "tokens_with": self.tokens_with,
             "tokens_without": self.tokens_without,
-            "turns": [asdict(t) for t in self.turns],
+            "tokens_saved": self.tokens_saved,
+            "saved_share": round(self.saved_share, 4),
+            "turns": [t.to_json() for t in self.turns],
         }
+
+
+def _parts(message: Message, names: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            out.append(("text", part.text))
+        elif isinstance(part, ToolCallPart):
+            out.append((f"tool call {part.name}", part.arguments_text))
+        elif isinstance(part, ToolResultPart):
+            name = part.name or names.get(part.call_id, part.call_id)
+            error = " (error)" if part.is_error else ""
+            out.append((f"tool result of {name}{error}", part.text))
+        elif isinstance(part, MediaPart):
+            out.append((part.kind, part.placeholder))
+        elif isinstance(part, ReasoningPart):
+            out.append(("reasoning", part.text or "[opaque to the reader]"))
+        else:
+            out.append((part.kind, part.text))
+    return tuple(out)
+
+
+def _align(before: Sequence[Message], after: Sequence[Message]) -> tuple[list[int], dict[int, int]]:
+    """Which messages of ``before`` the compaction replaced, and for the messages of ``after``
+    that are not summaries, the one of ``before`` each keeps (where that can be told).
+
+    Messages kept as they were match by content. A run the compaction rewrote holds its
+    summary, with the kept messages it reduced around it as :meth:`SplitPlan.apply` lays them
+    out: the protected head before the summary, the tail after it; each is one of the
+    rewritten run's messages, counted from that end."""
+    old = [content_hash(m) for m in before]
+    new = [content_hash(m) for m in after]
+    replaced: list[int] = []
+    kept: dict[int, int] = {}
+    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            kept.update({j1 + k: i1 + k for k in range(i2 - i1)})
+            continue
+        marks = [j for j in range(j1, j2) if is_summary(after[j])]
+        first, last = (marks[0], marks[-1]) if marks else (j2, j2)
+        head = range(j1, first)
+        tail = range(last + 1, j2) if marks else range(0)
+        olds = list(range(i1, i2))
+        for j, i in zip(head, olds, strict=False):
+            kept[j] = i
+        for j, i in zip(reversed(tail), reversed(olds[len(head) :]), strict=False):
+            kept[j] = i
+        taken = set(kept.values())
+        replaced += [i for i in olds if i not in taken]
+    return replaced, kept
+
+
+def _detailed(
+    turn: Turn,
+    compactor: Compactor,
+    result: CompactionResult,
+    history: Sequence[Any],
+    *,
+    fmt: FormatName,
+    system: object,
+) -> Turn:
+    """``turn`` with what its compaction summarized and kept, and where the originals it
+    offloaded can be recalled."""
+    before = decode(list(history), fmt, system=system).messages
+    after_system = result.system if result.system is not None else system
+    after = decode(list(result.messages), fmt, system=after_system).messages
+    lead_before = len(before) - len(history) if fmt != "synopsis" else 0
+    lead_after = len(after) - len(result.messages) if fmt != "synopsis" else 0
+    names = {p.call_id: p.name for m in (*before, *after) for p in m.tool_calls}
+    stored = (
+        compactor.recall(result.session_id, ids=list(result.offloaded)) if result.offloaded else []
+    )
+    # By content, in timeline order: two equal messages (a repeated "continue") are stored
+    # twice, and each is told its own place.
+    where: dict[str, list[int]] = {}
+    for saved in stored:
+        where.setdefault(saved.sha256, []).append(saved.position)
+    replaced, kept = _align(before, after)
+    originals = [content_hash(m) for m in before]
+
+    def place(index: int) -> int | None:
+        positions = where.get(originals[index])
+        return positions.pop(0) if positions else None
+
+    def item(items: Sequence[Any], lead: int, index: int) -> Any:  # noqa: ANN401 - a wire item
+        return items[index - lead] if index >= lead else None
+
+    summarized = tuple(
+        Shown(
+            position=i,
+            role=before[i].role.value,
+            parts=_parts(before[i], names),
+            item=item(history, lead_before, i),
+            summary=is_summary(before[i]),
+            stored=place(i),
+        )
+        for i in replaced
+    )
+    shown_kept = []
+    for j, message in enumerate(after):
+        if is_summary(message):
+            continue
+        source = kept.get(j)
+        reduced = source is None or originals[source] != content_hash(message)
+        shown_kept.append(
+            Shown(
+                position=j,
+                role=message.role.value,
+                parts=_parts(message, names),
+                item=item(result.messages, lead_after, j),
+                reduced=reduced,
+                stored=place(source) if source is not None and reduced else None,
+            )
+        )
+    found = {m.id for m in stored}
+    return replace(
+        turn,
+        summarized=summarized,
+        kept=tuple(shown_kept),
+        session_id=result.session_id,
+        offloaded=result.offloaded,
+        positions=tuple(sorted({m.position for m in stored})),
+        recallable=sum(1 for i in result.offloaded if i in found),
+    )
 
 
 def replay(
@@ -130,20 +339,22 @@ def replay(
             report.unreachable = f"turn {index}: {error}"
             break
         record = result.record if result.compacted else None
-        report.turns.append(
-            Turn(
-                index=index,
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                tokens_without=without,
-                messages_before=len(history),
-                messages_after=len(result.messages),
-                compacted=result.compacted,
-                code=result.code,
-                reason=result.reason,
-                summary=render(record) if record is not None else None,
-            )
+        turn = Turn(
+            index=index,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            tokens_without=without,
+            messages_before=len(history),
+            messages_after=len(result.messages),
+            compacted=result.compacted,
+            code=result.code,
+            reason=result.reason,
+            summary=render(record) if record is not None else None,
         )
+        # Only a compaction pays for the detail: most turns skip, and they must stay cheap.
+        if result.compacted:
+            turn = _detailed(turn, compactor, result, history, fmt=fmt, system=system)
+        report.turns.append(turn)
         history = list(result.messages)
         system = result.system if result.system is not None else system
         if progress is not None:

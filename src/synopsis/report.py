@@ -1,21 +1,24 @@
 """A replay drawn and written up: the context-tokens plot (matplotlib, the ``report`` extra) and
-one self-contained HTML page with the plot inlined."""
+one self-contained HTML page with the plot inlined and, for each compaction, what it summarized,
+the summary, what it kept, and where the replaced originals can be recalled from."""
 
 from __future__ import annotations
 
 import base64
 import html
 import io
+import json
 from typing import TYPE_CHECKING
 
 from synopsis.cli_common import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
-    from synopsis.replay import ReplayReport
+    from synopsis.replay import ReplayReport, Shown, Turn
 
-__all__ = ["plot", "plot_bytes", "plot_kind", "write_html"]
+__all__ = ["SHOWN_CHARS", "plot", "plot_bytes", "plot_kind", "ranges", "window_share", "write_html"]
 
 _KINDS = {".png": "png", ".svg": "svg"}
 
@@ -85,46 +88,215 @@ def _figure(report: ReplayReport, kind: str) -> str:
 
 
 _STYLE = (
-    "body{font-family:sans-serif;max-width:70em;margin:auto}"
+    "body{font-family:sans-serif;max-width:70em;margin:auto;padding:0 1em}"
     "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}"
-    "pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em}"
+    "td.n{text-align:right}"
+    "pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5em;margin:.2em 0}"
+    "details{margin:.2em 0;border-left:3px solid #ddd;padding-left:.5em}"
+    "details>summary{cursor:pointer}.part{color:#555;font-size:.9em;margin:.3em 0 0}"
+    ".note{color:#777}.compaction{border-top:2px solid #999;margin-top:2em}"
 )
 
+SHOWN_CHARS = 2000
+"""Of each message, at most this many characters go on the page: a session's tool results
+would otherwise make it many megabytes, and the store holds every original whole."""
+_KEPT_EDGE = 4
+"""With many kept messages, the first and last this many are shown, the rest counted."""
+_PREVIEW = 90
+_HEADINGS = 3
+_NONE = '<p class="note">none</p>'
 
-_TOTALS = (
-    "model",
-    "window",
-    "reserve",
-    "trigger_tokens",
-    "items",
-    "compactions",
-    "summarizer_calls",
-    "tokens_with",
-    "tokens_without",
-    "unreachable",
-)
+
+def window_share(report: ReplayReport, turn: Turn) -> float:
+    """The share of the window the history fills after ``turn``'s compaction."""
+    return turn.tokens_after / report.window
+
+
+def ranges(positions: Sequence[int]) -> str:
+    """Sorted positions as runs: ``0-4, 7, 9-10``."""
+    runs: list[list[int]] = []
+    for p in positions:
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _totals(report: ReplayReport) -> list[tuple[str, str]]:
+    rows = [
+        ("model", report.model or "default"),
+        ("window", f"{report.window:,} tokens"),
+        ("reserve for the answer", f"{report.reserve:,} tokens"),
+        (
+            "trigger",
+            f"{report.trigger_tokens:,} tokens" if report.trigger_tokens is not None else "none",
+        ),
+        ("items replayed", f"{len(report.turns):,} of {report.items:,}"),
+        ("compactions", f"{len(report.compactions)}"),
+        ("summarizer calls", f"{report.summarizer_calls}"),
+        ("tokens sent with synopsis", f"{report.tokens_with:,}"),
+        ("tokens sent without", f"{report.tokens_without:,}"),
+        ("saved", f"{report.tokens_saved:,} tokens ({report.saved_share:.1%})"),
+    ]
+    if report.unreachable is not None:
+        rows.append(("stopped at", report.unreachable))
+    return rows
+
+
+def _text(parts: Sequence[tuple[str, str]]) -> str:
+    """The parts as HTML, at most :data:`SHOWN_CHARS` characters of their text in all."""
+    e = html.escape
+    left = SHOWN_CHARS
+    out: list[str] = []
+    for heading, text in parts:
+        shown = text[:left]
+        left -= len(shown)
+        if heading != "text":
+            out.append(f'<p class="part">{e(heading)}</p>')
+        if shown:
+            out.append(f"<pre>{e(shown)}</pre>")
+    cut = sum(len(text) for _, text in parts) - (SHOWN_CHARS - left)
+    if cut:
+        out.append(f'<p class="note">[… {cut:,} more characters]</p>')
+    return "".join(out)
+
+
+def _headings(m: Shown) -> list[str]:
+    """What the message holds besides text, each kind once: ``tool call shell x3``."""
+    counts: dict[str, int] = {}
+    for heading, _ in m.parts:
+        if heading != "text":
+            counts[heading] = counts.get(heading, 0) + 1
+    named = [h if n == 1 else f"{h} x{n}" for h, n in counts.items()]
+    more = len(named) - _HEADINGS
+    return [*named[:_HEADINGS], f"{more} more kinds of part"] if more > 0 else named
+
+
+def _message(m: Shown) -> str:
+    e = html.escape
+    texts = (t for _, t in m.parts if t.strip())
+    preview = " ".join(next(texts, "").split())
+    if len(preview) > _PREVIEW:
+        preview = preview[: _PREVIEW - 1] + "…"
+    notes = [f"#{m.position}", m.role, *_headings(m)]
+    if m.summary:
+        notes.append("an earlier summary, which this one takes over")
+    if m.reduced:
+        notes.append("reduced")
+    if m.stored is not None:
+        notes.append(f"original at store position {m.stored}")
+    notes.append(f"{m.chars:,} chars")
+    return (
+        f"<details><summary>{e(' · '.join(notes))}: <i>{e(preview)}</i></summary>"
+        f"{_text(m.parts)}</details>"
+    )
+
+
+def _kept(messages: Sequence[Shown]) -> str:
+    def show(ms: Sequence[Shown]) -> str:
+        return "".join(_message(m) for m in ms)
+
+    if len(messages) <= 2 * _KEPT_EDGE + 1:
+        return show(messages)
+    rest = len(messages) - 2 * _KEPT_EDGE
+    return (
+        show(messages[:_KEPT_EDGE])
+        + f'<p class="note">… {rest} more kept messages, not shown …</p>'
+        + show(messages[-_KEPT_EDGE:])
+    )
+
+
+def _recall(t: Turn) -> str:
+    e = html.escape
+    if not t.offloaded:
+        return (
+            '<p class="note">Nothing was offloaded: this compaction kept no originals '
+            "in a store.</p>"
+        )
+    session = t.session_id or ""
+    n = len(t.offloaded)
+    p = t.positions
+    if p and p[-1] - p[0] + 1 == len(p):
+        how = f"--start {p[0]} --stop {p[-1] + 1}"
+        call: dict[str, object] = {"start": p[0], "stop": p[-1] + 1}
+    else:
+        how = "--ids " + ",".join(t.offloaded)
+        call = {"ids": list(t.offloaded)}
+    ids = "\n".join(t.offloaded)
+    return (
+        f"<p>{n} original(s) offloaded to session <code>{e(session)}</code> at store "
+        f"position(s) {e(ranges(p) or 'unknown')}: <b>{t.recallable} of {n} recallable</b> "
+        "from the replay's store.</p>"
+        f"<p>Fetch them back with <code>synopsis recall --store PATH --session {e(session)} "
+        f"{e(how)}</code>, or have the model call the <code>recall_history</code> tool with "
+        f"<code>{e(json.dumps(call))}</code>. The replay kept its store in memory, and it "
+        "ended with the replay; a compactor given a store on disk (<code>synopsis compact "
+        "--store PATH</code>, or <code>store=</code> a path in code) keeps such references "
+        "for good.</p>"
+        f"<details><summary>the {n} id(s)</summary><pre>{e(ids)}</pre></details>"
+    )
+
+
+def _section(report: ReplayReport, t: Turn) -> str:
+    e = html.escape
+    summarized = "".join(_message(m) for m in t.summarized) or _NONE
+    earlier = len(t.summarized) - t.messages_summarized
+    also = (
+        f", and {earlier} earlier {'summary' if earlier == 1 else 'summaries'}" if earlier else ""
+    )
+    summary = (
+        f"<pre>{e(t.summary)}</pre>"
+        if t.summary is not None
+        else '<p class="note">No summary was written: the history was only reduced.</p>'
+    )
+    return (
+        f'<section class="compaction" id="turn-{t.index}">'
+        f"<h3>Turn {t.index} ({e(t.code)}): {t.tokens_before:,} → {t.tokens_after:,} tokens, "
+        f"{t.messages_before} → {t.messages_after} messages</h3>"
+        f"<p>{e(t.reason)}. The history after it fills {window_share(report, t):.1%} of the "
+        "window.</p>"
+        f"<h4>Summarized: {t.messages_summarized} message(s){also}</h4>"
+        '<p class="note">Numbered by their place in the history before this compaction.</p>'
+        f"{summarized}<h4>Summary</h4>{summary}"
+        f"<h4>Kept: {t.messages_kept} message(s)</h4>"
+        '<p class="note">Numbered by their place in the history sent after it; the numbers '
+        "missing are the summary's.</p>"
+        f"{_kept(t.kept)}<h4>Recall</h4>{_recall(t)}</section>"
+    )
+
+
+def _table(report: ReplayReport) -> str:
+    head = (
+        "<tr><th>turn</th><th>tokens before → after</th><th>window after</th>"
+        "<th>summarized</th><th>kept</th><th>recallable</th><th>reason</th></tr>"
+    )
+    rows = "".join(
+        f'<tr><td class="n"><a href="#turn-{t.index}">{t.index}</a></td>'
+        f'<td class="n">{t.tokens_before:,} → {t.tokens_after:,}</td>'
+        f'<td class="n">{window_share(report, t):.1%}</td>'
+        f'<td class="n">{t.messages_summarized}</td><td class="n">{t.messages_kept}</td>'
+        f'<td class="n">{t.recallable} of {len(t.offloaded)}</td>'
+        f"<td>{html.escape(t.reason)}</td></tr>"
+        for t in report.compactions
+    )
+    return f"<table>{head}{rows}</table>"
 
 
 def write_html(report: ReplayReport, path: Path, *, title: str, image: str = "svg") -> None:
-    """One self-contained HTML page: the plot inlined, the totals, every compaction with its
-    summary."""
+    """One self-contained HTML page: the plot inlined, the totals, a table of the compactions,
+    then each compaction with the messages it summarized, its summary, the messages it kept
+    and where the originals can be recalled. Every text from the session is escaped."""
     e = html.escape
-    data = report.to_json()
-    totals = "".join(
-        f"<tr><th>{e(key.replace('_', ' '))}</th><td>{e(str(data[key]))}</td></tr>"
-        for key in _TOTALS
+    totals = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _totals(report))
+    done = report.compactions
+    compactions = (
+        _table(report) + "".join(_section(report, t) for t in done) if done else "<p>none</p>"
     )
-    sections = [
-        f"<h3>Turn {t.index}: {t.tokens_before:,} → {t.tokens_after:,} tokens, "
-        f"{t.messages_before} → {t.messages_after} messages</h3>"
-        f"<p>{e(t.code)}: {e(t.reason)}</p>"
-        + (f"<pre>{e(t.summary)}</pre>" if t.summary is not None else "")
-        for t in report.compactions
-    ]
     page = (
         f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{e(title)}</title>'
         f"<style>{_STYLE}</style></head><body><h1>{e(title)}</h1>"
         f"{_figure(report, image)}<h2>Totals</h2><table>{totals}</table>"
-        f"<h2>Compactions</h2>{''.join(sections) or '<p>none</p>'}</body></html>\n"
+        f"<h2>Compactions</h2>{compactions}</body></html>\n"
     )
     path.write_text(page, encoding="utf-8")

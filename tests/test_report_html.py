@@ -1,0 +1,211 @@
+"""The HTML report lets a person judge each summary against its originals: for every compaction,
+what it summarized, the summary, what it kept, and where the originals can be recalled."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synopsis.replay import ReplayReport, Shown, Turn, replay
+from synopsis.report import SHOWN_CHARS, ranges, write_html
+
+ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
+
+
+def load(name: str) -> list[Any]:
+    return [json.loads(line) for line in (ROOT / name).read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReplayReport, str]:
+    """What ``make demo`` writes: the codex session at gpt-5 in a 32,000-token window."""
+    report = replay(
+        load("codex-compaction-config-change.jsonl"), model="gpt-5", context_window=32000
+    )
+    page = tmp_path_factory.mktemp("demo") / "replay.html"
+    write_html(report, page, title="demo")
+    return report, page.read_text(encoding="utf-8")
+
+
+def section(page: str, index: int) -> dict[str, str]:
+    """The parts of compaction ``index``'s section, by heading."""
+    start = page.index(f'<section class="compaction" id="turn-{index}">')
+    body = page[start : page.index("</section>", start)]
+    parts = re.split(r"<h4>(Summarized|Summary|Kept|Recall)\b", body)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def first_text(message: Shown) -> str:
+    return next(text for _, text in message.parts if text.strip())
+
+
+def test_a_section_per_compaction_and_the_totals(demo: tuple[ReplayReport, str]) -> None:
+    report, page = demo
+    done = report.compactions
+    assert done
+    assert page.count('<section class="compaction"') == len(done)
+    assert f"<tr><th>compactions</th><td>{len(done)}</td></tr>" in page
+    assert f"<tr><th>summarizer calls</th><td>{report.summarizer_calls}</td></tr>" in page
+    assert f"<td>{report.tokens_with:,}</td>" in page
+    assert f"<td>{report.tokens_without:,}</td>" in page
+    assert f"({report.saved_share:.1%})" in page
+    for turn in done:
+        share = f"{turn.tokens_after / report.window:.1%}"
+        row = (
+            f'<a href="#turn-{turn.index}">{turn.index}</a></td>'
+            f'<td class="n">{turn.tokens_before:,} → {turn.tokens_after:,}</td>'
+            f'<td class="n">{share}</td><td class="n">{turn.messages_summarized}</td>'
+            f'<td class="n">{turn.messages_kept}</td>'
+            f'<td class="n">{turn.recallable} of {len(turn.offloaded)}</td>'
+            f"<td>{html.escape(turn.reason)}</td>"
+        )
+        assert row in page
+
+
+def test_the_summarized_messages_are_in_their_section(demo: tuple[ReplayReport, str]) -> None:
+    report, page = demo
+    first = report.compactions[0]
+    request = "let's update the defailt context compart to 90 in env var"
+    assert any(first_text(m) == request for m in first.summarized)
+    assert html.escape(request) in section(page, first.index)["Summarized"]
+    for turn in report.compactions:
+        parts = section(page, turn.index)
+        assert f": {turn.messages_summarized} message(s)" in parts["Summarized"]
+        for message in turn.summarized:
+            assert html.escape(first_text(message)[:300]) in parts["Summarized"]
+            if message.stored is not None:
+                assert f"original at store position {message.stored}" in parts["Summarized"]
+
+
+def test_the_summary_kept_messages_and_recall(demo: tuple[ReplayReport, str]) -> None:
+    report, page = demo
+    for turn in report.compactions:
+        parts = section(page, turn.index)
+        if turn.summary is not None:
+            assert html.escape(turn.summary) in parts["Summary"]
+        assert f": {turn.messages_kept} message(s)" in parts["Kept"]
+        ends = turn.kept[:4] + turn.kept[-4:]
+        for message in ends:
+            assert html.escape(first_text(message)[:300]) in parts["Kept"]
+        if turn.messages_kept > 9:
+            assert f"… {turn.messages_kept - 8} more kept messages, not shown …" in parts["Kept"]
+        n = len(turn.offloaded)
+        assert n
+        assert f"<b>{n} of {n} recallable</b>" in parts["Recall"]
+        start, stop = turn.positions[0], turn.positions[-1] + 1
+        assert f"--session replay --start {start} --stop {stop}</code>" in parts["Recall"]
+        assert html.escape(json.dumps({"start": start, "stop": stop})) in parts["Recall"]
+        assert all(i in parts["Recall"] for i in turn.offloaded)
+
+
+def test_long_messages_are_cut_and_the_page_stays_small(demo: tuple[ReplayReport, str]) -> None:
+    report, page = demo
+    long = [(t, m) for t in report.compactions for m in t.summarized if m.chars > SHOWN_CHARS]
+    assert long
+    for turn, message in long:
+        note = f"[… {message.chars - SHOWN_CHARS:,} more characters]"
+        assert note in section(page, turn.index)["Summarized"]
+    assert len(page) < 1_000_000
+
+
+def test_the_page_is_self_contained(demo: tuple[ReplayReport, str]) -> None:
+    _, page = demo
+    assert "<svg" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<script" not in page.lower()
+    assert "<link" not in page.lower()
+
+
+def test_ranges() -> None:
+    assert ranges([]) == ""
+    assert ranges([3]) == "3"
+    assert ranges([0, 1, 2, 4, 6, 7]) == "0-2, 4, 6-7"
+
+
+def shown(position: int, *parts: tuple[str, str], **flags: Any) -> Shown:
+    return Shown(position=position, role="user", parts=parts, **flags)
+
+
+def turn(index: int, **fields: Any) -> Turn:
+    base: dict[str, Any] = {
+        "index": index,
+        "tokens_before": 900,
+        "tokens_after": 300,
+        "tokens_without": 900,
+        "messages_before": 6,
+        "messages_after": 3,
+        "compacted": True,
+        "code": "triggered",
+        "reason": "over <the> trigger",
+        "session_id": "s&1",
+    }
+    return Turn(**(base | fields))
+
+
+def test_edge_cases_of_a_compaction(tmp_path: Path) -> None:
+    calls = [(f"tool call t{i}", "{}") for i in range(4)] + [("tool call t0", "{}")]
+    report = ReplayReport(model=None, window=1000, reserve=100, trigger_tokens=None, items=3)
+    report.turns = [
+        turn(
+            0,
+            summary=None,
+            kept=(
+                *(shown(i, ("text", f"kept {i}")) for i in range(3)),
+                shown(3, ("text", "cut short"), reduced=True, stored=4),
+            ),
+            offloaded=("a", "b", "c"),
+            positions=(4, 6, 7),
+            recallable=3,
+        ),
+        turn(
+            1,
+            summary="<synopsis-summary>new</synopsis-summary>",
+            summarized=(
+                shown(0, ("text", "<synopsis-summary>old</synopsis-summary>"), summary=True),
+                shown(1, ("text", ""), *calls),
+            ),
+            kept=tuple(shown(i, ("text", f"kept {i}")) for i in range(12)),
+            offloaded=("d",),
+            recallable=0,
+        ),
+        turn(2, summarized=(shown(0, ("text", "x")),)),
+    ]
+    report.unreachable = "turn 3: <too big>"
+    page_path = tmp_path / "edge.html"
+    write_html(report, page_path, title="edge")
+    page = page_path.read_text()
+    assert "<tr><th>trigger</th><td>none</td></tr>" in page
+    assert "<tr><th>stopped at</th><td>turn 3: &lt;too big&gt;</td></tr>" in page
+
+    reduced = section(page, 0)
+    assert "No summary was written: the history was only reduced." in reduced["Summary"]
+    assert '<p class="note">none</p>' in reduced["Summarized"]
+    assert "#3 · user · reduced · original at store position 4" in reduced["Kept"]
+    assert "at store position(s) 4, 6-7: <b>3 of 3 recallable</b>" in reduced["Recall"]
+    assert "--session s&amp;1 --ids a,b,c</code>" in reduced["Recall"]
+    assert html.escape(json.dumps({"ids": ["a", "b", "c"]})) in reduced["Recall"]
+
+    updated = section(page, 1)
+    assert "1 message(s), and 1 earlier summary" in updated["Summarized"]
+    assert "an earlier summary, which this one takes over" in updated["Summarized"]
+    assert "&lt;synopsis-summary&gt;old" in updated["Summarized"]
+    assert (
+        "tool call t0 x2 · tool call t1 · tool call t2 · 1 more kinds of part"
+        in (updated["Summarized"])
+    )
+    assert "&lt;synopsis-summary&gt;new" in updated["Summary"]
+    assert "… 4 more kept messages, not shown …" in updated["Kept"]
+    assert "kept 3" in updated["Kept"]
+    assert "kept 4" not in updated["Kept"]
+    assert "kept 8" in updated["Kept"]
+    assert "position(s) unknown: <b>0 of 1 recallable</b>" in updated["Recall"]
+    assert "--ids d</code>" in updated["Recall"]
+
+    assert "Nothing was offloaded" in section(page, 2)["Recall"]
+    assert "over &lt;the&gt; trigger" in page
+    assert "<the>" not in page
