@@ -2,8 +2,9 @@
 valid JSON built by reading the prompt, the way a careful model would.
 
 It keeps what the prompt quotes: the previous summary's (or the partial summaries') lists, the
-user's messages and first request, paths and identifiers, TODO lines; and it adds items the
-quality guard says are missing. It never invents anything. Used in-process as a completion
+user's messages and first request, the rules the user stated (a later correction replacing the
+rule it corrects), paths and identifiers, TODO lines; and it adds items the quality guard says
+are missing. It never invents anything. Used in-process as a completion
 and behind the fake HTTP server, so the contract suite can run the LLM summarizer's whole path
 (prompt, parse, fit, chain) without a real model.
 """
@@ -18,14 +19,20 @@ from synopsis.summarizers.completion import CompletionRequest, CompletionRespons
 from synopsis.summarizers.prompts import render_transcript
 from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_KEY_POINTS, MAX_SECTION_ITEMS
 from synopsis.summarizers.scanning import dedupe, scan_text
+from tests.fakes.llm_server import FakeLLMServer, Recorded, Reply, chat_completion
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-__all__ = ["echo_completion", "echo_summary"]
+__all__ = ["EchoServer", "echo_completion", "echo_summary", "echo_text"]
 
 _BLOCK = re.compile(r"^\[(\d+)\] (\w+)(?: \([^)]*\))?:$")
 _MISSING = "leaves out these items from the transcript"
+_RULE = re.compile(r"\b(?:never|do not|don't|must|always|only|instead)\b", re.IGNORECASE)
+_CORRECTS = re.compile(r"\b(?:instead|actually|now|no longer)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+_WORDS = re.compile(r"[a-z][a-z_]{3,}")
+_PLAIN = frozenset({"never", "must", "always", "only", "instead", "actually", "longer", "please"})
 
 
 def _between(text: str, tag: str) -> str | None:
@@ -51,7 +58,9 @@ def _objects(text: str) -> Iterator[dict[str, Any]]:
         index = text.find("{", end)
 
 
-def _users(transcript: str) -> list[str]:
+def _users(transcript: str, *, typed: bool = False) -> list[str]:
+    """The user blocks' text; ``typed``: only the blocks a person typed, none that carries a
+    tool result."""
     users: list[str] = []
     current: list[str] | None = None
     for line in transcript.splitlines():
@@ -60,11 +69,31 @@ def _users(transcript: str) -> list[str]:
             if current:
                 users.append(" ".join(current))
             current = [] if match.group(2) == "user" else None
+        elif typed and current is not None and line.startswith("  result of "):
+            current = None
         elif current is not None and line.strip():
             current.append(line.strip())
     if current:
         users.append(" ".join(current))
     return users
+
+
+def _topic(rule: str) -> set[str]:
+    return set(_WORDS.findall(rule.lower())) - _PLAIN
+
+
+def _rules(earlier: Sequence[str], users: Sequence[str]) -> list[str]:
+    """The rules the user stated, oldest first, after the earlier summaries' own: a rule that
+    says it corrects something replaces the earlier rules that share a word with it."""
+    rules = list(earlier)
+    for message in users:
+        for sentence in _SENTENCE.split(message):
+            if not _RULE.search(sentence):
+                continue
+            if _CORRECTS.search(sentence):
+                rules = [r for r in rules if not _topic(r) & _topic(sentence)]
+            rules.append(sentence.strip())
+    return dedupe(rules)
 
 
 def _merged(summaries: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -101,6 +130,9 @@ def echo_summary(text: str) -> dict[str, Any]:
         "key_points": dedupe(lists.get("key_points", []))[:MAX_KEY_POINTS],
         "sections": {
             "primary_request": requests[:1],
+            "constraints": _rules(lists.get("constraints", []), _users(transcript, typed=True))[
+                -MAX_SECTION_ITEMS:
+            ],
             "key_concepts": dedupe([*lists.get("key_concepts", []), *found.symbols])[
                 :MAX_SECTION_ITEMS
             ],
@@ -120,7 +152,11 @@ def echo_summary(text: str) -> dict[str, Any]:
 def _with_missing(answer: str, request: str) -> str:
     content = json.loads(answer)
     missing = [line[2:] for line in request.splitlines() if line.startswith("- ")]
-    content["key_points"] = dedupe([*content.get("key_points", []), *missing])[:MAX_KEY_POINTS]
+    rules = [item for item in missing if _RULE.search(item)]
+    others = [item for item in missing if item not in rules]
+    sections = content.setdefault("sections", {})
+    sections["constraints"] = dedupe([*sections.get("constraints", []), *rules])
+    content["key_points"] = dedupe([*content.get("key_points", []), *others])[:MAX_KEY_POINTS]
     return json.dumps(content)
 
 
@@ -142,3 +178,20 @@ def echo_completion(request: CompletionRequest) -> CompletionResponse:
         quoted = render_transcript(request.conversation)
         turns[0] = {"role": "user", "content": f"{quoted}\n{turns[0]['content']}"}
     return CompletionResponse(echo_text(turns), model=request.model)
+
+
+class EchoServer(FakeLLMServer):
+    """The fake server with the echo model behind ``/v1/chat/completions``: a request is
+    answered with a scripted reply while any is left, else by the echo model reading the
+    request's messages as they came over HTTP (the system message aside)."""
+
+    def _next(self, recorded: Recorded) -> Reply:
+        with self._lock:
+            scripted = bool(self.script)
+        if scripted or recorded.path != "/v1/chat/completions":
+            return super()._next(recorded)
+        with self._lock:
+            self.requests.append(recorded)
+        body = recorded.body
+        turns = [m for m in body["messages"] if m["role"] != "system"]
+        return Reply(chat_completion(echo_text(turns), model=body["model"]))

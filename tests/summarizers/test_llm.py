@@ -120,6 +120,7 @@ def test_update_carries_lineage_and_quotes_the_previous_summary():
     record = make(script)[0].summarize(history(), previous=previous, max_tokens=300)
     assert record.depth == 1
     assert record.parent_id == previous.id
+    assert record.covered_total == len(previous.covers) + len(history())
     content = script.requests[0].messages[0]["content"]
     assert "<previous_summary>" in content
     assert previous.narrative in content

@@ -20,7 +20,10 @@ from synopsis.summarizers.completion import TransportError, is_retryable
 from synopsis.summarizers.prompts import (
     DATA_WARNING,
     SYSTEM_PROMPT,
+    UPDATE_INSTRUCTIONS,
+    build_consolidation_prompt,
     build_prompt,
+    cache_aligned_prompt,
     missing_anchors_prompt,
     render_transcript,
 )
@@ -105,15 +108,39 @@ def test_prompt_for_an_update_quotes_the_previous_summary_and_asks_to_revise_it(
     assert "Port the parser" in content
     assert "<\\/previous_summary> parser.py" in content
     assert content.count("</previous_summary>") == 1
-    assert "Revise it into one summary" in content
+    assert "Update that summary with the new part of the conversation; do not write a fresh" in (
+        content
+    )
     assert "Focus of this summary" not in content
 
 
-def test_missing_anchors_prompt_names_each_anchor():
+def test_missing_anchors_prompt_names_each_anchor_and_where_it_belongs():
     turns = missing_anchors_prompt('{"narrative": "x"}', ["src/a.py", "parse_config"])
     assert turns[0] == {"role": "assistant", "content": '{"narrative": "x"}'}
     assert turns[1]["role"] == "user"
     assert "- src/a.py\n- parse_config" in turns[1]["content"]
+    assert "correction the person stated in sections.constraints" in turns[1]["content"]
+
+
+def test_the_cache_aligned_request_asks_for_the_same_sections_and_the_same_update():
+    previous = SummaryRecord(sections=Sections(constraints=("Never push to main.",)))
+    content = cache_aligned_prompt(previous=previous)[0]["content"]
+    assert "2. Constraints and corrections. sections.constraints" in content
+    assert '"constraints": []' in content
+    assert "A summary of the conversation that came before already exists" in content
+    assert UPDATE_INSTRUCTIONS in content
+    assert "Never push to main." in content
+
+
+def test_consolidation_asks_to_keep_every_request_and_the_latest_constraints():
+    previous = SummaryRecord(sections=Sections(primary_request=("Port the parser",)))
+    content = build_consolidation_prompt(
+        "{}", count=2, messages=9, previous=previous, total_tokens=5
+    )[0]["content"]
+    assert "keep every part's requests in user_messages, in order" in content
+    assert "keep every constraint, a later part's correction replacing the earlier value" in content
+    assert "keep every file, real failure and identifier verbatim" in content
+    assert content.index(UPDATE_INSTRUCTIONS) < content.index("<partial_summaries>")
 
 
 def test_transport_error_is_a_connection_error_with_a_retry_flag():
@@ -146,6 +173,8 @@ The user asked to fix parse_config; the guard is not written yet.
 <summary>
 1. **Primary Request and Intent:**
    - Fix the failing test in src/app/core.py
+2. **Constraints and Corrections:**
+   - Never edit tests/legacy.
 3. **Files and Code Sections:**
    - src/app/core.py: parse_config lacks a guard
 7. **Pending Tasks:**
@@ -161,6 +190,7 @@ def test_seed_002_sections_are_read_when_the_answer_is_not_json():
     assert content is not None
     assert content.narrative == "The user asked to fix parse_config; the guard is not written yet."
     assert content.sections.primary_request == ("Fix the failing test in src/app/core.py",)
+    assert content.sections.constraints == ("Never edit tests/legacy.",)
     assert content.sections.files_and_code == ("src/app/core.py: parse_config lacks a guard",)
     assert content.sections.pending_tasks == ("add a guard for empty input", "rerun pytest")
     assert content.sections.next_step == "Add the guard"

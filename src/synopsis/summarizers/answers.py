@@ -3,12 +3,18 @@
 :class:`SummaryContent` is the schema the LLM fills (generated, so it cannot drift from the
 record); :func:`required_anchors` lists what a summary must keep verbatim, and
 :func:`missing_anchors` which of those an answer dropped (the quality guard of seed 001).
+
+An answer that updates a previous record may still forget some of it. :func:`carry_forward`
+puts back what the answer dropped of the previous record's requests, constraints and files,
+unless the new part replaced it (see :meth:`Update.replaced`): a model's forgetting is not a
+decision, but its answer to a correction is.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -24,14 +30,17 @@ from synopsis.summarizers.records import (
     Sections,
     SummaryRecord,
 )
-from synopsis.summarizers.scanning import dedupe, scan_text
+from synopsis.summarizers.requests import Constraint, constraint_sentences
+from synopsis.summarizers.scanning import dedupe, same_head, scan_text
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = [
     "SUMMARY_SCHEMA",
     "SummaryContent",
+    "Update",
+    "carry_forward",
     "missing_anchors",
     "parse_sectioned",
     "parse_summary",
@@ -95,15 +104,18 @@ def _normal(text: str) -> str:
 
 
 def _prefix(text: str) -> str:
-    return " ".join(text.split()[:_PREFIX_WORDS])
+    # A sentence's full stop is not part of what must survive: "Never push to main" keeps it.
+    return " ".join(text.split()[:_PREFIX_WORDS]).rstrip(".!?;:,")
 
 
 def required_anchors(
     messages: Sequence[Message], previous: SummaryRecord | None = None, *, limit: int = 10
 ) -> list[str]:
     """What a summary of ``messages`` must keep verbatim: the start of the first request (the
-    previous summary's, when updating one), up to ``limit`` paths and identifiers that occur at
-    least twice (most frequent first), and the start of each pending item."""
+    previous summary's, when updating one), the start of each constraint people stated (the
+    latest value of each), up to ``limit`` paths and identifiers that occur at least twice
+    (most frequent first), and the start of each pending item. The previous summary's own
+    constraints are not among them: :func:`carry_forward` keeps those."""
     found = digest(messages, DEFAULT_EXTRACTORS, _USER_CHARS)
     anchors: list[str] = []
     first = (
@@ -113,6 +125,7 @@ def required_anchors(
     )
     if first:
         anchors.append(_prefix(first))
+    anchors += [_prefix(c.text) for c in found.requests.constraints]
     text = "\n".join(message_text(m) for m in messages)
     names = scan_text(text)
     counts = {name: text.count(name) for name in (*names.files, *names.symbols)}
@@ -141,9 +154,152 @@ def missing_anchors(content: SummaryContent, anchors: Sequence[str]) -> list[str
     return [anchor for anchor in anchors if _normal(anchor) not in haystack]
 
 
+_SENTENCES: Final = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SUPERSEDED: Final = "[superseded, see constraints]"
+"""What stands in a restored request for a sentence the new part superseded (as in the rule
+summary), so that a request put back cannot bring an old value back with it."""
+
+
+def _about_the_same(subject: frozenset[str], other: frozenset[str]) -> bool:
+    """At least half the words of the shorter subject are shared (as
+    :meth:`~synopsis.summarizers.requests.Constraint.supersedes` judges it)."""
+    return bool(other) and 2 * len(subject & other) >= min(len(subject), len(other))
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """A previous record, and what people wrote in the part that updates it."""
+
+    previous: SummaryRecord
+    stated: tuple[Constraint, ...] = ()
+    """The constraints people stated in the new part, the latest value of each."""
+    said: tuple[frozenset[str], ...] = ()
+    """The subject words of each sentence people wrote in the new part."""
+
+    @classmethod
+    def of(cls, previous: SummaryRecord, messages: Sequence[Message]) -> Update:
+        found = digest(messages, DEFAULT_EXTRACTORS, _USER_CHARS).requests
+        sentences = [s for r in found.requests for s in _SENTENCES.split(r) if s.strip()]
+        return cls(
+            previous,
+            tuple(found.constraints),
+            tuple(Constraint.of(s).subject for s in sentences),
+        )
+
+    def replaced(self, constraint: str, answer: Sequence[Constraint]) -> bool:
+        """Whether the previous record's ``constraint`` is one the update may drop, given the
+        constraints of the ``answer``: a person's new constraint supersedes it; or a sentence a
+        person wrote in the new part names at least half of its subject (the answer had the
+        correction before it, so what it did with the constraint stands); or the answer holds
+        a constraint about the same subject (its new value). A constraint with no subject
+        words ("Use 8080 instead") cannot be told apart, so any constraint a person stated in
+        the new part counts as its replacement."""
+        old = Constraint.of(constraint)
+        if any(new.supersedes(old) for new in self.stated):
+            return True
+        if not old.subject:
+            return bool(self.stated)
+        if any(2 * len(old.subject & words) >= len(old.subject) for words in self.said):
+            return True
+        return any(_about_the_same(old.subject, new.subject) for new in answer)
+
+    def superseded(self, sentence: str, answer: Sequence[Constraint]) -> bool:
+        """Whether a sentence of a previous request no longer holds: a rule
+        :meth:`replaced`, or a value a person's new constraint gives another value ("Use port
+        8080." after "Use port 9090 instead.")."""
+        if constraint_sentences(sentence):
+            return self.replaced(sentence, answer)
+        old = Constraint.of(sentence)
+        return any(new.revalues(old) for new in self.stated)
+
+
+def _same(a: str, b: str) -> bool:
+    """One item is the other, perhaps cut short or with a few words added at its end."""
+    a, b = _normal(a), _normal(b)
+    return bool(a) and bool(b) and same_head(a, b)
+
+
+def _merge(
+    previous: Sequence[str],
+    answer: Sequence[str],
+    same: Callable[[str, str], bool],
+    restore: Callable[[str], str | None],
+) -> list[str]:
+    """The answer's items with the previous items it dropped put back where they stood,
+    previous first (``restore`` gives what to put back, or ``None`` to leave an item out)."""
+    out: list[str] = []
+    rest = list(answer)
+    for item in previous:
+        at = next((i for i, kept in enumerate(rest) if same(item, kept)), None)
+        if at is not None:
+            # The answer's own items before the match stay in the answer's order.
+            out += rest[: at + 1]
+            del rest[: at + 1]
+        elif not any(same(item, kept) for kept in answer):
+            restored = restore(item)
+            if restored is not None:
+                out.append(restored)
+    return dedupe([*out, *rest])
+
+
+def carry_forward(content: SummaryContent, update: Update) -> SummaryContent:
+    """``content`` with what it dropped of ``update.previous`` put back: the first request and
+    every other request (a sentence the new part superseded replaced by a mark, a request that
+    was nothing else left out), every constraint the new part did not replace
+    (:meth:`Update.replaced`), and every file it no longer names. Requests and files are never
+    superseded: they happened. What the answer kept, it keeps as it wrote it."""
+    before, now = update.previous.sections, content.sections
+    answer = [Constraint.of(c) for c in now.constraints]
+
+    def redacted(text: str) -> str:
+        for sentence in dedupe([s.strip() for s in _SENTENCES.split(text) if s.strip()]):
+            if update.superseded(sentence, answer):
+                text = text.replace(sentence, _SUPERSEDED)
+        return text
+
+    def request(text: str) -> str | None:
+        text = redacted(text)
+        return None if text.strip() == _SUPERSEDED else text
+
+    def constraint(text: str) -> str | None:
+        return None if update.replaced(text, answer) else text
+
+    entities = content.facets.entities
+    named = _normal("\n".join([*now.files_and_code, *entities.files]))
+
+    def file_line(text: str) -> str | None:
+        # A line the answer regrouped ("Read: a.py" into "Edited: a.py; b.py") is still there.
+        paths = scan_text(text).files
+        return None if paths and all(_normal(p) in named for p in paths) else text
+
+    sections = now.model_copy(
+        update={
+            "primary_request": tuple(
+                _merge(before.primary_request, now.primary_request, _same, redacted)
+            )[:MAX_SECTION_ITEMS],
+            "user_messages": tuple(_merge(before.user_messages, now.user_messages, _same, request))[
+                -MAX_SECTION_ITEMS:
+            ],
+            "constraints": tuple(_merge(before.constraints, now.constraints, _same, constraint))[
+                -MAX_SECTION_ITEMS:
+            ],
+            "files_and_code": tuple(
+                _merge(before.files_and_code, now.files_and_code, _same, file_line)
+            )[-MAX_SECTION_ITEMS:],
+        }
+    )
+    files = _merge(update.previous.facets.entities.files, entities.files, str.__eq__, str)
+    facets = content.facets.model_copy(
+        update={"entities": entities.model_copy(update={"files": tuple(files[:MAX_FACET_ITEMS])})}
+    )
+    return content.model_copy(update={"sections": sections, "facets": facets})
+
+
 _TITLES: Final = {
     "primary request and intent": "primary_request",
     "primary request": "primary_request",
+    "constraints and corrections": "constraints",
+    "constraints": "constraints",
     "key technical concepts": "key_concepts",
     "files and code sections": "files_and_code",
     "files and code": "files_and_code",

@@ -7,8 +7,9 @@ The order of things when a call does not give a good summary (DESIGN "Summarize"
 2. Bad output (not JSON, not the schema, empty, or not shorter than its input) is logged with
    its first 200 characters and not retried: the same prompt would likely fail the same way.
    An answer in seed 002's numbered sections instead of JSON is read as such, not discarded.
-3. A summary that drops anchors (the first request, paths and identifiers the input repeats,
-   pending items) is asked for once more, naming what is missing.
+3. A summary that drops anchors (the first request, the constraints people stated, paths and
+   identifiers the input repeats, pending items) is asked for once more, naming what is
+   missing.
 4. Whatever still failed moves on to the next model of ``models``, then to the ``fallback``
    summarizer (rule-based by default), or raises :class:`SummarizerError` when
    ``abort_on_failure`` is set.
@@ -21,6 +22,11 @@ are left out instead (seeds 001 and 004), the first request always kept. A singl
 larger than the cap is clipped, head and tail kept.
 
 Nothing to summarize (no messages) asks no model: the ``fallback`` gives the record.
+
+An update of a previous record is asked for as an update, section by section. What the answer
+still drops of the previous record's requests, constraints and files is put back before the
+answer is judged, unless the new part replaced it (:func:`~synopsis.summarizers.answers.
+carry_forward`): facts a model forgot are not lost, and a correction it applied is not undone.
 
 In cache-aligned mode the request is the conversation itself, unchanged, with the summary
 instruction as one final user turn, so that a provider's prompt cache for that prefix is hit.
@@ -46,6 +52,8 @@ from synopsis.summarizers._options import history, utc_now, whole_number
 from synopsis.summarizers.answers import (
     SUMMARY_SCHEMA,
     SummaryContent,
+    Update,
+    carry_forward,
     missing_anchors,
     parse_sectioned,
     parse_summary,
@@ -66,6 +74,7 @@ from synopsis.summarizers.drafts import fit_record
 from synopsis.summarizers.effects import Call, Effect, Outcome, Sleep
 from synopsis.summarizers.prompts import (
     SYSTEM_PROMPT,
+    UPDATE_INSTRUCTIONS,
     build_consolidation_prompt,
     build_prompt,
     cache_aligned_prompt,
@@ -123,6 +132,9 @@ class _Context:
     or of some partials), which may be longer than a small part: only the whole is judged."""
     max_tokens: int
     conversation: tuple[Message, ...] = ()
+    update: Update | None = None
+    """The previous record the answer updates, and what the new part said: see
+    :func:`~synopsis.summarizers.answers.carry_forward`."""
 
 
 @dataclass(slots=True)
@@ -141,6 +153,10 @@ _Plan: TypeAlias = "Generator[Effect, Outcome, SummaryRecord | _Failure]"
 
 def _total(usages: Sequence[Usage]) -> Usage:
     return Usage(**{name: sum(getattr(u, name) for u in usages) for name in Usage.model_fields})
+
+
+def _update(previous: SummaryRecord | None, messages: Sequence[Message]) -> Update | None:
+    return Update.of(previous, messages) if previous is not None else None
 
 
 def _first_request(messages: Sequence[Message]) -> int | None:
@@ -255,6 +271,7 @@ class LLMSummarizer:
                 Coverage(id=message_id(m, offset + i), sha256=content_hash(m))
                 for i, m in enumerate(messages)
             ),
+            "covered_total": previous.messages_covered + len(messages) if previous else None,
             "tokens_in": sum(self.counter.count_message(m) for m in messages),
         }
 
@@ -267,7 +284,7 @@ class LLMSummarizer:
         """Tokens left for the transcript (or the partial summaries) in one request."""
         count = self.counter.count_text
         used = count(self.system_prompt) + _FRAME_TOKENS
-        used += count(partial_json(previous)) if previous else 0
+        used += count(partial_json(previous)) + count(UPDATE_INSTRUCTIONS) if previous else 0
         used += count(job.instructions) if job.instructions else 0
         return max(self.max_input_tokens - used, _MIN_TRANSCRIPT)
 
@@ -292,6 +309,7 @@ class LLMSummarizer:
             base["tokens_in"] + previous,
             job.limit,
             tuple(job.messages),
+            _update(job.previous, job.messages),
         )
 
     def _quoted(
@@ -311,7 +329,12 @@ class LLMSummarizer:
         )
         size = base["tokens_in"] + (self.counter.count_text(render(previous)) if previous else 0)
         return _Context(
-            prompt, self._anchors(messages, previous), base, size if whole else None, job.limit
+            prompt,
+            self._anchors(messages, previous),
+            base,
+            size if whole else None,
+            job.limit,
+            update=_update(previous, messages),
         )
 
     # -- one request, every model ---------------------------------------------------------
@@ -359,6 +382,8 @@ class LLMSummarizer:
                 return self._bad(model, "invalid JSON summary", response.text, error)
             logger.info("summarizer %s: answer in sections, not JSON; its sections are kept", model)
             content = sectioned
+        if context.update is not None:
+            content = carry_forward(content, context.update)
         record = SummaryRecord(
             **context.base,
             narrative=content.narrative,
@@ -473,7 +498,8 @@ class LLMSummarizer:
             total_tokens=base["tokens_in"],
         )
         size = base["tokens_in"] + (self.counter.count_text(render(previous)) if previous else 0)
-        return _Context(prompt, anchors, base, size if final else None, job.limit)
+        update = _update(previous, job.messages)
+        return _Context(prompt, anchors, base, size if final else None, job.limit, update=update)
 
     def _consolidate(self, job: _Job, partials: Sequence[SummaryRecord], level: int) -> _Plan:
         """One summary from ``partials``: merged in groups that fit, level by level, until

@@ -35,27 +35,84 @@ _CORRECTION = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`*-])|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_/.-]*[A-Za-z]|[A-Za-z]")
-_VALUE = re.compile(
-    r"[$€£]?\d[\d,]*(?:\.\d+)*%?|`[^`]+`|\"[^\"]+\"|'[^']+'|\b[A-Z][A-Z0-9_]{2,}\b"
-)
+_VALUE = re.compile(r"[$€£]?\d[\d,]*(?:\.\d+)*%?|`[^`]+`|\"[^\"]+\"|'[^']+'|\b[A-Z][A-Z0-9_]{2,}\b")
 _STOP = frozenset(
-    "the a an and or to of in on for with is are be it this that we you i me my our your "
-    "use using used please not no do don't dont never always only must should instead "
-    "actually now will can all any from at by as so then than but if when".split()
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "with",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "we",
+        "you",
+        "i",
+        "me",
+        "my",
+        "our",
+        "your",
+        "use",
+        "using",
+        "used",
+        "please",
+        "not",
+        "no",
+        "do",
+        "don't",
+        "dont",
+        "never",
+        "always",
+        "only",
+        "must",
+        "should",
+        "instead",
+        "actually",
+        "now",
+        "will",
+        "can",
+        "all",
+        "any",
+        "from",
+        "at",
+        "by",
+        "as",
+        "so",
+        "then",
+        "than",
+        "but",
+        "if",
+        "when",
+    ]
 )
 _SENTENCE_CHARS = 400
 _CUT = re.compile(r"… \[cut [\d,]+ characters\]\Z")
 _SAME_SUBJECT = 0.5
+_SUPERSEDED = "[superseded, see constraints]"
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for raw in _SENTENCE.split(text):
+        sentence = raw.strip().lstrip("-*• ").strip()
+        if len(sentence) > 3:
+            out.append(sentence)
+    return out
 
 
 def constraint_sentences(text: str) -> list[str]:
     """The sentences of ``text`` that state a rule, a preference or a correction."""
-    out = []
-    for raw in _SENTENCE.split(text):
-        sentence = raw.strip().lstrip("-*• ").strip()
-        if len(sentence) > 3 and _MARKER.search(sentence):
-            out.append(bounded(sentence, _SENTENCE_CHARS))
-    return out
+    return [bounded(s, _SENTENCE_CHARS) for s in _sentences(text) if _MARKER.search(s)]
 
 
 def _cut_at(text: str, chars: int) -> bool:
@@ -97,40 +154,104 @@ class Constraint:
         different = bool(self.values) and bool(earlier.values) and self.values != earlier.values
         return different or bool(_CORRECTION.search(self.text))
 
+    def revalues(self, earlier: Constraint) -> bool:
+        """Whether this sentence gives ``earlier``'s subject another value: other values, and
+        at least half of the words of the longer of the two in common (stricter than
+        :meth:`supersedes`, since ``earlier`` need not be a rule at all)."""
+        if not self.values or not earlier.values or self.values == earlier.values:
+            return False
+        shared = len(self.subject & earlier.subject)
+        return shared / max(len(self.subject), len(earlier.subject), 1) >= _SAME_SUBJECT
+
 
 @dataclass
 class Requests:
-    """The requests and constraints of a conversation, in order, with what was superseded."""
+    """The requests and constraints of a conversation, in order, with what was superseded.
+
+    A later constraint supersedes what an earlier request said about the same subject: an
+    earlier constraint, or a sentence that set a value without a rule's words ("Use port
+    8080.", "Budget cap is $500."), when the constraint gives it another value. A sentence
+    that gives an earlier value another one and says it corrects it ("Budget cap is now
+    $750.") is a constraint, though it has no rule's words. Nothing supersedes a sentence of
+    its own request, nor what a later request says again."""
 
     requests: list[str] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
+    _upto: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    """For each superseded sentence, how many of the requests it is taken out of: a later
+    request that says it again still says it."""
+    _said: list[tuple[int, Constraint, bool]] = field(default_factory=list, init=False, repr=False)
+    """The requests' sentences that state a rule or a value: request index, sentence, rule."""
+    _scanned: int = field(default=0, init=False, repr=False)
+
+    def _sentences_said(self) -> list[tuple[int, Constraint, bool]]:
+        for index in range(self._scanned, len(self.requests)):
+            for sentence in _sentences(_CUT.sub("", self.requests[index])):
+                rule = bool(_MARKER.search(sentence))
+                if rule or _VALUE.search(sentence):
+                    self._said.append((index, Constraint.of(sentence), rule))
+        self._scanned = len(self.requests)
+        return self._said
+
+    def _supersede(self, text: str, upto: int) -> None:
+        if text not in self._upto:
+            self.superseded.append(text)
+        self._upto[text] = max(self._upto.get(text, 0), upto)
 
     def add_constraint(self, text: str) -> None:
+        """``text`` as the latest constraint, superseding what earlier requests said that it
+        replaces: earlier than the last request that says it, if one does."""
+        said_in = (i for i in range(len(self.requests) - 1, -1, -1) if text in self.requests[i])
+        self._add(text, next(said_in, len(self.requests)))
+
+    def _add(self, text: str, earlier: int) -> None:
         new = Constraint.of(text)
         if any(c.text == text for c in self.constraints):
             return
+        if text in self._upto:  # said again: it holds once more
+            self.superseded.remove(text)
+            del self._upto[text]
+        upto = min(earlier + 1, len(self.requests))
         kept = []
         for old in self.constraints:
             if new.supersedes(old):
-                self.superseded.append(old.text)
+                self._supersede(old.text, upto)
             else:
                 kept.append(old)
+        said = []
+        for index, old, rule in self._sentences_said():
+            if index < earlier and (new.supersedes(old) if rule else new.revalues(old)):
+                self._supersede(old.text, earlier)
+            else:
+                said.append((index, old, rule))
+        self._said = said
         self.constraints = [*kept, new]
+
+    def _corrects(self, sentence: str, earlier: int) -> bool:
+        """Whether ``sentence``, without a rule's words, says it corrects an earlier value."""
+        if not _CORRECTION.search(sentence):
+            return False
+        new = Constraint.of(sentence)
+        olds = [*self.constraints, *(c for i, c, _ in self._sentences_said() if i < earlier)]
+        return any(new.revalues(old) for old in olds)
 
     def add_request(self, text: str, chars: int) -> None:
         """``text`` as a request (up to ``chars``) and its constraints. A request already cut
         at ``chars`` (carried from a digest) is not cut again."""
         self.requests.append(text if _cut_at(text, chars) else bounded(text, chars))
-        for sentence in constraint_sentences(text):
-            self.add_constraint(sentence)
+        earlier = len(self.requests) - 1
+        for sentence in _sentences(text):
+            if _MARKER.search(sentence) or self._corrects(sentence, earlier):
+                self._add(bounded(sentence, _SENTENCE_CHARS), earlier)
 
     def current_requests(self) -> list[str]:
-        """The requests with every superseded sentence taken out."""
+        """The requests with every superseded sentence taken out of those it was said in."""
         out = []
-        for request in self.requests:
+        for index, request in enumerate(self.requests):
             text = request
             for old in self.superseded:
-                text = text.replace(old, "[superseded, see constraints]")
+                if index < self._upto.get(old, len(self.requests)):
+                    text = text.replace(old, _SUPERSEDED)
             out.append(text)
         return out
