@@ -17,11 +17,22 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks.compare import registry, replay, report, retention, speed, validity
+from benchmarks.compare import (
+    registry,
+    replay,
+    replay_retention,
+    report,
+    retention,
+    speed,
+    tradeoff_plot,
+    validity,
+)
 from benchmarks.compare.inputs import load_transcripts
 
 _KINDS = ("pending tail", "partial results", "reused ids", "defect")
-PARTS = ("speed", "replay", "validity", "retention", "yardsticks")
+PARTS = ("speed", "replay", "validity", "retention", "replay-retention", "yardsticks")
+KEYS = {part: part.replace("-", "_") for part in PARTS}
+"""Where each part's results sit in compare.json."""
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 PACKAGES = (
     "synopsis",
@@ -46,6 +57,10 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def _verdict(met: bool | None) -> str:
+    return "not measured" if met is None else ("met" if met else "NOT met")
 
 
 def _yardsticks(results: dict[str, Any], progress: Any) -> dict[str, Any]:
@@ -79,18 +94,65 @@ def _yardsticks(results: dict[str, Any], progress: Any) -> dict[str, Any]:
             )
         lines.append("")
     start = time.perf_counter()
-    canaries = yardsticks.conformance_canaries()
+    canaries = yardsticks.conformance_canaries(rounds=yardsticks.KIT_ROUNDS)
     out["conformance"] = canaries
     progress(f"yardsticks: conformance kit done in {time.perf_counter() - start:.0f} s")
     lines.extend(yardsticks.conformance_lines(canaries))
+    lines += ["", *yardsticks.five_round_lines(canaries)]
+    for line, met in yardsticks.five_round_verdicts(canaries):
+        progress(f"synopsis, kit: {line}: {_verdict(met)}")
     out["lines"] = lines
     return out
 
 
+def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
+    """The last run's results at ``path`` when this run measures only some parts, else
+    nothing (a full run starts afresh)."""
+    if set(parts) == set(PARTS) or not path.exists():
+        return {}
+    try:
+        found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return found
+
+
+def _merged(results: dict[str, Any], parts: list[str], previous: dict[str, Any]) -> dict[str, Any]:
+    """``results`` of a run of ``parts``, with the other parts' results of the ``previous``
+    run kept (each part says when it was measured), so that running one part does not wipe
+    the others."""
+    measured = dict.fromkeys((KEYS[p] for p in parts), results["meta"]["date"])
+    before = previous.get("meta", {}).get("measured", {})
+    merged: dict[str, Any] = {"meta": results["meta"], "labels": {}}
+    for part in PARTS:
+        key = KEYS[part]
+        if key in results:
+            merged[key] = results[key]
+        elif key in previous:
+            merged[key] = previous[key]
+            measured[key] = before.get(key, previous.get("meta", {}).get("date", "earlier"))
+    merged["labels"] = {**previous.get("labels", {}), **results["labels"]}
+    merged["meta"]["measured"] = {KEYS[p]: measured[KEYS[p]] for p in PARTS if KEYS[p] in measured}
+    return merged
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="synopsis against its peers, in one run")
-    parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset")
+    parser.add_argument(
+        "--parts",
+        "--only",
+        default=",".join(PARTS),
+        help="comma-separated subset; the other parts' results of the last run are kept",
+    )
     parser.add_argument("--systems", default=",".join(registry.NAMES))
+    parser.add_argument(
+        "--sessions", default="", help="replay-retention only: comma-separated transcripts"
+    )
+    parser.add_argument(
+        "--windows",
+        default=",".join(map(str, replay_retention.WINDOWS)),
+        help="replay-retention only: comma-separated context windows",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     parts = [p for p in args.parts.split(",") if p]
@@ -107,13 +169,19 @@ def main() -> None:
         print(f"[{time.perf_counter() - started:7.1f} s] {text}", file=sys.stderr, flush=True)
 
     transcripts = load_transcripts()
+    chosen = [n for n in args.sessions.split(",") if n]
+    for name in chosen:
+        if name not in transcripts:
+            parser.error(f"unknown transcript {name!r}; known: {', '.join(transcripts)}")
     systems = [registry.create(n) for n in names]
     results: dict[str, Any] = {
         "meta": {
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
             "python": platform.python_version(),
-            "command": "make bench",
+            "command": "make bench"
+            if set(parts) == set(PARTS)
+            else f"python -m benchmarks.compare --parts {','.join(parts)}",
             "versions": _versions(),
         },
         "labels": {s.name: s.label for s in systems},
@@ -140,12 +208,40 @@ def main() -> None:
     if "retention" in parts:
         plain = [registry.create_non_llm(n) for n in names]
         results["retention"] = retention.run(plain, transcripts, progress)
+    if "replay-retention" in parts:
+        replayed = {n: t for n, t in transcripts.items() if not chosen or n in chosen}
+        peers = [registry.create_non_llm(n) for n in names if n != "synopsis"]
+        results["replay_retention"] = replay_retention.run(
+            peers,
+            replayed,
+            progress,
+            windows=[int(w) for w in args.windows.split(",") if w],
+        )
+        block = results["replay_retention"]["by_window"]
+        for window in block:
+            for line, met in replay_retention.verdicts(block[window], int(window)):
+                progress(f"synopsis, {line}: {_verdict(met)}")
+            progress(report.tradeoff_sentence(results, window))
+    previous = _previous(args.out / "compare.json", parts)
     if "yardsticks" in parts:
-        results["yardsticks"] = _yardsticks(results, progress)
+        # run without the validity part, tessera's table reads the last run's validity results
+        earlier = {} if "validity" in results else {"validity": previous.get("validity", {})}
+        labels = {**previous.get("labels", {}), **results["labels"]}
+        results["yardsticks"] = _yardsticks({**results, **earlier, "labels": labels}, progress)
     results["meta"]["seconds"] = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
+    results = _merged(results, parts, previous)
     (args.out / "compare.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     (args.out / "compare.md").write_text(report.markdown(results), encoding="utf-8")
+    if "replay-retention" in parts:
+        plot = args.out / tradeoff_plot.FILENAME
+        try:
+            tradeoff_plot.draw(results, plot)
+        except ImportError:
+            progress(
+                f"no matplotlib here, so no {plot.name}: draw it from compare.json with "
+                "`.venv/bin/python -m benchmarks.compare.tradeoff_plot`"
+            )
     verdict, _ = report.decide_verdict(results) if "speed" in parts else ("", None)
     shown = args.out.resolve()
     if shown.is_relative_to(Path.cwd()):

@@ -154,6 +154,168 @@ def memory_table(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _share(counts: list[int]) -> str:
+    kept, found = counts
+    return f"{100 * kept / found:.1f}%" if found else "–"
+
+
+def _variants(block: dict[str, Any], *, targets: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The rows of one window: synopsis's default first (every target too with ``targets``),
+    then the peers."""
+    rows = sorted(
+        block["variants"].items(),
+        key=lambda kv: (kv[1]["system"] != "synopsis", kv[1].get("target") or 0),
+    )
+    return [(key, v) for key, v in rows if v["system"] != "synopsis" or v.get("default") or targets]
+
+
+def replay_retention_table(results: dict[str, Any], window: str) -> list[str]:
+    """Per system at one window: what each compaction's removed part kept, pooled."""
+    block = results["replay_retention"]["by_window"][window]
+    sessions = len(block["sessions"])
+    lines = [
+        "| system | compactions per session | tokens sent | over the window | paths | requests "
+        "| first request | constraints | raised |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for _, v in _variants(block, targets=False):
+        t = v["totals"]
+        ran = sessions - len(v["raised"])
+        per = f"{t['compactions'] / ran:.1f}" if ran else "–"
+        label = v["label"] + (f" (default target {v['target']:g})" if v.get("default") else "")
+        lines.append(
+            f"| {label} | {per} | {t['tokens_sent']:,} | {t.get('over_window', 0)} "
+            f"| {_share(t['paths'])} "
+            f"| {_share(t['requests'])} | {_share(t['first'])} | {_share(t['constraints'])} "
+            f"| {len(v['raised'])} |"
+        )
+    return lines
+
+
+def tradeoff_table(results: dict[str, Any], window: str) -> list[str]:
+    """synopsis at each target and each peer: retention against tokens sent and compactions."""
+    from benchmarks.compare.replay_retention import retained  # noqa: PLC0415
+
+    block = results["replay_retention"]["by_window"][window]
+    lines = [
+        "| system | target | retained (paths + requests) | salient anchors | tokens sent "
+        "| compactions |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for _, v in _variants(block, targets=True):
+        t = v["totals"]
+        value = retained(t)
+        target = "–" if v.get("target") is None else f"{v['target']:g}"
+        if v.get("default"):
+            target += " (default)"
+        lines.append(
+            f"| {v['label']} | {target} | {'–' if value is None else f'{100 * value:.1f}%'} "
+            f"| {_share(t['salient'])} | {t['tokens_sent']:,} | {t['compactions']} |"
+        )
+    return lines
+
+
+def tradeoff_sentence(results: dict[str, Any], window: str) -> str:
+    """Whether synopsis's default keeps more than every peer for no more tokens sent, and which
+    targets would."""
+    from benchmarks.compare.replay_retention import bettering, kept_share  # noqa: PLC0415
+
+    block = results["replay_retention"]["by_window"][window]
+    ours = next(v for v in block["variants"].values() if v.get("default"))
+    mine, sent = kept_share(ours["totals"]), ours["totals"]["tokens_sent"]
+    head = (
+        f"At {int(window) // 1000}k the default target is {ours['target']:g}: synopsis keeps "
+        f"{100 * mine:.1f}% for {sent:,} tokens sent"
+    )
+    better = bettering(block)
+    if not better:
+        return head + "; no peer was run."
+    short = []
+    for v in block["variants"].values():
+        if v["system"] == "synopsis":
+            continue
+        why = []
+        if kept_share(v["totals"]) >= mine:
+            why.append(f"keeps {100 * kept_share(v['totals']):.1f}%")
+        if v["totals"]["tokens_sent"] < sent:
+            why.append(f"sends {v['totals']['tokens_sent']:,} tokens")
+        if why:
+            short.append(f"{v['label']} " + " and ".join(why))
+    if short:
+        head += "; not more than every peer for no more tokens sent: " + "; ".join(short)
+    else:
+        head += ", more than every peer for no more tokens sent (met)"
+    targets = "; ".join(
+        f"{label}: {', '.join(f'{t:g}' for t in ts) or 'none'}" for label, ts in better.items()
+    )
+    return head + f". Targets keeping more than each peer for no more tokens: {targets}."
+
+
+def replay_retention_lines(results: dict[str, Any]) -> list[str]:
+    from benchmarks.compare.replay_retention import verdicts  # noqa: PLC0415
+
+    r = results["replay_retention"]
+    out = [
+        "## Retention over replayed sessions",
+        "",
+        f"Every transcript replayed message by message into each window; at each compaction, "
+        "what its removed part (the messages not kept word for word) still has in the "
+        "compacted history: file paths, the first lines of the person's requests, the "
+        "session's first request, and every constraint stated so far (never / do not / must / "
+        "always / only / instead). A request is a user message a person wrote: not a "
+        "summary, a tool observation, hook feedback or instructions the harness injects "
+        "(Codex's AGENTS.md). Shares pooled over every compaction of every session. "
+        f"synopsis with its defaults (trigger {r['trigger_share']:.0%}, rule-based "
+        f"summarizer); each peer on its non-LLM path with the same trigger, told to keep the "
+        f"newest messages up to {r['peer_landing']:.0%} of the window with the system prompt "
+        "(where synopsis's default lands). Over the window: requests larger than the window, "
+        "which a provider refuses.",
+        "",
+    ]
+    for window, block in r["by_window"].items():
+        left = "".join(f"; {name} left out: {why}" for name, why in block["left_out"].items())
+        out += [
+            f"### {int(window):,}-token window ({len(block['sessions'])} sessions{left})",
+            "",
+            *replay_retention_table(results, window),
+            "",
+        ]
+        for line, met in verdicts(block, int(window)):
+            mark = "not measured" if met is None else ("met" if met else "NOT met")
+            out.append(f"- {line}: **{mark}**")
+        ours = next(v for v in block["variants"].values() if v.get("default"))
+        missed = {
+            name: s["missed_constraints"]
+            for name, s in ours["sessions"].items()
+            if s.get("missed_constraints")
+        }
+        for name, texts in missed.items():
+            out.append(
+                f"- synopsis missed in {name}: " + "; ".join(f"`{t[:80]}`" for t in texts[:3])
+            )
+        out.append("")
+    out += [
+        "## Retention against cost",
+        "",
+        "The same replays, synopsis at each `target_ratio` (the share of the window a "
+        "compaction lands at) and each peer once: retained is the paths and request first "
+        "lines of every removed part, pooled; salient anchors are all five anchor kinds in "
+        "the removed user and assistant messages. Plot: `benchmarks/results/"
+        "retention-tradeoff.png`.",
+        "",
+    ]
+    for window in r["by_window"]:
+        out += [
+            f"### {int(window):,}-token window",
+            "",
+            *tradeoff_table(results, window),
+            "",
+            tradeoff_sentence(results, window),
+            "",
+        ]
+    return out
+
+
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     verdict, _ = decide_verdict(results) if "speed" in results else ("", None)
@@ -168,6 +330,17 @@ def markdown(results: dict[str, Any]) -> str:
         "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
         "",
     ]
+    earlier: dict[str, list[str]] = {}
+    for part, date in meta.get("measured", {}).items():
+        if date != meta["date"]:
+            earlier.setdefault(date, []).append(part.replace("_", "-"))
+    if earlier:
+        out += [
+            "Kept from earlier runs: "
+            + "; ".join(f"{', '.join(parts)} measured {date}" for date, parts in earlier.items())
+            + ".",
+            "",
+        ]
     if "speed" in results:
         out += [
             "## Deciding, per call (history under the trigger, one message appended)",
@@ -230,6 +403,8 @@ def markdown(results: dict[str, Any]) -> str:
             *retention_table(results),
             "",
         ]
+    if "replay_retention" in results:
+        out += replay_retention_lines(results)
     if "yardsticks" in results:
         out += ["## External yardsticks", "", *results["yardsticks"].get("lines", []), ""]
     return "\n".join(out) + "\n"

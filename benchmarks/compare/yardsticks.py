@@ -47,6 +47,13 @@ KIT_COMPARED = (KIT_BASELINE, "naive-summary", "update-aware-checklist", "semant
 """Kit compactors run beside synopsis: its two naive baselines and its two best references.
 The references find canaries by the markers they are planted with (``SAFETY RULE:``...), so
 they are the kit's ceiling rather than peers."""
+KIT_ROUNDS = 5
+"""Rounds of compaction per kit run (each round compacts the previous round's output): the
+issue's five."""
+FIVE_ROUNDS = {0.1: 0.5, 0.2: 0.9, 0.3: 1.0}
+"""The issue's targets: canary survival after the last round at each budget, within budget."""
+HELD = ("safety_rule", "hard_constraint")
+"""Canary types that must survive at every budget that can hold their statements."""
 _WIDEN = 1.25
 _MAX_WIDENINGS = 40
 
@@ -180,7 +187,8 @@ class SynopsisKitCompactor:
     input (synopsis's own counter over the messages, the kit's text for the characters). Then
     ``context_window = ceil(B / 0.7)``, ``trigger = Trigger.tokens(B)`` and
     ``keep = Keep.tokens(B // 4)``: synopsis aims a compaction at ``min(trigger, reset_ratio
-    * window)``, which is then ``B``. When synopsis refuses with ``BudgetUnreachableError``
+    * window)``, which is then ``B`` (lower where synopsis's ``target_ratio`` is under 0.7: it
+    lands at ``target_ratio * window``). When synopsis refuses with ``BudgetUnreachableError``
     (what it must keep, the system prompt, the first user turn, the newest turns and a summary
     of at least 256 tokens, does not fit), the window is widened by 25% until it succeeds;
     ``log`` says so, the output is over the cap and the kit marks the round non-compliant.
@@ -316,7 +324,7 @@ def _ratio(ours: float, base: float) -> float | None:
 def conformance_canaries(
     *,
     budgets: Sequence[float] | None = None,
-    rounds: int = 5,
+    rounds: int = KIT_ROUNDS,
     seeds: Sequence[int] = (1, 2, 3, 4),
     compared: Sequence[str] = KIT_COMPARED,
     leaderboard: bool = True,
@@ -409,6 +417,9 @@ def conformance_canaries(
                 for e in board["entries"]
             ],
         }
+    from compaction_kit import seeded_canaries  # noqa: PLC0415
+
+    out["hold_chars"] = len("\n".join(c.content for c in seeded_canaries() if c.type.value in HELD))
     out["seconds"] = round(time.perf_counter() - started, 2)
     return out
 
@@ -462,4 +473,78 @@ def conformance_lines(result: dict[str, Any]) -> list[str]:
             )
             + ".",
         ]
+    return lines
+
+
+def five_round_verdicts(result: dict[str, Any], name: str = "synopsis") -> list[tuple[str, bool]]:
+    """The issue's targets for ``name`` on the kit's seeded session after its last round:
+    canary survival at each budget of :data:`FIVE_ROUNDS`, within budget every round; and
+    every safety rule and hard constraint at every budget that can hold them (whose cap in
+    characters is at least their statements, one per line: ``hold_chars``)."""
+    runs = result["seeded"][name]
+    rounds = result["rounds"]
+    out: list[tuple[str, bool]] = []
+    for budget, goal in FIVE_ROUNDS.items():
+        run = runs.get(f"{budget:g}")
+        if run is None:
+            continue
+        value = run["overall_final"]
+        within = run["compliant"]
+        out.append(
+            (
+                f"{budget:.0%} budget: {value:.0%} of canaries after round {rounds}, "
+                f"{'within budget' if within else 'over budget'} "
+                f"(target {'' if goal == 1 else '≥ '}{goal:.0%}, within budget)",
+                within and value >= goal,
+            )
+        )
+    hold = result.get("hold_chars", 0)
+    able = [
+        (b, run) for b, run in runs.items() if b != "none" and (run["budget_chars"] or 0) >= hold
+    ]
+    kept = [
+        (b, all(run["by_type"][t]["final"] == 1.0 for t in HELD if t in run["by_type"]))
+        for b, run in able
+    ]
+    lost = [f"{float(b):.0%}" for b, ok in kept if not ok]
+    out.append(
+        (
+            "every safety rule and hard constraint after round "
+            f"{rounds} at every budget that can hold them ({hold:,} characters: "
+            + ", ".join(f"{float(b):.0%}" for b, _ in able)
+            + ")"
+            + (f"; lost at {', '.join(lost)}" if lost else ""),
+            bool(kept) and not lost,
+        )
+    )
+    return out
+
+
+def five_round_lines(result: dict[str, Any]) -> list[str]:
+    """The issue's five-round view of the kit's seeded runs: per compactor and budget, canary,
+    safety-rule and hard-constraint survival after the last round and budget compliance, then
+    synopsis's verdict against each target."""
+    rounds = result["rounds"]
+    lines = [
+        f"- {result['kit']} after {rounds} rounds (each compacting the last), the issue's "
+        "targets: at least 90% of canaries at a 20% budget and 100% at 30%, within budget at "
+        "10% with at least 50%, every safety rule and hard constraint at every budget that "
+        "can hold them.",
+        "",
+        "| compactor | budget | within budget | canaries | safety rules | hard constraints |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for name, runs in result["seeded"].items():
+        for budget, run in runs.items():
+            if budget == "none":
+                continue
+            by = run["by_type"]
+            lines.append(
+                f"| {name} | {_pct(float(budget))} | {'yes' if run['compliant'] else 'no'} "
+                f"| {_pct(run['overall_final'])} | {_pct(by['safety_rule']['final'])} "
+                f"| {_pct(by['hard_constraint']['final'])} |"
+            )
+    lines.append("")
+    for line, met in five_round_verdicts(result):
+        lines.append(f"- synopsis, {line}: **{'met' if met else 'NOT met'}**")
     return lines
