@@ -163,7 +163,7 @@ def test_shell_success_ignores_error_words_when_the_exit_code_is_zero() -> None:
     assert facts.errors == ()
 
 
-def test_shell_without_an_exit_code_judges_by_error_lines() -> None:
+def test_shell_without_an_exit_code_judges_by_evidence() -> None:
     bad = run("execute_bash", {"command": "make"}, "cc: fatal error: no input files")
     assert bad.status == "error"
     assert bad.errors == ("cc: fatal error: no input files",)
@@ -173,6 +173,39 @@ def test_shell_without_an_exit_code_judges_by_error_lines() -> None:
     flagged = run("shell", {"command": "false"}, "", is_error=True)
     assert flagged.status == "error"
     assert flagged.errors == ()
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Makefile\nerror.c\nerror.h",
+        '{\n  "devDependencies": {\n    "assertion-error": "^2.0.1"\n  }\n}',
+        "INFO sync done error_count=0\nDEBUG error handler registered",
+        "src/errors.py:12: class ParseError(Exception):",
+    ],
+)
+def test_shell_output_that_only_mentions_errors_succeeded(output: str) -> None:
+    # These used to count as failures: no exit code, and a line with "error" in it.
+    facts = run("bash", {"command": "cat x"}, output)
+    assert facts.status == "success"
+    assert facts.errors == ()
+
+
+def test_a_zero_exit_code_does_not_hide_failing_tests() -> None:
+    output = "FAILED tests/a.py::test_b - assert 1 == 2\n1 failed in 0.1s\nExit code: 0"
+    facts = run("bash", {"command": "pytest -q | tail -2"}, output)
+    assert facts.status == "error"
+    assert facts.errors == ("FAILED tests/a.py::test_b - assert 1 == 2",)
+    assert "Exit: 0" in facts.key_point
+
+
+def test_a_failing_exit_code_without_evidence_shows_the_last_line() -> None:
+    output = (
+        "On branch main\nnothing to commit, working tree clean\n[Command finished with exit code 1]"
+    )
+    facts = run("execute_bash", {"command": "git commit -am x"}, output)
+    assert facts.status == "error"
+    assert facts.errors == ("nothing to commit, working tree clean",)
 
 
 def test_shell_commands_given_as_a_list_or_raw_text() -> None:
@@ -201,6 +234,11 @@ def test_searching_for_error_text_is_not_an_error() -> None:
     assert "Matches: 2" in facts.key_point
     failed = run("grep", {"pattern": "x"}, "grep: src: No such file or directory")
     assert failed.status == "error"
+    # A directory it could not read opens the output, but the files it found mean it worked.
+    partly = run("find", {"name": "*.log"}, "find: './root': Permission denied\n./app.log\n./x.log")
+    assert partly.status == "success"
+    assert partly.errors == ()
+    assert "Matches: 2" in partly.key_point
 
 
 def test_glob_and_find_output_are_file_lists() -> None:
@@ -235,6 +273,8 @@ def test_web_fetch_reports_status_and_title() -> None:
     assert facts.urls == ("https://docs.python.org/3/library/asyncio.html",)
     markdown = run("fetch", {"url": "https://x.dev"}, "# Getting started\nInstall it.")
     assert "Title: Getting started" in markdown.key_point
+    about_errors = run("fetch", {"url": "https://x.dev/e"}, "# Error handling\nTraceback: see")
+    assert about_errors.status == "success"
 
 
 def test_web_fetch_errors() -> None:
@@ -280,6 +320,10 @@ def test_generic_extractor_shows_arguments_and_the_first_result_line() -> None:
     error = run("update_reservation", {"id": "X"}, "Error: reservation not found")
     assert error.status == "error"
     assert error.errors == ("Error: reservation not found",)
+    null_error = run("get_order", {"id": 7}, '{"error": null, "order": {"id": 7}}')
+    assert null_error.status == "success"
+    flagged = run("get_order", {"id": 7}, "quota exhausted\nretry later", is_error=True)
+    assert flagged.errors == ("quota exhausted",)
 
 
 def test_generic_extractor_on_garbage() -> None:

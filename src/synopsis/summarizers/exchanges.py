@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from synopsis.messages import thaw
-from synopsis.summarizers.scanning import first_error_line, looks_failed
+from synopsis.summarizers.scanning import first_error_line, looks_failed, output_line
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -108,14 +108,17 @@ def parse_arguments(arguments: str | Mapping[str, Any]) -> tuple[Mapping[str, An
     return (parsed if isinstance(parsed, dict) else {}), arguments
 
 
-def error_lines(text: str) -> tuple[str, ...]:
-    """The line that says what went wrong: the first error-like line, else the first line."""
-    line = first_error_line(text) or next((x for x in text.splitlines() if x.strip()), "")
-    return (line.strip()[:ERROR_CHARS],) if line.strip() else ()
+def error_lines(text: str, *, last: bool = False) -> tuple[str, ...]:
+    """The line that says what went wrong: the line that shows the failure, else the first line
+    the tool printed (its message), or with ``last`` its last one (a command that fails with
+    only an exit code tends to say why just before it exits)."""
+    line = first_error_line(text) or output_line(text, last=last) or ""
+    return (line[:ERROR_CHARS],) if line else ()
 
 
 def failure(ex: ToolExchange, text: str) -> tuple[Status, tuple[str, ...]]:
-    """Status and error lines for tools whose output opens with the failure, if any."""
+    """Status and error lines for tools whose output opens with the failure, if any: for these
+    tools (reads, searches, fetches) the rest of the output is content, whatever it says."""
     if ex.result is None:
         return "pending", ()
     if ex.is_error or looks_failed(text):

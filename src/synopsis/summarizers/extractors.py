@@ -147,10 +147,10 @@ def shell_extractor(ex: ToolExchange) -> ToolFacts:
     command = ex.arg("command", "cmd", "script", "commands") or ex.raw_arguments.strip() or "?"
     text = ex.result or ""
     code = exit_code(text)
-    error_line = first_error_line(text)
-    failed = ex.is_error or (code is not None and code != 0) or (code is None and bool(error_line))
+    # A zero exit code does not clear the output: ``pytest | tail`` exits 0 with tests failing.
+    failed = ex.is_error or bool(code) or first_error_line(text) is not None
     status: Status = "pending" if ex.result is None else ("error" if failed else "success")
-    errors = error_lines(text) if status == "error" else ()
+    errors = error_lines(text, last=True) if status == "error" else ()
     facts = [f"Command: {cut(command, 60)}"]
     if code is not None:
         facts.append(f"Exit: {code}")

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = [
     "TextEntities",
@@ -17,6 +21,8 @@ __all__ = [
     "file_type",
     "first_error_line",
     "looks_failed",
+    "looks_like_observation",
+    "output_line",
     "same_head",
     "scan_text",
 ]
@@ -56,21 +62,71 @@ _FIGURE = re.compile(
     r"|(?<![\w.:/-])\d{3,}(?:\.\d+)?(?![\w.:/-])"
 )
 
-_ERROR_WORDS = re.compile(
-    r"\b(?:error|errors|exception|traceback|failed|failure|fatal|panic|denied|cannot|"
-    r"could not|unable to|not found|no such file|segmentation fault|undefined reference)\b"
-    r"|\w+(?:Error|Exception):|\bERR!",
-    re.IGNORECASE,
+# Failure is judged on evidence, never on a word: outputs are full of "error" that reports
+# nothing (``error.c``, ``"assertion-error": "^2.0.1"``, ``error_count=0``, a grep hit for
+# ``ParseError``). Each form below is something a tool prints only when something failed.
+_EVIDENCE = re.compile(
+    r"^(?:"
+    # uncaught exceptions and crashes
+    r"Traceback \(most recent call last\):"
+    r"|Exception in thread \"[^\"\n]*\" \S"
+    r"|panic: |thread '[^'\n]*' panicked at "
+    r"|.*\bSegmentation fault\b(?: \(core dumped\))?[ \t]*$"
+    # failing tests: pytest's detail and summary lines, unittest, jest/vitest, go, cargo, mocha
+    r"|E {3,}\S"
+    r"|FAILED(?:[ \t:(]|$)|(?:--- )?FAIL(?:[ \t:]|$)|FAILURE: |BUILD FAILED\b|BUILD FAILURE\b"
+    r"|\S+::\S+ FAILED\b|.* \.\.\. FAILED[ \t]*$|ERROR \S+\.py\b|test result: FAILED\b"
+    r"|[ \t]*(?:=+ |(?:Tests?|Test Suites|Test Files|Suites)[ \t]*:?[ \t]+)?"
+    r"(?:\d+ [\w-]+(?:, |; | \| ))*[1-9]\d* (?:failed|failing|failures?|errors?)(?!\.?[\w-])"
+    r"|Found [1-9]\d* errors?(?!\.?[\w-])(?! \(\d+ fixed, 0 remaining\))"
+    r"|\u2716 [1-9]\d* problems? \([1-9]\d* errors?"
+    # compiler and tool diagnostics in their conventional forms
+    r"|\S+?(?::\d+){1,2}:? (?:- )?(?:fatal )?error(?::| [A-Z]+\d+:)"
+    r"|\S+\(\d+(?:,\d+)?\): (?:fatal )?error(?::| [A-Z]+\d+:)"
+    r"|error(?:\[E\d+\]| TS\d+):"
+    r"|[\w.+-]+: (?:fatal )?error: "
+    r"|npm ERR! |npm error "
+    r"|fatal: "
+    r"|\S*make(?:\[\d+\])?: \*\*\* "
+    r"|CMake Error\b"
+    r"|E: [A-Z]"
+    r"|(?:/(?:usr/)?bin/)?(?:ba|da|k|z)?sh: .*(?:command not found|not found|No such file or "
+    r"directory|Permission denied|can't cd to|cannot execute|syntax error)"
+    r")"
 )
-# "0 errors", "no failures": a summary line that reports success.
-_NOT_AN_ERROR = re.compile(r"\b(?:0|no|zero)\s+(?:errors?|failed|failures?)\b", re.IGNORECASE)
-# How a tool says it failed, judged on its first line only: a file whose first line mentions
-# ``Exception`` is still a successful read.
-_FAILED_HEAD = re.compile(
-    r"^\W*(?:error|fatal|failed|failure|exception|traceback)\b"
-    r"|^\W*\w*(?:Error|Exception)\b"
-    r"|\b(?:no such file|does not exist|not found|permission denied|is a directory|"
-    r"failed:|error:|tool_use_error)",
+# How a tool says that it failed, in its own first (or last) line: ``Error: ...``,
+# ``cat: x: No such file or directory``, ``FileNotFoundError: ...``. Further in, the same words
+# are more likely the content the tool returned.
+_TOOL_MESSAGE = re.compile(
+    r"^(?:[^\w\s#]{1,3} ?)?(?i:error|fatal|failure|failed|exception)(?::|!| +- )(?!\s*0+\s*$)"
+    r"|^(?i:error|fatal|failure|failed)[.!]?$"
+    r"|^(?i:error|failed) (?i:executing|calling|running|invoking|to)\b"
+    r"|<tool_use_error>|^Traceback \(most recent call last\):"
+    r"|^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): "
+    r"|^[\w./\[\]-]+: (?:.*: )?(?:No such file or directory|Permission denied|command not found|"
+    r"cannot access|can't open file|Is a directory|Not a directory|not found)\b"
+    r"|^(?i:the )?(?i:file|path|directory) \S+ (?:does not exist|not found)"
+    r"|^(?:No such file or directory|Permission denied)\b"
+    r"|^[\w.-]+ failed: "
+    r"|^curl: \(\d+\) "
+)
+_MESSAGE_CHARS = 1000
+# The line a Python traceback ends with: the exception, unindented.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::|$)")
+_NODE_TRAILER = re.compile(r"^Node\.js v\d+")
+_NODE_ERROR = re.compile(r"^\w*Error(?: \[\w+\])?: \S.*", re.MULTILINE)
+# Lines agent harnesses wrap around a command's own output: exit codes, Codex's chunk headers,
+# SWE-agent's and OpenHands' status lines, a bare prompt.
+_WRAPPER = re.compile(
+    r"^\s*(?:"
+    r"\[?(?:Command finished|The command completed|Process exited|Process running|"
+    r"Command exited)\b.*"
+    r"|(?:exit[ _]code|exit status|return ?code)\b\s*[:=]?\s*-?\d+\.?\]?"
+    r"|(?:Chunk ID|Wall time|Original token count):.*|Output:"
+    r"|\((?:Open file|Current directory):.*\)"
+    r"|\[(?:Current working directory|Python interpreter):.*\]"
+    r"|(?:ba|da|k|z)?sh-[\d.]*[$#]|[\w.-]+@[\w.-]+:\S*[$#]"
+    r")\s*$",
     re.IGNORECASE,
 )
 _EXIT = re.compile(
@@ -141,7 +197,7 @@ def same_head(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
-def dedupe(items: list[str] | tuple[str, ...]) -> list[str]:
+def dedupe(items: Iterable[str]) -> list[str]:
     """First occurrence of each item, in order."""
     return list(dict.fromkeys(items))
 
@@ -170,27 +226,71 @@ def scan_text(text: str) -> TextEntities:
     )
 
 
+def _own_lines(lines: list[str]) -> list[int]:
+    """Indexes of the non-blank lines the tool itself printed (not its harness's wrapper)."""
+    return [i for i, line in enumerate(lines) if line.strip() and not _WRAPPER.match(line)]
+
+
+def _is_message(line: str) -> bool:
+    # A message opens its line; the rest of a minified line can be megabytes.
+    return not _GUTTER.match(line) and bool(_TOOL_MESSAGE.search(line[:_MESSAGE_CHARS]))
+
+
+def _shown(lines: list[str], i: int) -> str:
+    """Line ``i`` as an error line: a traceback by the exception it ends with, a bare heading
+    (``ERROR:``) with the line after it, since it says nothing alone."""
+    found = lines[i].strip()
+    if found.startswith("Traceback"):
+        end = next((x for x in lines[i + 1 :] if x.strip() and not x[0].isspace()), "")
+        return end.strip() if _RAISED.match(end) else found
+    if found.endswith(":") and len(found) < 24:
+        following = next((x.strip() for x in lines[i + 1 :] if x.strip()), "")
+        found = f"{found} {following}".strip()
+    return found
+
+
 def first_error_line(text: str) -> str | None:
-    """The first line that reads like an error, verbatim (stripped of surrounding blanks).
-    A bare heading such as ``ERROR:`` says nothing alone, so the next line joins it."""
+    """The first line that shows the tool or command failed, verbatim (stripped), or ``None``.
+
+    Evidence is a failure message as the tool's own first line, a traceback, a crash, a
+    failing test count or line, a compiler or tool diagnostic in its conventional form, or an
+    exception or failure message as the last line. Words alone are not: a listing with
+    ``error.c`` or a log with ``error_count=0`` shows nothing failed. Numbered lines are file
+    content, whatever they say."""
     lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if _ERROR_WORDS.search(line) and not _NOT_AN_ERROR.search(line):
-            found = line.strip()
-            if found.endswith(":") and len(found) < 24:
-                following = next((x.strip() for x in lines[i + 1 :] if x.strip()), "")
-                found = f"{found} {following}".strip()
-            return found
+    own = _own_lines(lines)
+    if not own:
+        return None
+    if _is_message(lines[own[0]]):
+        return _shown(lines, own[0])
+    for i in own:
+        if _EVIDENCE.match(lines[i]) and not _GUTTER.match(lines[i]):
+            return _shown(lines, i)
+    last = lines[own[-1]]
+    if _is_message(last):
+        return last.strip()
+    if _NODE_TRAILER.match(last):
+        # Node prints the uncaught error, its stack, then its own version last.
+        thrown = _NODE_ERROR.search(text)
+        return thrown.group(0).strip() if thrown else None
     return None
 
 
+def output_line(text: str, *, last: bool = False) -> str | None:
+    """The first (or last) line the tool itself printed, past its harness's header, exit-code
+    and prompt lines."""
+    lines = text.splitlines()
+    own = _own_lines(lines)
+    return lines[own[-1 if last else 0]].strip() if own else None
+
+
 def looks_failed(text: str) -> bool:
-    """Whether a tool's output opens with a failure message. A numbered line is file content
-    (a log being read), whatever it says."""
-    for line in text.splitlines():
-        if line.strip():
-            return not _GUTTER.match(line) and bool(_FAILED_HEAD.search(line))
-    return False
+    """Whether a tool's output opens with a failure message of its own. Only the first line
+    counts: further in, "error" is more likely what the tool returned (a file that mentions
+    exceptions, a page about error handling)."""
+    lines = text.splitlines()
+    own = _own_lines(lines)
+    return bool(own) and _is_message(lines[own[0]])
 
 
 def exit_code(text: str) -> int | None:
@@ -221,3 +321,51 @@ def defined_symbols(kind: str, content: str) -> list[str]:
     if kind in ("javascript", "typescript"):
         return dedupe(_JS_EXPORT.findall(code))
     return []
+
+
+# Harnesses without a tool role (SWE-agent's text mode, OpenHands without function calling)
+# send a command's output as a user turn. These are the ways such a turn opens...
+_OBSERVATION_HEAD = re.compile(
+    r"(?:OBSERVATION:|EXECUTION RESULT of \[|\[File: \S.* \(\d+ lines total\)\]"
+    r"|Found \d+ matches for \".*\" in |No matches found for \".*\" in "
+    r"|Your proposed edit has introduced new syntax error"
+    r"|Your command ran successfully and did not produce any output"
+    r"|Here's the result of running `cat -n`"
+    r"|\s*% Total\s+% Received % Xferd\s+Average Speed)"
+)
+# ...lines only a harness writes...
+_HARNESS_LINE = re.compile(
+    r"^\[(?:Command finished with exit code -?\d+|Python interpreter: .*|"
+    r"Current working directory: .*)\]\s*$",
+    re.MULTILINE,
+)
+# ...and the bare prompt SWE-agent ends each one with.
+_PROMPT = re.compile(r"(?:(?:ba|da|k|z)?sh-[\d.]*[$#]|[\w.-]+@[\w.-]+:\S*[$#])")
+# The task statement a harness opens with ends with the same prompt, but it is the request.
+_TASK = re.compile(
+    r"<(?:issue_description|pr_description|uploaded_files|issue)>"
+    r"|^(?:ISSUE:|We're currently solving the following issue|Here is a demonstration|"
+    r"--- DEMONSTRATION ---)",
+    re.MULTILINE,
+)
+_NUMBERED = re.compile(r"^\s*\d+(→|\t|:)(.*)$")
+
+
+def looks_like_observation(text: str) -> bool:
+    """Whether a user turn is a tool's output an agent harness sent in the user's place,
+    rather than words a person typed. Conservative: a person's message that pastes an error,
+    a path or a command is still theirs, so only forms a person does not type count."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or _TASK.search(text):
+        return False
+    if _OBSERVATION_HEAD.match(lines[0]) or _HARNESS_LINE.search(text):
+        return True
+    if _PROMPT.fullmatch(lines[-1].strip()):
+        return True
+    numbered = [m for m in map(_NUMBERED.match, lines) if m]
+    if len(numbered) < 3 or 2 * len(numbered) <= len(lines):
+        return False
+    # "12:" also starts a person's numbered list; a file has blank or indented lines too.
+    return any(
+        m.group(1) != ":" or not m.group(2) or m.group(2).startswith(("  ", "\t")) for m in numbered
+    )
