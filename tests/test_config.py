@@ -43,6 +43,7 @@ SAMPLES: dict[str, tuple[Any, str]] = {
     "trigger": ("tokens:150000|messages:300", "tokens:150000|messages:300"),
     "enabled": (False, "false"),
     "reset_ratio": (0.6, "0.6"),
+    "target_ratio": (0.4, "0.4"),
     "min_messages": (20, "20"),
     "cooldown_messages": (8, "8"),
     "emergency_ratio": (0.95, "0.95"),
@@ -71,6 +72,8 @@ SAMPLES: dict[str, tuple[Any, str]] = {
     "summarizer_models": (("m1", "m2"), "m1, m2"),
     "base_url": ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
     "api_key_env": ("MY_KEY", "MY_KEY"),
+    "summary_ratio": (0.5, "0.5"),
+    "min_summary_tokens": (512, "512"),
     "max_summary_tokens": (1_000, "1000"),
     "rules_max_summary_tokens": (300, "300"),
     "max_input_tokens": (8_000, "8000"),
@@ -98,6 +101,7 @@ BAD: dict[str, tuple[Any, str | None, str]] = {
     "trigger": (1.5, "1.5", "trigger must be a fraction in (0, 1], got 1.5"),
     "enabled": ("maybe", "maybe", "enabled must be true or false"),
     "reset_ratio": (1.0, "1", "reset_ratio must be below 1"),
+    "target_ratio": (1.0, "1", "target_ratio must be below 1"),
     "min_messages": (-1, "twelve", "min_messages must be"),
     "cooldown_messages": (-1, "-1", "cooldown_messages must be at least 0"),
     "emergency_ratio": (11, "0", "emergency_ratio must be"),
@@ -107,7 +111,7 @@ BAD: dict[str, tuple[Any, str | None, str]] = {
     "breaker_failures": (0, "0", "breaker_failures must be at least 1"),
     "min_savings": (1.5, "1.5", "min_savings must be at most 1"),
     "refresh_after_messages": (0, "0", "refresh_after_messages must be at least 1"),
-    "keep": (-3, "-3", "keep must be a whole number of messages >= 0"),
+    "keep": (-3, "-3", "keep must be 'auto', a whole number of messages >= 0"),
     "protect_system": ("sometimes", "sometimes", "protect_system must be true or false"),
     "protect_first_user": (3, "3", "protect_first_user must be true or false"),
     "pinned": (["a", 3], None, "pinned[1] must be text, got 3"),
@@ -126,6 +130,8 @@ BAD: dict[str, tuple[Any, str | None, str]] = {
     "summarizer_models": ([" "], None, "summarizer_models must not hold an empty name"),
     "base_url": ("ftp://x", "ftp://x", "base_url must start with http:// or https://"),
     "api_key_env": ("sk-abc123", "sk-abc123", "api_key_env must be the name of"),
+    "summary_ratio": (0, "0", "summary_ratio must be above 0"),
+    "min_summary_tokens": (10, "10", "min_summary_tokens must be at least 64"),
     "max_summary_tokens": (0, "0", "max_summary_tokens must be at least 1"),
     "rules_max_summary_tokens": (0, "0", "rules_max_summary_tokens must be at least 1"),
     "max_input_tokens": (0, "0", "max_input_tokens must be at least 1"),
@@ -190,7 +196,12 @@ def test_defaults_are_the_planning_cores_own() -> None:
     s = Settings()
     assert s.governor() == GovernorConfig()
     assert s.trigger_policy() == GovernorConfig().default_trigger()
-    assert s.keep_policy() == Keep.messages(6)
+    assert s.keep_policy() == Keep.auto()
+    # A compaction lands at half the window; the summary takes 30% of the room, from 256
+    # tokens up to the summarizer's ceiling (no longer a fixed 500 or 2,000 for any window).
+    assert (s.target_ratio, s.summary_ratio, s.min_summary_tokens) == (0.5, 0.3, 256)
+    assert (s.rules_max_summary_tokens, s.max_summary_tokens) == (8000, 4000)
+    assert s.target_ratio < s.reset_ratio
     assert s.protect() == Protect()
     assert s.reductions() == Reductions()
     for f in dataclasses.fields(GovernorConfig):
@@ -543,6 +554,8 @@ def test_triggers_are_stored_in_one_form() -> None:
         (" Tokens : 8_000 ", Keep.tokens(8_000)),
         ("fraction:0.3", Keep.fraction(0.3)),
         ("fraction:0", Keep.fraction(0.0)),
+        ("auto", Keep.auto()),
+        (" AUTO ", Keep.auto()),
     ],
 )
 def test_keep_texts(value: object, keep: Keep) -> None:
@@ -551,7 +564,20 @@ def test_keep_texts(value: object, keep: Keep) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [-3, "-3", "fraction:1", "fraction:x", "tokens:-1", "6.5", 6.5, True, "hours:3", None]
+    "value",
+    [
+        -3,
+        "-3",
+        "fraction:1",
+        "fraction:x",
+        "tokens:-1",
+        "6.5",
+        6.5,
+        True,
+        "hours:3",
+        None,
+        "auto:3",
+    ],
 )
 def test_bad_keeps(value: object) -> None:
     with pytest.raises(ValueError, match=r"^keep must be "):
@@ -620,7 +646,10 @@ def test_reference_lists_every_option_with_its_seed() -> None:
     rows = {name: (kind, default, text) for name, kind, default, text in Settings.reference()}
     assert list(rows) == list(Settings.model_fields)
     assert rows["trigger"][:2] == ("float | str", "0.8")
-    assert rows["keep"][:2] == ("int | str", '"messages:6"')
+    assert rows["keep"][:2] == ("int | str", '"auto"')
+    assert rows["target_ratio"][:2] == ("float", "0.5")
+    assert rows["summary_ratio"][:2] == ("float", "0.3")
+    assert rows["min_summary_tokens"][:2] == ("int", "256")
     assert rows["pinned"][:2] == ("list[str]", "[]")
     assert rows["model"][:2] == ("str | None", "unset")
     assert rows["enabled"][:2] == ("bool", "true")
@@ -653,6 +682,7 @@ FIELDS = {
     "trigger": share | trigger_text.map(lambda t: "|".join("&".join(a) for a in t)),
     "enabled": st.booleans(),
     "reset_ratio": st.floats(0.01, 0.99),
+    "target_ratio": st.floats(0.01, 0.99),
     "min_messages": whole,
     "cooldown_messages": whole,
     "emergency_ratio": st.floats(0.01, 10.0),
@@ -663,7 +693,7 @@ FIELDS = {
     "min_savings": share,
     "refresh_after_messages": st.none() | st.integers(1, 1000),
     "keep": whole
-    | st.sampled_from(["messages:3", "tokens:4000"])
+    | st.sampled_from(["auto", "messages:3", "tokens:4000"])
     | st.floats(0.0, 0.99).map(lambda f: f"fraction:{f!r}"),
     "protect_system": st.booleans(),
     "protect_first_user": st.booleans(),
@@ -683,6 +713,8 @@ FIELDS = {
     "summarizer_models": names,
     "base_url": st.none() | st.sampled_from(["http://localhost:1/v1", "https://x.example"]),
     "api_key_env": st.none() | st.from_regex(r"[A-Z_][A-Z0-9_]{0,12}", fullmatch=True),
+    "summary_ratio": st.floats(0.01, 1.0),
+    "min_summary_tokens": st.integers(64, 10**5),
     "max_summary_tokens": st.integers(1, 10**5),
     "rules_max_summary_tokens": st.integers(1, 10**5),
     "max_input_tokens": st.none() | st.integers(1, 10**6),

@@ -190,7 +190,8 @@ def test_without_a_store_nothing_is_offloaded() -> None:
     )
     assert report.compactions
     for turn in report.compactions:
-        assert turn.offloaded == turn.positions == ()
+        assert turn.offloaded == ()
+        assert turn.positions == ()
         assert turn.recallable == 0
         assert turn.messages_summarized > 0
         assert all(m.stored is None for m in turn.summarized)

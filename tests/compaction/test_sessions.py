@@ -58,9 +58,11 @@ def test_a_resent_uncompacted_history_reuses_the_summary_it_already_has(tmp_path
     state = store.session("s")
     assert state is not None
     assert state.offset == offloaded
-    # Sent again with more, only the new part is summarized, onto the same chain.
+    # Sent again with more, only the new part is summarized, onto the same chain. The new
+    # part outgrows the automatic tail, so the cut falls after the summarized prefix (with a
+    # smaller one, the turn-start search backs the cut onto that prefix: nothing to add).
     grown = [*items, {"role": "user", "content": "And now the changelog."}]
-    for _ in range(3):
+    for _ in range(10):
         grown += [
             {"role": "assistant", "content": "Writing it. " * 300},
             {"role": "user", "content": "Go on."},

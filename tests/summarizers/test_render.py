@@ -64,15 +64,43 @@ def test_the_governor_recognises_the_summary_message() -> None:
 
 def test_sections_are_numbered_as_in_the_nine_section_format() -> None:
     text = render(record())
-    headings = re.findall(r"^(\d)\. (.+):$", text, re.MULTILINE)
-    # Empty sections are skipped but keep their numbers: 1, 4, 6, 9 here.
+    headings = re.findall(r"^(\d+)\. (.+):$", text, re.MULTILINE)
+    # Seed 002's nine sections with the constraints second: ten. Empty sections are skipped
+    # but keep their numbers: 1, 5, 7, 10 here.
     assert headings == [
         ("1", "Primary Request and Intent"),
-        ("4", "Errors and Fixes"),
-        ("6", "All User Messages"),
-        ("9", "Optional Next Step"),
+        ("5", "Errors and Fixes"),
+        ("7", "All User Messages"),
+        ("10", "Optional Next Step"),
     ]
     assert "   - Fix the crash in a.py\n     It happens on start." in text
+    assert [title for _, title in SECTION_TITLES][:2] == [
+        "Primary Request and Intent",
+        "Constraints and Corrections",
+    ]
+    assert len(SECTION_TITLES) == 10
+
+
+def test_constraints_come_second_and_are_not_repeated_as_requests() -> None:
+    rule = "Never push to main."
+    sections = Sections(
+        primary_request=("Fix the crash in a.py",),
+        constraints=(rule,),
+        user_messages=("Fix the crash in a.py", rule, f"{rule} And add a test."),
+    )
+    text = render(record(sections=sections))
+    headings = re.findall(r"^(\d+)\. (.+):$", text, re.MULTILINE)
+    assert headings[:2] == [
+        ("1", "Primary Request and Intent"),
+        ("2", "Constraints and Corrections"),
+    ]
+    # A request that was nothing but the rule is quoted once; one that says more stays.
+    assert f"   - {rule}\n" in text
+    assert text.count(rule) == 2
+    assert f"   - {rule} And add a test." in text
+    snapshot = render(record(sections=sections), style="snapshot")
+    assert f"<constraints>\n- {rule}\n</constraints>" in snapshot
+    assert snapshot.count(rule) == 2
 
 
 def test_every_section_renders_when_filled() -> None:

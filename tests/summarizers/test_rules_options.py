@@ -62,10 +62,12 @@ def test_cutting_drops_old_tool_key_points_before_user_messages_and_errors() -> 
     assert "[Cut to fit its token budget" in render(cut)
     assert rendered_tokens(cut) <= budget
     assert not any(p.startswith("[✓") for p in cut.key_points)
-    # Every user message survives; the first only as the request, which quotes it whole.
-    assert cut.sections.user_messages == whole.sections.user_messages[1:]
+    # Every request survives, the first included (requests are the last thing cut), and so
+    # do the failures and the files, which go before the requests but after the tool log.
+    assert cut.sections.user_messages == whole.sections.user_messages
     assert whole.sections.user_messages[0] == whole.sections.primary_request[0]
     assert cut.sections.errors_and_fixes == whole.sections.errors_and_fixes
+    assert cut.sections.files_and_code == whole.sections.files_and_code
     assert cut.sections.primary_request == whole.sections.primary_request
     assert cut.sections.problem_solving == ()
 

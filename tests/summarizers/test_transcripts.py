@@ -12,6 +12,8 @@ import pytest
 from synopsis.messages import ToolCallPart
 from synopsis.planning.units import SUMMARY_TAG, is_real_user, is_summary
 from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, render, summary_message
+from synopsis.summarizers.files import parse_file_line
+from synopsis.summarizers.scanning import looks_like_observation
 from tests.summarizers.helpers import TRANSCRIPTS, load, rendered_tokens
 
 if TYPE_CHECKING:
@@ -43,13 +45,24 @@ def file_paths(messages: Sequence[Message]) -> set[str]:
 
 
 def requests(messages: Sequence[Message]) -> list[str]:
-    return [m.text for m in messages if is_real_user(m) and not is_summary(m) and m.text.strip()]
+    """What people wrote: a harness's tool output sent as a user turn is no request."""
+    return [
+        m.text
+        for m in messages
+        if is_real_user(m)
+        and not is_summary(m)
+        and m.text.strip()
+        and not looks_like_observation(m.text)
+    ]
 
 
 def mentions(record: SummaryRecord, path: str) -> bool:
-    return path in record.facets.entities.files or any(
-        line.startswith(f"{path} — ") for line in record.sections.files_and_code
-    )
+    """Whether a file line lists ``path`` (under any action)."""
+    for line in record.sections.files_and_code:
+        parsed = parse_file_line(line)
+        if parsed and any(entry.partition(" [")[0] == path for entry in parsed[1]):
+            return True
+    return False
 
 
 def halves(path: Path) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
@@ -75,6 +88,11 @@ def test_the_first_half_keeps_its_files_and_requests(path: Path) -> None:
     kept = record.sections.user_messages
     for text in requests(first):
         assert any(item.startswith(text[:chars]) for item in kept), text[:80]
+    # A tool's output in a user turn is summarized as the tool result it is, not quoted.
+    observations = [m.text for m in first if is_real_user(m) and looks_like_observation(m.text)]
+    for text in observations:
+        assert not any(item.startswith(text[:chars]) for item in kept), text[:80]
+    assert len(kept) == len(requests(first))
     if requests(first):
         assert requests(first)[0].startswith(record.sections.primary_request[0].split("… [cut")[0])
     assert len(record.covers) == len(first)

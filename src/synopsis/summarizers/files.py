@@ -8,9 +8,12 @@ its strongest action only: a file that was read and then edited is an edited fil
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from synopsis.summarizers.scanning import dedupe
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 __all__ = ["ACTIONS", "file_lines", "fold_line", "merge_file_lines", "parse_file_line"]
 
@@ -113,7 +116,8 @@ def merge_file_lines(previous: Iterable[str], new: Mapping[str, list[str]]) -> l
 
 
 def fold_line(line: str) -> str:
-    """``line`` with its notes dropped and paths under a shared directory written once."""
+    """``line`` with its notes dropped and paths under a shared directory written once; the
+    line itself when that would not make it shorter (a fold is a cut: it must save)."""
     parsed = parse_file_line(line)
     if parsed is None:
         return line
@@ -124,9 +128,10 @@ def fold_line(line: str) -> str:
         groups.setdefault(directory + slash, []).append(name)
     parts = []
     for directory, names in groups.items():
-        names = dedupe(names)
-        if len(names) == 1:
-            parts.append(directory + names[0])
+        unique = dedupe(names)
+        if len(unique) == 1:
+            parts.append(directory + unique[0])
         else:
-            parts.append(f"{directory}{{{', '.join(names)}}}")
-    return f"{action}: {', '.join(parts)}{_FOLD_NOTE}"
+            parts.append(f"{directory}{{{', '.join(unique)}}}")
+    folded = f"{action}: {', '.join(parts)}{_FOLD_NOTE}"
+    return folded if len(folded) < len(line) else line

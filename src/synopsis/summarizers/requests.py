@@ -128,6 +128,16 @@ def _subject(sentence: str) -> frozenset[str]:
     )
 
 
+def _keys(sentence: str) -> frozenset[str]:
+    keys = set()
+    for value in _VALUE.finditer(sentence):
+        words = [w.lower() for w in _WORD.findall(sentence[: value.start()])]
+        words = [w for w in words if w not in _STOP and len(w) > 2]
+        if words:
+            keys.add(words[-1])
+    return frozenset(keys)
+
+
 def _values(sentence: str) -> frozenset[str]:
     return frozenset(v.strip("`\"'").lower() for v in _VALUE.findall(sentence))
 
@@ -137,29 +147,40 @@ class Constraint:
     text: str
     subject: frozenset[str]
     values: frozenset[str]
+    keys: frozenset[str] = frozenset()
+    """The word each value is given to: ``port`` in "use port 8080", ``cap`` in "budget cap
+    is $500"."""
 
     @classmethod
     def of(cls, text: str) -> Constraint:
-        return cls(text, _subject(text), _values(text))
+        return cls(text, _subject(text), _values(text), _keys(text))
 
     def supersedes(self, earlier: Constraint) -> bool:
         """Whether this later sentence replaces ``earlier``: mostly the same subject, and
-        either a different value or words that say it corrects something."""
+        either a different value, or words that say it corrects something and at least half
+        of the words of the longer of the two in common."""
         if not self.subject or not earlier.subject or self.text == earlier.text:
             return False
         shared = len(self.subject & earlier.subject)
         overlap = shared / min(len(self.subject), len(earlier.subject))
         if overlap < _SAME_SUBJECT:
             return False
-        different = bool(self.values) and bool(earlier.values) and self.values != earlier.values
-        return different or bool(_CORRECTION.search(self.text))
+        if self.values and earlier.values and self.values != earlier.values:
+            return True
+        # A word alone ("instead", "now") corrects only a rule mostly about the same things:
+        # "Instead, use the goto command." does not replace "Always wait after every command."
+        broad = shared / max(len(self.subject), len(earlier.subject))
+        return broad >= _SAME_SUBJECT and bool(_CORRECTION.search(self.text))
 
     def revalues(self, earlier: Constraint) -> bool:
-        """Whether this sentence gives ``earlier``'s subject another value: other values, and
-        at least half of the words of the longer of the two in common (stricter than
-        :meth:`supersedes`, since ``earlier`` need not be a rule at all)."""
+        """Whether this sentence gives what ``earlier`` set another value: other values, and
+        a value given to the same word ("port 8080", "port 9090") or at least half of the
+        words of the longer of the two in common (stricter than :meth:`supersedes`, since
+        ``earlier`` need not be a rule at all)."""
         if not self.values or not earlier.values or self.values == earlier.values:
             return False
+        if self.keys & earlier.keys:
+            return True
         shared = len(self.subject & earlier.subject)
         return shared / max(len(self.subject), len(earlier.subject), 1) >= _SAME_SUBJECT
 
@@ -168,31 +189,30 @@ class Constraint:
 class Requests:
     """The requests and constraints of a conversation, in order, with what was superseded.
 
-    A later constraint supersedes what an earlier request said about the same subject: an
-    earlier constraint, or a sentence that set a value without a rule's words ("Use port
-    8080.", "Budget cap is $500."), when the constraint gives it another value. A sentence
-    that gives an earlier value another one and says it corrects it ("Budget cap is now
-    $750.") is a constraint, though it has no rule's words. Nothing supersedes a sentence of
-    its own request, nor what a later request says again."""
+    A later constraint supersedes an earlier one (:meth:`Constraint.supersedes`), and a
+    sentence of an earlier request that set a value without a rule's words ("Use port
+    8080.", "Budget cap is $500.") when it gives that another value
+    (:meth:`Constraint.revalues`). A sentence that gives an earlier value another one and says
+    it corrects it ("Budget cap is now $750.") is a constraint, though it has no rule's words.
+    A superseded sentence is taken out of the requests that said it, not out of a later
+    request that says it again."""
 
     requests: list[str] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     _upto: dict[str, int] = field(default_factory=dict, init=False, repr=False)
-    """For each superseded sentence, how many of the requests it is taken out of: a later
-    request that says it again still says it."""
-    _said: list[tuple[int, Constraint, bool]] = field(default_factory=list, init=False, repr=False)
-    """The requests' sentences that state a rule or a value: request index, sentence, rule."""
+    """For each superseded sentence, how many of the requests it is taken out of."""
+    _stated: list[tuple[int, Constraint]] = field(default_factory=list, init=False, repr=False)
+    """The requests' sentences that set a value without a rule's words, by request index."""
     _scanned: int = field(default=0, init=False, repr=False)
 
-    def _sentences_said(self) -> list[tuple[int, Constraint, bool]]:
+    def _statements(self) -> list[tuple[int, Constraint]]:
         for index in range(self._scanned, len(self.requests)):
             for sentence in _sentences(_CUT.sub("", self.requests[index])):
-                rule = bool(_MARKER.search(sentence))
-                if rule or _VALUE.search(sentence):
-                    self._said.append((index, Constraint.of(sentence), rule))
+                if _VALUE.search(sentence) and not _MARKER.search(sentence):
+                    self._stated.append((index, Constraint.of(sentence)))
         self._scanned = len(self.requests)
-        return self._said
+        return self._stated
 
     def _supersede(self, text: str, upto: int) -> None:
         if text not in self._upto:
@@ -200,32 +220,33 @@ class Requests:
         self._upto[text] = max(self._upto.get(text, 0), upto)
 
     def add_constraint(self, text: str) -> None:
-        """``text`` as the latest constraint, superseding what earlier requests said that it
-        replaces: earlier than the last request that says it, if one does."""
+        """``text`` as the latest constraint, superseding what it replaces: what requests
+        said before the last request that says it, if one does."""
         said_in = (i for i in range(len(self.requests) - 1, -1, -1) if text in self.requests[i])
         self._add(text, next(said_in, len(self.requests)))
 
     def _add(self, text: str, earlier: int) -> None:
+        """``text`` as a constraint said in request ``earlier``: it supersedes the statements
+        of the requests before that one, and the constraints so far."""
         new = Constraint.of(text)
         if any(c.text == text for c in self.constraints):
             return
         if text in self._upto:  # said again: it holds once more
             self.superseded.remove(text)
             del self._upto[text]
-        upto = min(earlier + 1, len(self.requests))
         kept = []
         for old in self.constraints:
             if new.supersedes(old):
-                self._supersede(old.text, upto)
+                self._supersede(old.text, min(earlier + 1, len(self.requests)))
             else:
                 kept.append(old)
-        said = []
-        for index, old, rule in self._sentences_said():
-            if index < earlier and (new.supersedes(old) if rule else new.revalues(old)):
+        stated = []
+        for index, old in self._statements():
+            if index < earlier and new.revalues(old):
                 self._supersede(old.text, earlier)
             else:
-                said.append((index, old, rule))
-        self._said = said
+                stated.append((index, old))
+        self._stated = stated
         self.constraints = [*kept, new]
 
     def _corrects(self, sentence: str, earlier: int) -> bool:
@@ -233,7 +254,7 @@ class Requests:
         if not _CORRECTION.search(sentence):
             return False
         new = Constraint.of(sentence)
-        olds = [*self.constraints, *(c for i, c, _ in self._sentences_said() if i < earlier)]
+        olds = [*self.constraints, *(c for i, c in self._statements() if i < earlier)]
         return any(new.revalues(old) for old in olds)
 
     def add_request(self, text: str, chars: int) -> None:
@@ -244,6 +265,17 @@ class Requests:
         for sentence in _sentences(text):
             if _MARKER.search(sentence) or self._corrects(sentence, earlier):
                 self._add(bounded(sentence, _SENTENCE_CHARS), earlier)
+
+    def extend(self, later: Requests) -> None:
+        """``later``'s requests and constraints after these, as a re-compaction carries a
+        part after the previous record's: what ``later`` superseded in its own requests
+        stays superseded, and its constraints supersede what came before it."""
+        offset = len(self.requests)
+        self.requests.extend(later.requests)
+        for text in later.superseded:
+            self._supersede(text, offset + later._upto.get(text, len(later.requests)))
+        for constraint in later.constraints:
+            self._add(constraint.text, offset)
 
     def current_requests(self) -> list[str]:
         """The requests with every superseded sentence taken out of those it was said in."""

@@ -1,0 +1,182 @@
+"""Where a compaction lands: near ``target_ratio`` of the window, shared between the protected
+head, a summary whose budget grows with the window, and a verbatim tail (the room's, or the
+caller's own ``keep``), always within the window less the answer's reserve.
+
+Long histories are the OpenHands ponyc session played more than once, each repeat with fresh
+tool-call ids and tool outputs of its own (so that no call pairs across repeats and no result
+is an exact duplicate of an earlier one, which the reductions would fold away)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import synopsis
+from tests.compaction.helpers import TRANSCRIPTS, load_items
+
+PONYC = load_items(next(p for p in TRANSCRIPTS if "ponyc-4588" in p.name))
+MODEL = "gpt-4o"
+
+
+def long_history(copies: int, *, requests: bool = True) -> list[dict[str, Any]]:
+    """The ponyc session, its work (everything after the system prompt and the task) played
+    ``copies`` times. ``requests=False`` leaves out the user turns inside the tool loop (the
+    tool errors OpenHands sends as user messages): a turn start lets the split keep a longer
+    tail than asked for (up to 70% of the trigger's threshold), so without one the tail is
+    the one the keep policy sized."""
+    base = [m for i, m in enumerate(PONYC) if requests or i < 2 or m["role"] != "user"]
+    out = copy.deepcopy(base)
+    for k in range(1, copies):
+        for item in copy.deepcopy(base[2:]):
+            for call in item.get("tool_calls") or []:
+                call["id"] = f"{call['id']}-{k}"
+            if "tool_call_id" in item:
+                item["tool_call_id"] = f"{item['tool_call_id']}-{k}"
+                item["content"] = f"(run {k + 1})\n{item['content']}"
+            out.append(item)
+    return out
+
+
+def summary_index(messages: list[Any]) -> int:
+    (index,) = (
+        i for i, m in enumerate(messages) if str(m.get("content")).startswith("<synopsis-summary")
+    )
+    return index
+
+
+def parts(result: synopsis.CompactionResult) -> tuple[int, int, int]:
+    """Tokens of the head before the summary, of the summary, and of the tail after it."""
+    messages = result.messages
+    i = summary_index(messages)
+    count = synopsis.count_tokens
+    return (
+        count(messages[:i], MODEL),
+        count(messages[i : i + 1], MODEL),
+        count(messages[i + 1 :], MODEL),
+    )
+
+
+def forced(history: list[dict[str, Any]], **options: Any) -> synopsis.CompactionResult:
+    compactor = synopsis.Compactor(model=MODEL, environ={}, **options)
+    result = compactor.compact(history, force=True)
+    assert result.compacted
+    assert result.record is not None
+    assert result.tokens_after <= compactor.setup.window - compactor.setup.reserve
+    assert synopsis.validate(result.messages, "openai") == []
+    return result
+
+
+def play(items: list[dict[str, Any]], window: int) -> list[tuple[synopsis.CompactionResult, int]]:
+    """Each item appended in turn and the result carried on, as ``synopsis.replay`` does:
+    every call's result and the size of the history it was given. Every history sent fits and
+    stays under the trigger."""
+    compactor = synopsis.Compactor(
+        model=MODEL, context_window=window, store="memory", session_id="s", environ={}
+    )
+    limit = compactor.setup.window - compactor.setup.reserve
+    threshold = compactor.setup.trigger.token_threshold(window)
+    assert threshold is not None
+    history: list[Any] = []
+    results = []
+    for item in items:
+        history.append(item)
+        result = compactor.compact(history)
+        assert result.tokens_after <= limit
+        assert result.tokens_after < threshold, (len(history), result.code, result.reason)
+        if result.compacted:
+            assert synopsis.validate(result.messages, "openai") == []
+        results.append((result, len(history)))
+        history = list(result.messages)
+    return results
+
+
+# The ponyc session alone (22k tokens) never reaches the trigger of a 32k window: played twice.
+@pytest.mark.parametrize(("window", "copies"), [(8_000, 1), (32_000, 2)])
+def test_a_live_replay_fits_and_fills_the_window(window: int, copies: int) -> None:
+    results = play(long_history(copies), window)
+    landed = [r.tokens_after / window for r, _ in results if r.compacted]
+    assert landed
+    # It fills: a compaction lands near the target, not at six messages and a short summary.
+    assert any(0.3 <= share <= 0.75 for share in landed), landed
+    assert all(r.record is not None for r, _ in results if r.compacted)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug: at 128k the default settings leave a long agent session over the "
+    "trigger for some 25 calls. The automatic tail (about 0.35 of the window) puts the "
+    "desired cut where the split's turn-start search (a tail up to 70% of the trigger's "
+    "threshold) moves it back to an earlier user turn, keeping some 72k tokens; the savings "
+    "pre-check then counts the summary at its full 8,000-token budget and refuses the plan "
+    "(too-little-savings: frees 26,358, under 30% of 102,400) until the history passes the "
+    "reserve. Before the room (keep messages:6) the same session compacted at the trigger.",
+)
+def test_a_long_session_at_128k_compacts_when_it_reaches_the_trigger() -> None:
+    results = play(long_history(7), 128_000)
+    assert any(r.compacted for r, _ in results)
+
+
+def test_target_ratio_moves_the_landing() -> None:
+    history = long_history(3)
+    window = 32_000
+    low = forced(history, context_window=window, target_ratio=0.3)
+    high = forced(history, context_window=window, target_ratio=0.6)
+    assert low.tokens_after < high.tokens_after
+    assert high.tokens_after - low.tokens_after >= 0.1 * window
+
+
+def test_the_summary_budget_scales_with_the_window() -> None:
+    history = long_history(6)
+    small = forced(history, context_window=8_000)
+    large = forced(history, context_window=128_000)
+    small_text = str(small.messages[summary_index(small.messages)]["content"])
+    large_text = str(large.messages[summary_index(large.messages)]["content"])
+    # A 128k window leaves the summary room a 500-token budget never had.
+    assert len(large_text) > 2 * len(small_text)
+    assert synopsis.count_tokens(large_text, MODEL) > 2_000
+
+
+class Budgets(synopsis.RuleBasedSummarizer):
+    """The rule summarizer at its default ceiling, keeping the budget each call is given."""
+
+    def __init__(self) -> None:
+        super().__init__(max_summary_tokens=8_000, model_for_counting=MODEL)
+        self.budgets: list[int | None] = []
+
+    def summarize(
+        self, messages: Any, *, max_tokens: int | None = None, **options: Any
+    ) -> synopsis.SummaryRecord:
+        self.budgets.append(max_tokens)
+        return super().summarize(messages, max_tokens=max_tokens, **options)
+
+
+def test_an_explicit_keep_sizes_the_tail_and_the_summary_takes_what_the_target_leaves() -> None:
+    history = long_history(2, requests=False)
+    window = 16_000
+    target = 0.5 * window  # target_ratio's default
+    slack = 0.03 * window
+    seen = {}
+    for keep in (2_000, 4_000):
+        summarizer = Budgets()
+        result = forced(
+            history, context_window=window, keep=f"tokens:{keep}", summarizer=summarizer
+        )
+        head, summary, tail = parts(result)
+        (budget,) = summarizer.budgets
+        assert budget is not None
+        seen[keep] = (budget, summary, tail)
+        # The tail is the caller's (not the automatic one, about 4k here) ...
+        assert keep / 2 <= tail <= keep
+        # ... the summary's budget is what the target leaves after the head and that tail ...
+        assert abs(budget - (target - head - tail)) <= slack
+        # ... and the summary keeps within it, so the compaction lands at the target or under.
+        assert summary <= budget + slack
+        assert result.tokens_after <= target + slack
+    (budget_short, summary_short, tail_short) = seen[2_000]
+    (budget_long, summary_long, tail_long) = seen[4_000]
+    assert tail_short < tail_long
+    # What the longer tail takes comes out of the summary's share.
+    assert abs((budget_short - budget_long) - (tail_long - tail_short)) <= slack
+    assert summary_short > summary_long

@@ -1,0 +1,177 @@
+"""How a compaction shares out the window: the target, the summary's share between its floor
+and ceiling, the verbatim tail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from synopsis.errors import ConfigurationError
+from synopsis.planning import Keep
+from synopsis.planning.room import Room, share_room, summary_budget
+
+BASE: dict[str, Any] = {
+    "window": 100_000,
+    "limit": 90_000,
+    "fixed": 10_000,
+    "target_ratio": 0.5,
+    "reset_ratio": 0.6,
+    "summary_ratio": 0.3,
+    "floor": 256,
+    "ceiling": 8_000,
+}
+
+
+def room(**changes: Any) -> Room:
+    return share_room(**{**BASE, **changes})
+
+
+def test_the_room_is_shared_between_summary_and_tail() -> None:
+    # Target: half the window; the fixed part leaves 40k, of which the summary would take
+    # 30% (12k) but its ceiling is 8k; the tail takes the rest.
+    assert room() == Room(target=50_000, fixed=10_000, summary=8_000, tail=32_000)
+    assert room(ceiling=20_000) == Room(50_000, 10_000, 12_000, 28_000)
+
+
+def test_the_target_is_capped_by_the_reset_ratio_and_the_limit() -> None:
+    assert room(reset_ratio=0.4).target == 40_000
+    assert room(target_ratio=0.9, reset_ratio=0.95, limit=70_000).target == 70_000
+    assert room(target_ratio=1.0, reset_ratio=1.0, limit=100_000).target == 100_000
+
+
+def test_a_large_fixed_part_gets_the_share_of_what_it_leaves_on_top() -> None:
+    # A 10k system prompt in a 32k window: half the window would leave the summary 6k;
+    # half of what the fixed part leaves under the limit, on top of it, leaves 9k.
+    big = room(window=32_000, limit=28_000, fixed=10_000)
+    assert big.target == 19_000
+    assert (big.summary, big.tail) == (2_700, 6_300)
+    # Still never above the reset ratio while the fixed part is under it.
+    assert room(window=32_000, limit=28_000, fixed=10_000, reset_ratio=0.55).target == 17_600
+
+
+def test_a_small_room_still_gets_the_floor() -> None:
+    # 0.5% of what is free is under the floor: the summary gets the floor, the tail the rest.
+    small = room(summary_ratio=0.005)
+    assert small.summary == 256
+    assert small.tail == small.target - small.fixed - 256
+
+
+def test_the_ceiling_wins_over_the_floor() -> None:
+    assert room(floor=5_000, ceiling=1_000).summary == 1_000
+    assert summary_budget(10, floor=5_000, ceiling=1_000) == 1_000
+    assert summary_budget(3_000, floor=256, ceiling=8_000) == 3_000
+    assert summary_budget(100, floor=256, ceiling=8_000) == 256
+    assert summary_budget(9_000, floor=256, ceiling=8_000) == 8_000
+
+
+def test_a_fixed_part_beyond_the_limit_leaves_no_tail() -> None:
+    crowded = room(fixed=95_000)
+    assert crowded.target == 90_000
+    assert crowded.tail == 0
+    assert crowded.summary == 256  # the floor, even though nothing is free
+
+
+def test_a_callers_tail_leaves_the_summary_what_remains() -> None:
+    assert room(tail=35_000) == Room(50_000, 10_000, 5_000, 35_000)
+    # Within the same bounds: never above the ceiling, never under the floor.
+    assert room(tail=1_000).summary == 8_000
+    assert room(tail=39_900) == Room(50_000, 10_000, 256, 39_900)
+    assert room(tail=0).summary == 8_000
+
+
+@pytest.mark.parametrize("name", ["target_ratio", "summary_ratio"])
+@pytest.mark.parametrize("value", [0, -0.1, 1.01, 2, float("nan"), True, "0.5", None])
+def test_bad_ratios_are_configuration_errors(name: str, value: Any) -> None:
+    with pytest.raises(ConfigurationError, match=name):
+        room(**{name: value})
+
+
+@pytest.mark.parametrize("name", ["target_ratio", "summary_ratio"])
+def test_a_ratio_of_one_is_allowed(name: str) -> None:
+    assert room(**{name: 1}).target > 0
+
+
+@given(
+    window=st.integers(1, 2_000_000),
+    reserve=st.integers(0, 100_000),
+    fixed=st.integers(0, 1_000_000),
+    target_ratio=st.floats(0.01, 1.0),
+    reset_ratio=st.floats(0.01, 1.0),
+    summary_ratio=st.floats(0.01, 1.0),
+    floor=st.integers(0, 10_000),
+    ceiling=st.integers(1, 20_000),
+)
+def test_the_shares_never_exceed_the_target(
+    window: int,
+    reserve: int,
+    fixed: int,
+    target_ratio: float,
+    reset_ratio: float,
+    summary_ratio: float,
+    floor: int,
+    ceiling: int,
+) -> None:
+    assume(reserve < window)
+    shared = share_room(
+        window=window,
+        limit=window - reserve,
+        fixed=fixed,
+        target_ratio=target_ratio,
+        reset_ratio=reset_ratio,
+        summary_ratio=summary_ratio,
+        floor=floor,
+        ceiling=ceiling,
+    )
+    assert shared.target <= window - reserve
+    if fixed < reset_ratio * window:
+        assert shared.target <= reset_ratio * window
+    if fixed <= window - reserve:
+        assert shared.target >= fixed
+    assert shared.summary <= ceiling
+    assert shared.tail >= 0
+    if fixed + floor <= shared.target:
+        assert shared.fixed + shared.summary + shared.tail <= shared.target
+        assert shared.summary >= min(floor, ceiling)
+
+
+@given(
+    fixed=st.integers(0, 600_000),
+    tail=st.integers(0, 600_000),
+    target_ratio=st.floats(0.01, 1.0),
+    floor=st.integers(0, 10_000),
+    ceiling=st.integers(1, 20_000),
+)
+def test_a_callers_tail_is_kept_and_the_summary_fills_what_it_leaves(
+    fixed: int, tail: int, target_ratio: float, floor: int, ceiling: int
+) -> None:
+    assume(floor <= ceiling)
+    shared = share_room(
+        window=1_000_000,
+        limit=1_000_000,
+        fixed=fixed,
+        target_ratio=target_ratio,
+        reset_ratio=1.0,
+        summary_ratio=0.3,
+        floor=floor,
+        ceiling=ceiling,
+        tail=tail,
+    )
+    assert shared.tail == tail
+    assert floor <= shared.summary <= ceiling
+    if fixed + tail + floor <= shared.target:
+        assert shared.fixed + shared.summary + shared.tail <= shared.target
+        # The summary takes all the tail leaves, up to its ceiling.
+        assert shared.summary == min(shared.target - fixed - tail, ceiling)
+
+
+def test_an_automatic_tail_is_the_one_the_room_leaves() -> None:
+    auto = Keep.auto()
+    assert auto.kind == "auto"
+    assert auto.describe() == "the tail the target leaves room for"
+    # Resolved to tokens before any pass runs; unresolved, it keeps nothing, and shrinking
+    # it is a token policy like any other.
+    assert auto.desired_boundary([10, 10, 10], 0, 1_000) == 3
+    assert auto.shrunk(0.5) == Keep.tokens(0)

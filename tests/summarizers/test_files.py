@@ -1,0 +1,153 @@
+"""The files a summary lists: one line per action, merged across records, folded under a
+tight budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from synopsis.summarizers.files import (
+    ACTIONS,
+    file_lines,
+    fold_line,
+    merge_file_lines,
+    parse_file_line,
+)
+
+
+def test_a_path_is_listed_under_its_strongest_action() -> None:
+    lines = file_lines(
+        {
+            "src/a.py": ["read (5 lines, python)", "written (-1/+2 lines)"],
+            "src/b.py": ["found", "read (2 lines, python)"],
+            "src/c.py": ["found"],
+            "README.md": ["named"],
+            "build/out.log": ["seen"],
+            "src/d.py": ["write failed (3 lines, 40 chars)"],
+            "src/e.py": ["read failed"],
+        }
+    )
+    assert lines == {
+        "Edited": [
+            "src/a.py [read (5 lines, python), written (-1/+2 lines)]",
+            "src/d.py [write failed (3 lines, 40 chars)]",
+        ],
+        "Read": ["src/b.py [read (2 lines, python)]", "src/e.py [read failed]"],
+        "Searched": ["src/c.py"],
+        "Named": ["README.md"],
+        "Seen": ["build/out.log"],
+    }
+    assert list(lines) == list(ACTIONS)
+
+
+def test_repeated_notes_are_counted_with_their_first_detail() -> None:
+    lines = file_lines(
+        {"a.py": ["read (5 lines, python)", "read (9 lines, python)", "read (7 lines, python)"]}
+    )
+    assert lines["Read"] == ["a.py [read x3 (5 lines, python)]"]
+    assert file_lines({})["Edited"] == []
+
+
+def test_merging_moves_a_path_to_its_strongest_action() -> None:
+    previous = ["Read: a.py [read (5 lines, python)]; b.py [read (1 lines, python)]", "Named: c.md"]
+    new = {"Edited": ["a.py [written (+1/-0 lines)]"], "Read": ["c.md [read (3 lines, md)]"]}
+    assert merge_file_lines(previous, new) == [
+        "Edited: a.py [written (+1/-0 lines)]",
+        "Read: b.py [read (1 lines, python)]; c.md [read (3 lines, md)]",
+    ]
+
+
+def test_merging_never_demotes_and_keeps_the_newest_note() -> None:
+    previous = ["Edited: a.py [written (3 lines)]", "Read: b.py [read (1 lines)]"]
+    new = {
+        "Read": ["a.py [read (9 lines)]", "b.py [read (2 lines)]"],
+        "Named": ["b.py", "d.py"],
+    }
+    assert merge_file_lines(previous, new) == [
+        "Edited: a.py [written (3 lines)]",
+        "Read: b.py [read (2 lines)]",
+        "Named: d.py",
+    ]
+
+
+def test_a_bare_entry_does_not_replace_a_noted_one_of_the_same_action() -> None:
+    previous = ["Read: a.py [read (5 lines)]"]
+    assert merge_file_lines(previous, {"Read": ["a.py"]}) == previous
+
+
+def test_lines_hold_at_most_twelve_entries() -> None:
+    new = {"Read": [f"src/m{i}.py" for i in range(25)]}
+    lines = merge_file_lines([], new)
+    assert len(lines) == 3
+    assert [len(parse_file_line(line)[1]) for line in lines] == [12, 12, 1]  # type: ignore[index]
+    assert lines[0].startswith("Read: src/m0.py; src/m1.py;")
+    assert lines[2] == "Read: src/m24.py"
+
+
+def test_chunked_lines_merge_back_into_one_list() -> None:
+    first = merge_file_lines([], {"Edited": [f"f{i}.py" for i in range(13)]})
+    again = merge_file_lines(first, {"Edited": ["f13.py"]})
+    assert len(again) == 2
+    assert again[1] == "Edited: f12.py; f13.py"
+
+
+def test_lines_another_summarizer_wrote_are_kept_word_for_word_after_the_parsed_ones() -> None:
+    previous = [
+        "Refactored the whole auth module",
+        "src/app.py — read (3 lines)",
+        "Edited: src/{a.py, b.py} (folded)",
+        "Refactored the whole auth module",
+    ]
+    assert merge_file_lines(previous, {"Named": ["x.md"]}) == [
+        "Named: x.md",
+        "Refactored the whole auth module",
+        "src/app.py — read (3 lines)",
+        "Edited: src/{a.py, b.py} (folded)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Refactored the whole auth module",
+        "src/app.py — read (3 lines)",
+        "Touched: a.py",
+        "Edited: src/{a.py, b.py} (folded)",
+        "Edited:a.py",
+        "",
+    ],
+)
+def test_parse_file_line_refuses_foreign_lines(line: str) -> None:
+    assert parse_file_line(line) is None
+
+
+def test_parse_file_line_reads_its_own_lines() -> None:
+    assert parse_file_line("Edited: a.py [written (1 lines)]; b/c.py") == (
+        "Edited",
+        ["a.py [written (1 lines)]", "b/c.py"],
+    )
+    assert parse_file_line("Seen: ") == ("Seen", [])
+
+
+def test_fold_line_writes_a_shared_directory_once_without_notes() -> None:
+    line = (
+        "Edited: src/app/models.py [written (10 lines)]; src/app/views.py [read (3 lines)]; "
+        "README.md [written (2 lines)]; src/app/models.py [read (9 lines)]"
+    )
+    folded = fold_line(line)
+    assert folded == "Edited: src/app/{models.py, views.py}, README.md (folded)"
+    assert len(folded) < len(line)
+    assert fold_line("Read: a/x.py [read (1 lines)]; b/y.py [read (2 lines)]") == (
+        "Read: a/x.py, b/y.py (folded)"
+    )
+    assert fold_line("Read: x.py [read (1 lines)]; y.py [read (2 lines)]") == (
+        "Read: {x.py, y.py} (folded)"
+    )
+
+
+def test_fold_line_leaves_what_it_cannot_shorten() -> None:
+    # Folding only saves when there are notes or shared directories to write once.
+    assert fold_line("Named: README.md") == "Named: README.md"
+    assert fold_line("Named: docs/a.md; src/b.py") == "Named: docs/a.md; src/b.py"
+    assert fold_line("Refactored the whole auth module") == "Refactored the whole auth module"
+    folded = fold_line("Read: a/x.py [read (1 lines)]; a/y.py [read (1 lines)]")
+    assert fold_line(folded) == folded
