@@ -224,11 +224,6 @@ def test_named_participants_are_carried_through_a_recompaction() -> None:
     assert second.facets.participants == ("user (alice)",)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rules._requests re-adds only the part's surviving constraints, so a rule the same "
-    "part corrected is not taken out of its request (Requests.extend would carry it)",
-)
 def test_a_rule_corrected_within_one_part_leaves_its_request() -> None:
     record = SUMMARIZER.summarize(
         [

@@ -38,6 +38,7 @@ _RESERVE_SHARE = 5
 """The default reserve for the answer is at most a fifth of the window: what the default
 trigger (80%) leaves, so a history under the trigger always leaves room to answer."""
 _DEFAULT_RESERVE = 4096
+_DIGEST_TOKENS = 500
 """Tokens kept free for the answer when the model's output limit is unknown."""
 
 
@@ -58,6 +59,7 @@ class Setup:
     summarizer_name: str
     rules: RuleBasedSummarizer
     store: Any
+    digester: RuleBasedSummarizer
     default_session: str | None
     summarizer_timeout: float | None
     preserved_thinking: bool = False
@@ -187,6 +189,12 @@ def build_setup(
     rules = RuleBasedSummarizer(
         max_summary_tokens=settings.rules_max_summary_tokens, model_for_counting=model
     )
+    # One oversized message shrunk in place stays a short digest (seed 003's 500 tokens):
+    # the conversation's budget is for the summary of many messages, not one.
+    digester = RuleBasedSummarizer(
+        max_summary_tokens=min(_DIGEST_TOKENS, settings.rules_max_summary_tokens),
+        model_for_counting=model,
+    )
     chosen = summarizer if summarizer is not None else _summarizer(settings, model)
     chosen = chosen if chosen is not None else rules
     ceiling = (
@@ -214,6 +222,7 @@ def build_setup(
         ),
         rules=rules,
         store=resolved_store,
+        digester=digester,
         default_session=session,
         summarizer_timeout=settings.summarizer_timeout,
         preserved_thinking=settings.preserved_thinking,

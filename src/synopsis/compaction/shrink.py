@@ -67,7 +67,7 @@ def reduce_cheaply(
         call = (
             _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
         )
-        smaller = summarize_part(message, big.part, summarizer=setup.rules, call=call)
+        smaller = summarize_part(message, big.part, summarizer=setup.digester, call=call)
         run.originals.adopt(message, smaller)
         out[big.index] = smaller
     return tuple(out)
@@ -91,7 +91,7 @@ def _smaller(run: Run, messages: Sequence[Message], i: int, j: int) -> Message |
         parts[j] = cut
         return replace(message, parts=tuple(parts))
     call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
-    return summarize_part(message, j, summarizer=run.setup.rules, call=call)
+    return summarize_part(message, j, summarizer=run.setup.digester, call=call)
 
 
 def trim(run: Run, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:

@@ -224,9 +224,7 @@ def _requests(
         merged.requests = list(previous.sections.user_messages)
         primary = list(previous.sections.primary_request[:1])
     # The part's constraints come from the requests' whole text, not the bounded copies.
-    merged.requests.extend(found.requests.requests)
-    for constraint in found.requests.constraints:
-        merged.add_constraint(constraint.text)
+    merged.extend(found.requests)
     if not primary and found.first_request is not None and found.requests.requests:
         primary = [found.requests.requests[0]]
     for old in merged.superseded:
