@@ -24,20 +24,6 @@ TRANSCRIPTS = sorted(
 )
 
 
-TARGET_ABOVE_TRIGGER = (
-    "known bug: the room's target (target_ratio of the window, planning/room.py) is not "
-    "capped by a tokens or messages trigger that fires below it, while the pass loop aims "
-    "below that trigger; the summary's budget (the target less what is kept) then exceeds "
-    "what is summarized, so a triggered compaction is refused as too-little-savings and a "
-    "forced one runs every pass, halving the caller's tail, and still lands over the trigger"
-)
-TARGET_AT_RESET = (
-    "known bug: with reset_ratio at or below target_ratio the room aims exactly at the pass "
-    "loop's stop line (reset_ratio of the window); a summary or tail a few tokens over its "
-    "share sets off more passes: a second summarizer call per compaction, a halved tail"
-)
-
-
 def load_items(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 

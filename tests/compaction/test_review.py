@@ -16,7 +16,7 @@ from synopsis.events import CompactionFailed, SummarizerFellBack
 from synopsis.messages import Role
 from synopsis.stores import MemoryStore
 from synopsis.summarizers import RuleBasedSummarizer
-from tests.compaction.helpers import TARGET_AT_RESET, TRANSCRIPTS, in_format, load_items
+from tests.compaction.helpers import TRANSCRIPTS, in_format, load_items
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -97,7 +97,7 @@ class Failing:
 @pytest.mark.parametrize(
     "target_ratio",
     [
-        pytest.param(None, marks=pytest.mark.xfail(strict=True, reason=TARGET_AT_RESET)),
+        pytest.param(None, id="default-target"),
         0.35,  # a target below reset_ratio
     ],
 )

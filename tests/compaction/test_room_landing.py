@@ -155,7 +155,6 @@ class Budgets(synopsis.RuleBasedSummarizer):
 def test_an_explicit_keep_sizes_the_tail_and_the_summary_takes_what_the_target_leaves() -> None:
     history = long_history(2, requests=False)
     window = 16_000
-    target = 0.5 * window  # target_ratio's default
     slack = 0.03 * window
     seen = {}
     for keep in (2_000, 4_000):
@@ -164,6 +163,8 @@ def test_an_explicit_keep_sizes_the_tail_and_the_summary_takes_what_the_target_l
             history, context_window=window, keep=f"tokens:{keep}", summarizer=summarizer
         )
         head, summary, tail = parts(result)
+        # The defaults: 0.5 / 0.7 of what the head leaves under the reset ratio, on top of it.
+        target = head + (0.5 / 0.7) * (0.7 * window - head)
         (budget,) = summarizer.budgets
         assert budget is not None
         seen[keep] = (budget, summary, tail)

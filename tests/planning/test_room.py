@@ -17,7 +17,7 @@ BASE: dict[str, Any] = {
     "window": 100_000,
     "limit": 90_000,
     "fixed": 10_000,
-    "target_ratio": 0.5,
+    "target_ratio": 0.45,
     "reset_ratio": 0.6,
     "summary_ratio": 0.3,
     "floor": 256,
@@ -30,26 +30,32 @@ def room(**changes: Any) -> Room:
 
 
 def test_the_room_is_shared_between_summary_and_tail() -> None:
-    # Target: half the window; the fixed part leaves 40k, of which the summary would take
-    # 30% (12k) but its ceiling is 8k; the tail takes the rest.
-    assert room() == Room(target=50_000, fixed=10_000, summary=8_000, tail=32_000)
-    assert room(ceiling=20_000) == Room(50_000, 10_000, 12_000, 28_000)
+    # The passes stop under the reset ratio (60k); the target keeps 0.45 / 0.6 = 75% of what
+    # the fixed part leaves under that line: 10k + 75% of 50k. Of the 37.5k free, the
+    # summary would take 30% (11.25k) but its ceiling is 8k; the tail takes the rest.
+    assert room() == Room(target=47_500, fixed=10_000, summary=8_000, tail=29_500)
+    assert room(ceiling=20_000) == Room(47_500, 10_000, 11_250, 26_250)
 
 
-def test_the_target_is_capped_by_the_reset_ratio_and_the_limit() -> None:
-    assert room(reset_ratio=0.4).target == 40_000
-    assert room(target_ratio=0.9, reset_ratio=0.95, limit=70_000).target == 70_000
-    assert room(target_ratio=1.0, reset_ratio=1.0, limit=100_000).target == 100_000
+def test_the_target_follows_the_trigger_the_reset_ratio_and_the_limit() -> None:
+    # A trigger below the reset ratio is the line the passes aim under: 10k + 75% of 10k.
+    assert room(threshold=20_000).target == 17_500
+    assert room(reset_ratio=0.9).target == 10_000 + int(0.5 * 80_000)
+    assert room(target_ratio=0.9, reset_ratio=0.95, limit=40_000).target == 40_000
+    # Never on the line itself: a summary a few tokens over its share would cost a pass.
+    assert room(target_ratio=1.0, reset_ratio=1.0, limit=100_000).target == 10_000 + 81_000
+
+
+def test_the_default_ratios_land_at_half_the_window() -> None:
+    default = share_room(**{**BASE, "fixed": 0, "target_ratio": 0.5, "reset_ratio": 0.7})
+    assert default.target == 50_000
 
 
 def test_a_large_fixed_part_gets_the_share_of_what_it_leaves_on_top() -> None:
-    # A 10k system prompt in a 32k window: half the window would leave the summary 6k;
-    # half of what the fixed part leaves under the limit, on top of it, leaves 9k.
+    # A 10k system prompt in a 32k window: 75% of the 9.2k it leaves under the reset ratio.
     big = room(window=32_000, limit=28_000, fixed=10_000)
-    assert big.target == 19_000
-    assert (big.summary, big.tail) == (2_700, 6_300)
-    # Still never above the reset ratio while the fixed part is under it.
-    assert room(window=32_000, limit=28_000, fixed=10_000, reset_ratio=0.55).target == 17_600
+    assert big.target == 10_000 + 6_900
+    assert (big.summary, big.tail) == (2_070, 4_830)
 
 
 def test_a_small_room_still_gets_the_floor() -> None:
@@ -70,15 +76,16 @@ def test_the_ceiling_wins_over_the_floor() -> None:
 def test_a_fixed_part_beyond_the_limit_leaves_no_tail() -> None:
     crowded = room(fixed=95_000)
     assert crowded.target == 90_000
+    assert room(fixed=70_000).target == 70_000  # over the aim: nothing more
     assert crowded.tail == 0
     assert crowded.summary == 256  # the floor, even though nothing is free
 
 
 def test_a_callers_tail_leaves_the_summary_what_remains() -> None:
-    assert room(tail=35_000) == Room(50_000, 10_000, 5_000, 35_000)
+    assert room(tail=35_000) == Room(47_500, 10_000, 2_500, 35_000)
     # Within the same bounds: never above the ceiling, never under the floor.
     assert room(tail=1_000).summary == 8_000
-    assert room(tail=39_900) == Room(50_000, 10_000, 256, 39_900)
+    assert room(tail=37_400) == Room(47_500, 10_000, 256, 37_400)
     assert room(tail=0).summary == 8_000
 
 

@@ -211,6 +211,7 @@ def _room(run: Run, messages: Sequence[Message]) -> Room:
     return share_room(
         window=setup.window,
         limit=setup.window - setup.reserve,
+        threshold=setup.trigger.token_threshold(setup.window),
         fixed=run.overhead + head,
         target_ratio=setup.target_ratio,
         reset_ratio=setup.governor.reset_ratio,

@@ -1,8 +1,12 @@
 """How a compaction shares out the window: protected head, summary, verbatim tail.
 
-A compaction aims to land at ``target_ratio`` of the window (never above the reset ratio, the
-level below which the trigger re-arms, nor above what leaves room for the answer); when the
-fixed part is large, at that share of what it leaves, on top of it. What the
+A compaction aims to land at ``target_ratio`` of the window. The passes of a compaction stop
+once the history is under the trigger and the reset ratio (the level below which the trigger
+re-arms); the target keeps the same proportion to that line as ``target_ratio`` to
+``reset_ratio`` (0.5 of the window under the default 0.8 trigger and 0.7 reset), so a trigger
+set lower (``Trigger.tokens(…)``) lowers the target with it, and never leaves less than the
+answer's reserve. The share is taken of what the fixed part leaves under that line, on top
+of it. What the
 fixed part (system prompt, tool definitions, framing, protected head) leaves of that is the
 room. The summary takes ``summary_ratio`` of the room, between a floor and its summarizer's
 ceiling, and the tail kept verbatim takes the rest; with a tail the caller sized (``keep``
@@ -20,6 +24,8 @@ from dataclasses import dataclass
 from synopsis.errors import ConfigurationError
 
 __all__ = ["Room", "share_room", "summary_budget"]
+
+_BELOW_AIM = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,19 +63,24 @@ def share_room(
     summary_ratio: float,
     floor: int,
     ceiling: int,
+    threshold: int | None = None,
     tail: int | None = None,
 ) -> Room:
     """The room of a compaction in ``window`` whose output must stay within ``limit`` (the
     window less the answer's reserve). ``fixed`` counts the tokens no summary can save;
-    ``tail`` is the caller's own tail size, if any (then the summary gets what it leaves)."""
+    ``threshold`` is the trigger's (default: the window); ``tail`` is the caller's own tail
+    size, if any (then the summary gets what it leaves)."""
     _check("target_ratio", target_ratio, 0, 1)
     _check("summary_ratio", summary_ratio, 0, 1)
-    ratio = min(target_ratio, reset_ratio)
-    # A large fixed part (a 10k-token system prompt in a 32k window) would leave the
-    # summary almost nothing of a target taken from the whole window: the target is then
-    # that share of what the fixed part leaves, on top of it.
-    target = min(max(int(ratio * window), fixed + int(ratio * (limit - fixed))), limit)
-    target = min(target, int(reset_ratio * window)) if fixed < reset_ratio * window else target
+    _check("reset_ratio", reset_ratio, 0, 1)
+    # The passes go on until the history is under the trigger and the reset ratio (the aim);
+    # the target sits as far below the aim as target_ratio sits below reset_ratio, and
+    # always a little below it, or a summary a few tokens over its share costs another pass.
+    aim = min(threshold or window, int(reset_ratio * window))
+    share = min(target_ratio / reset_ratio, _BELOW_AIM)
+    # The share is of what the fixed part leaves under the aim, on top of it: a 10k-token
+    # system prompt in a 32k window would otherwise leave the summary almost nothing.
+    target = min(fixed + int(share * max(0, aim - fixed)), limit)
     free = max(0, target - fixed)
     if tail is None:
         summary = summary_budget(int(summary_ratio * free), floor=floor, ceiling=ceiling)
