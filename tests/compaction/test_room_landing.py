@@ -103,16 +103,6 @@ def test_a_live_replay_fits_and_fills_the_window(window: int, copies: int) -> No
     assert all(r.record is not None for r, _ in results if r.compacted)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: at 128k the default settings leave a long agent session over the "
-    "trigger for some 25 calls. The automatic tail (about 0.35 of the window) puts the "
-    "desired cut where the split's turn-start search (a tail up to 70% of the trigger's "
-    "threshold) moves it back to an earlier user turn, keeping some 72k tokens; the savings "
-    "pre-check then counts the summary at its full 8,000-token budget and refuses the plan "
-    "(too-little-savings: frees 26,358, under 30% of 102,400) until the history passes the "
-    "reserve. Before the room (keep messages:6) the same session compacted at the trigger.",
-)
 def test_a_long_session_at_128k_compacts_when_it_reaches_the_trigger() -> None:
     results = play(long_history(7), 128_000)
     assert any(r.compacted for r, _ in results)

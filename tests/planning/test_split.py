@@ -223,6 +223,21 @@ def test_phase_one_walks_back_to_a_turn_start_within_the_budget() -> None:
     assert (p.boundary, p.phase) == (3, "turn-start")
 
 
+def test_a_turn_start_tail_bound_of_its_own_keeps_phase_one_from_walking_far_back() -> None:
+    msgs = [system(), user("t"), say("a"), user("b"), calls("c"), result("c"), say("d")]
+    msgs += [calls("e"), result("e"), say("f")]
+    counts = [10] * len(msgs)
+    # zrb's bound (70% of the threshold) lets phase 1 keep 70 tokens to reach the turn at 3;
+    # a bound of 50 does not, so the cut goes forward to a safe boundary instead.
+    wide = plan(msgs, counts, keep=Keep.messages(5), threshold=100)
+    narrow = plan(msgs, counts, keep=Keep.messages(5), threshold=100, turn_start_tail=50)
+    assert wide is not None
+    assert narrow is not None
+    assert (wide.boundary, wide.phase) == (3, "turn-start")
+    assert narrow.boundary > 3
+    assert narrow.phase != "turn-start"
+
+
 def test_phase_two_goes_forward_when_no_turn_start_fits() -> None:
     msgs = [system(), user("t"), calls("a"), result("a"), calls("b"), result("b"), say("x")]
     msgs += [calls("c"), result("c"), say("y")]

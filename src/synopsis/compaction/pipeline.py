@@ -243,6 +243,15 @@ def _keep(run: Run, decision: Decision, before: Measure) -> Keep:
     return Keep.tokens(tail)
 
 
+def _turn_start_tail(run: Run) -> int | None:
+    """With an automatic tail, the split may move back to a turn start only while the tail
+    stays within the room (the summary's share included): zrb's 70% of the trigger would keep
+    some 70k tokens of a long agent turn at 128k and leave too little to summarize."""
+    if run.setup.keep.kind != "auto" or run.room is None:
+        return None
+    return run.room.target - run.room.fixed
+
+
 def _summary_budget(run: Run, plan: SplitPlan) -> int:
     """What the summary may take: what the kept messages leave of the target, and at least
     its planned share when the tail came out larger than planned (a tail of large tool
@@ -620,6 +629,7 @@ def _compact(
         window=setup.window,
         config=setup.governor,
         protect=setup.protect,
+        turn_start_tail=_turn_start_tail(run),
     )
     step = next(steps, None)
     first, cut = step if step is not None else (None, [])

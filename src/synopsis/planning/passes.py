@@ -55,13 +55,15 @@ def iter_passes(
     window: int,
     config: GovernorConfig,
     protect: Protect | None = None,
+    turn_start_tail: int | None = None,
 ) -> Generator[PassStep, Sequence[Message], PassResult]:
     """The pass loop as a generator: it yields each pass's plan and cut, is sent back the
     message(s) that stand for the cut, and returns the :class:`PassResult`. The caller does
     the summarizing, blocking or awaiting (see :func:`run_passes`).
 
     ``count`` gives a message's tokens and ``overhead`` the tokens outside the messages
-    (system prompt sent apart, tool definitions, framing).
+    (system prompt sent apart, tool definitions, framing); ``turn_start_tail`` is passed on
+    to :func:`~synopsis.planning.split.plan_split`.
     """
     current = tuple(messages)
     plans: list[SplitPlan] = []
@@ -90,6 +92,7 @@ def iter_passes(
             window=window,
             protect=protect,
             min_tail=config.min_tail_messages,
+            turn_start_tail=turn_start_tail,
         )
         if plan is None:
             break

@@ -241,9 +241,12 @@ def plan_split(
     protect: Protect | None = None,
     min_tail: int = 2,
     structure: Structure | None = None,
+    turn_start_tail: int | None = None,
 ) -> SplitPlan | None:
     """The plan for ``messages`` (with per-message token ``counts``), or ``None`` when nothing
-    can be summarized without breaking a unit or keeping an orphaned result."""
+    can be summarized without breaking a unit or keeping an orphaned result.
+    ``turn_start_tail`` bounds the tail phase 1 may keep to reach a turn start (default: 70%
+    of ``threshold``, zrb's), for a caller whose tail has a budget of its own."""
     if len(counts) != len(messages):
         raise ConfigurationError(
             f"counts has {len(counts)} entries for {len(messages)} messages; give one each"
@@ -267,7 +270,16 @@ def plan_split(
     for i in range(n):
         available[i + 1] = available[i] + (i >= start and i not in protected)
     desired = max(keep.desired_boundary(counts, start, window), start)
-    search = _Search(structure, suffix, available, threshold, start, min_tail, desired)
+    search = _Search(
+        structure,
+        suffix,
+        available,
+        threshold,
+        start,
+        min_tail,
+        desired,
+        TURN_START_SHARE * threshold if turn_start_tail is None else turn_start_tail,
+    )
     chosen = search.run()
     if chosen is None:
         return None
@@ -305,6 +317,7 @@ class _Search:
     start: int
     min_tail: int
     desired: int
+    turn_start_tail: float
 
     def ok(self, boundary: int) -> bool:
         return self.structure.is_safe(boundary) and self.available[boundary] > 0
@@ -316,7 +329,7 @@ class _Search:
         desired = self.desired
         if lo <= hi:
             for b in range(min(desired, hi), lo - 1, -1):
-                if self.suffix[b] > TURN_START_SHARE * self.threshold:
+                if self.suffix[b] > self.turn_start_tail:
                     break
                 if b in s.turn_starts and self.ok(b):
                     return b, "turn-start"
