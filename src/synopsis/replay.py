@@ -278,8 +278,8 @@ def _detailed(
     )
     shown_kept = []
     for j, message in enumerate(after):
-        if is_summary(message):
-            continue
+        if is_summary(message) and j not in kept:
+            continue  # this compaction's own summary; an earlier one left as it was is kept
         source = kept.get(j)
         reduced = source is None or originals[source] != content_hash(message)
         shown_kept.append(

@@ -82,10 +82,13 @@ def test_a_fixed_part_beyond_the_limit_leaves_no_tail() -> None:
 
 
 def test_a_callers_tail_leaves_the_summary_what_remains() -> None:
-    assert room(tail=35_000) == Room(47_500, 10_000, 2_500, 35_000)
+    # The tail leaves 2.5k of the 37.5k free; the summary still gets its 30% share (11.25k):
+    # the passes shorten what then does not fit, and a summary cut to its floor forgets.
+    assert room(tail=35_000, ceiling=20_000) == Room(47_500, 10_000, 11_250, 35_000)
+    assert room(tail=20_000, ceiling=20_000).summary == 17_500  # what the tail leaves
     # Within the same bounds: never above the ceiling, never under the floor.
     assert room(tail=1_000).summary == 8_000
-    assert room(tail=37_400) == Room(47_500, 10_000, 256, 37_400)
+    assert room(tail=37_400, summary_ratio=0.001) == Room(47_500, 10_000, 256, 37_400)
     assert room(tail=0).summary == 8_000
 
 

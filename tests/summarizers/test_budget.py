@@ -51,14 +51,15 @@ def test_least_important_first() -> None:
     ]
     assert at(("problem_solving", 0, True)) < at(("narrative", 0, False))
     assert at(("narrative", 0, False)) < at(("narrative", 0, True))
-    # Identifiers, figures first; entities newest first (the first are carried anchors).
-    assert at(("narrative", 0, True)) < at(("entities.numbers", 0, True))
-    assert at(("entities.numbers", 0, True)) < at(("entities.files", 1, True))
+    # Entities the sections already say go first, newest first (the first are carried
+    # anchors); then the failed calls; then figures, URLs and identifiers (f); then
+    # decisions and the plan (e), failures (d) and the files (c).
+    assert at(("narrative", 0, True)) < at(("entities.files", 1, True))
     assert at(("entities.files", 1, True)) < at(("entities.files", 0, True))
-    # Then failed calls, decisions and the plan, failures, and the files.
     sequence = [
         ("entities.files", 0, True),
         ("key_points", 1, True),
+        ("entities.numbers", 0, True),
         ("decisions", 0, True),
         ("current_work", 0, True),
         ("unresolved", 0, True),
@@ -108,11 +109,6 @@ def test_a_first_message_that_repeats_the_request_goes_first_among_requests() ->
     assert cuts[-1] == ("primary_request", 0, True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="budget.plan_cuts shortens user_messages[0] after dropping it as the request's "
-    "duplicate, so the later cut brings it back",
-)
 def test_a_dropped_duplicate_request_stays_dropped() -> None:
     request = "Fix the parser. " + "x" * 400
     d = draft(primary_request=(request,), user_messages=(request, "second"))
@@ -175,3 +171,21 @@ def test_fit_survives_cuts_that_do_not_shrink_the_measure() -> None:
 
     record = fit(FULL, build, stubborn, 50)
     assert stubborn(record) <= 50
+
+
+def test_paths_a_tool_only_showed_go_before_identifiers_and_the_other_files() -> None:
+    d = draft(
+        files_and_code=(
+            "Read: src/a.py [read]",
+            "Seen: src/pkg/module/x.py; src/pkg/module/y.py; src/pkg/module/z.py",
+            "Seen: z.md",
+        ),
+        entities_symbols=("parse_header",),
+    )
+    cuts = order(d)
+    seen_first = cuts.index(("files_and_code", 1, False))
+    seen_dropped = cuts.index(("files_and_code", 2, True))
+    symbols = cuts.index(("entities.symbols", 0, True))
+    read = cuts.index(("files_and_code", 0, True))
+    # The oldest listing goes first (folded, then dropped), and both before identifiers.
+    assert seen_first < cuts.index(("files_and_code", 1, True)) < seen_dropped < symbols < read

@@ -19,7 +19,15 @@ from synopsis.compaction.offload import Originals, wire_items
 from synopsis.compaction.rebuild import finish, summary_for
 from synopsis.compaction.result import CompactionResult
 from synopsis.compaction.shrink import keep_reduced, reduce_cheaply, thin, trim
-from synopsis.compaction.state import Effect, Outcome, Request, Run, StoreCall, Summarize
+from synopsis.compaction.state import (
+    Effect,
+    LastSummary,
+    Outcome,
+    Request,
+    Run,
+    StoreCall,
+    Summarize,
+)
 from synopsis.errors import BudgetUnreachableError, ConversationError, StoreError
 from synopsis.events import (
     CompactionCompleted,
@@ -271,7 +279,9 @@ def _summary_budget(run: Run, plan: SplitPlan) -> int:
     fits = setup.window - setup.reserve - kept
     # A tail too large to leave room is cut shorter by the next pass, which updates this
     # record: cutting the record to what this pass leaves would lose its content for good.
-    return max(min(budget, fits), min(planned, budget), _MIN_SUMMARY_TOKENS)
+    budget = max(min(budget, fits), min(planned, budget), _MIN_SUMMARY_TOKENS)
+    # Never more than what it replaces: a summary as long as its messages saves nothing.
+    return min(budget, max(plan.tokens_summarized, _MIN_SUMMARY_TOKENS))
 
 
 def _offload_ref(run: Run) -> str | None:
@@ -369,7 +379,55 @@ def _summarize_step(
         style=setup.summary_style,
         offload_ref=_offload_ref(run),
     )
+    run.last = LastSummary(message, source, previous, budget)
     return message, record
+
+
+def _refill(
+    run: Run, final: tuple[Message, ...], after: Measure, limit: int
+) -> tuple[tuple[Message, ...], Measure]:
+    """The rule summary written again with the room the compaction left unused. Its budget
+    was set before the tail was known for certain (a tail of large results shrunk after the
+    split), and a summary cut while the target still has room forgets for nothing. Only the
+    offline rules, which cost nothing to run again; the record keeps its id, and the history
+    must still fit within ``limit`` (under what the caller sent) and be valid, or the first
+    one stands."""
+    setup, last, room = run.setup, run.last, run.room
+    if last is None or room is None or not run.records:
+        return final, after
+    record = run.records[-1]
+    spare = min(room.target, limit) - after.tokens
+    budget = min(last.budget + spare, setup.max_summary_tokens)
+    index = next((i for i, m in enumerate(final) if m is last.message), None)
+    if (
+        index is None
+        or not record.truncated
+        or record.model != setup.rules.model
+        or spare < _MIN_SUMMARY_TOKENS
+        or budget <= last.budget
+    ):
+        return final, after
+    larger = setup.rules.summarize(
+        last.source,
+        previous=last.previous,
+        instructions=run.request.instructions,
+        max_tokens=budget,
+    ).model_copy(update={"id": record.id, "created_at": record.created_at})
+    profile = setup.profile_for(run.format)
+    message = summary_for(
+        larger,
+        profile=profile,
+        role=setup.summary_role,
+        style=setup.summary_style,
+        offload_ref=_offload_ref(run),
+    )
+    refilled = (*final[:index], message, *final[index + 1 :])
+    measured = run.measure(refilled)
+    if measured.tokens > limit or problems(refilled, profile):
+        return final, after
+    run.records[-1] = larger
+    run.last = replace(last, message=message, budget=budget)
+    return refilled, measured
 
 
 def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
@@ -668,8 +726,11 @@ def _compact(
     ):
         head = run.records[-1] if run.records else previous
         kept = yield from _last_pass(run, kept, head)
-    final, after = _verify(run, kept, limit)
+    final, after = _refill(run, *_verify(run, kept, limit), min(limit, before.tokens - 1))
     if decision.code == "forced" and after.tokens >= before.tokens:
+        # Nothing is saved, so nothing may be reported as offloaded or summarized either.
+        run.stored.clear()
+        run.records.clear()
         return (yield from _skip_saving(run, _nothing(decision)))
     governor, _ = record_compaction(
         decision.state, after, config=setup.governor, trigger=setup.trigger

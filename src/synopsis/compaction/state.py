@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from synopsis.stores import SessionState, StoredMessage
     from synopsis.summarizers import SummaryRecord, Usage
 
-__all__ = ["Effect", "Outcome", "Request", "Run", "StoreCall", "Summarize"]
+__all__ = ["Effect", "LastSummary", "Outcome", "Request", "Run", "StoreCall", "Summarize"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,16 @@ class Request:
     (the driver listens for them into this list)."""
 
 
+@dataclass(frozen=True, slots=True)
+class LastSummary:
+    """The newest summary message a compaction wrote, what it summarized and its budget."""
+
+    message: Message
+    source: tuple[Message, ...]
+    previous: SummaryRecord | None
+    budget: int
+
+
 @dataclass(slots=True)
 class Run:
     """What one compaction has learnt so far."""
@@ -88,6 +98,8 @@ class Run:
     """Tokens outside the messages: a system prompt sent apart, tool definitions, framing."""
     room: Room | None = None
     """How this compaction shares out the window, once it has started."""
+    last: LastSummary | None = None
+    """The newest summary this compaction wrote, and what it was made from."""
 
     @property
     def events(self) -> list[Event]:

@@ -10,7 +10,8 @@ of it. What the
 fixed part (system prompt, tool definitions, framing, protected head) leaves of that is the
 room. The summary takes ``summary_ratio`` of the room, between a floor and its summarizer's
 ceiling, and the tail kept verbatim takes the rest; with a tail the caller sized (``keep``
-given), the summary takes what that tail leaves, within the same bounds. The person's requests
+given), the summary takes what that tail leaves, and at least its share, within the same
+bounds. The person's requests
 travel inside the summary's budget, first in its order of what to keep.
 
 Landing near the target rather than as low as possible is the point: a compaction that keeps
@@ -85,5 +86,9 @@ def share_room(
     if tail is None:
         summary = summary_budget(int(summary_ratio * free), floor=floor, ceiling=ceiling)
         return Room(target, fixed, summary, max(0, free - summary))
-    summary = summary_budget(free - tail, floor=floor, ceiling=ceiling)
+    # A caller's tail that takes the whole room still leaves the summary its share: the
+    # passes shorten what does not fit, and a summary cut to its floor forgets everything.
+    summary = summary_budget(
+        max(free - tail, int(summary_ratio * free)), floor=floor, ceiling=ceiling
+    )
     return Room(target, fixed, summary, tail)

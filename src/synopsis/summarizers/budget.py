@@ -106,9 +106,30 @@ def plan_cuts(draft: Draft) -> list[Cut]:
     drop("narrative", all_but_last("narrative"))
     drop("participants", newest("participants"))
     drop("key_concepts", newest("key_concepts"))
-    for kind in ("numbers", "versions", "commands", "urls", "symbols", "errors", "files"):
+    # Entities the sections already say (files, errors, commands in the key points) or that
+    # are rarely acted on (versions) before anything else.
+    for kind in ("versions", "commands", "errors", "files"):
         drop(f"entities.{kind}", newest(f"entities.{kind}"))
     drop("key_points", failed)
+    # Files, weakest action first (the lines come strongest first): each line is folded
+    # (paths written once under their shared directory), then the folded line goes. Paths a
+    # tool only showed (a listing, a log) go first, oldest first; they rank below what people
+    # and the model wrote themselves.
+    lines = lists["files_and_code"]
+    seen = [i for i in oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
+    rest = [i for i in newest("files_and_code") if i not in seen]
+
+    def files(indices: Iterable[int]) -> None:
+        for i in indices:
+            if fold_line(lines[i]) != lines[i]:
+                cuts.append(("files_and_code", i, fold_line(lines[i])))
+            cuts.append(("files_and_code", i, None))
+
+    files(seen)
+    # (f) identifiers, URLs and figures the conversation itself wrote.
+    for kind in ("numbers", "urls", "symbols"):
+        drop(f"entities.{kind}", newest(f"entities.{kind}"))
+    # (e) decisions, the plan and the work in progress; (d) failures; (c) files.
     drop("decisions", oldest("decisions"))
     drop("action_items", oldest("action_items"))
     drop("current_work", oldest("current_work"))
@@ -116,27 +137,20 @@ def plan_cuts(draft: Draft) -> list[Cut]:
     drop("pending_tasks", oldest("pending_tasks"))
     drop("next_step", oldest("next_step"))
     drop("errors_and_fixes", oldest("errors_and_fixes"))
-    # Files, weakest action first (the lines come strongest first): each line is folded
-    # (paths written once under their shared directory), then the folded line goes. Paths a
-    # tool only showed go oldest first; the others newest first, so that what an earlier
-    # summary carried survives the later ones.
-    lines = lists["files_and_code"]
-    seen = [i for i in oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
-    rest = [i for i in newest("files_and_code") if i not in seen]
-    for i in [*seen, *rest]:
-        if fold_line(lines[i]) != lines[i]:
-            cuts.append(("files_and_code", i, fold_line(lines[i])))
-        cuts.append(("files_and_code", i, None))
+    files(rest)
     drop("narrative", last("narrative"))
     users = lists["user_messages"]
+    first = 0
     if users and lists["primary_request"] and same_head(lists["primary_request"][0], users[0]):
-        # The request already quotes the head of the first message: drop it, not shorten it.
+        # The request already quotes the head of the first message: drop it, not shorten it
+        # (a later cut of the same item would bring it back).
         drop("user_messages", range(1))
-    shorten("user_messages", oldest("user_messages"), _SHORT_USER)
+        first = 1
+    shorten("user_messages", range(first, len(users)), _SHORT_USER)
     shorten("constraints", oldest("constraints"), _SHORT_USER)
-    drop("user_messages", all_but_last("user_messages"))
+    drop("user_messages", range(first, len(users) - 1))
     shorten("primary_request", oldest("primary_request"), _SHORT_USER)
-    drop("user_messages", last("user_messages"))
+    drop("user_messages", range(max(first, len(users) - 1), len(users)))
     drop("constraints", all_but_last("constraints"))
     shorten("primary_request", oldest("primary_request"), _SHORT_REQUEST)
     drop("constraints", last("constraints"))

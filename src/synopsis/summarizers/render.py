@@ -62,10 +62,11 @@ def _items(record: SummaryRecord, name: str) -> tuple[str, ...]:
     if name == "next_step":
         return (value,) if value else ()
     items: tuple[str, ...] = value
-    if name == "user_messages" and record.sections.constraints:
-        # A request that was nothing but a constraint is already quoted in its section.
-        stated = set(record.sections.constraints)
-        items = tuple(i for i in items if i not in stated)
+    if name == "user_messages":
+        # A request quoted in full as the primary request, or that was nothing but a
+        # constraint, is already in its own section.
+        said = {*record.sections.constraints, *record.sections.primary_request}
+        items = tuple(i for i in items if i not in said)
     return items
 
 

@@ -46,6 +46,7 @@ PATH = re.compile(
 )
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b")
+_LOWER_CAMEL = re.compile(r"\b[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b")  # createSetupCommand
 _SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 _DOTTED_CALL = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(\)")
 _CODE_ID = re.compile(r"\b(?=[A-Z0-9]*[0-9])(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b")
@@ -214,7 +215,7 @@ def scan_text(text: str) -> TextEntities:
     for span in _BACKTICKED.findall(rest):
         if " " not in span.strip() and not PATH.match(span):
             symbols.append(span.strip())
-    for pattern in (_CAMEL, _SNAKE, _DOTTED_CALL, _CODE_ID):
+    for pattern in (_CAMEL, _LOWER_CAMEL, _SNAKE, _DOTTED_CALL, _CODE_ID):
         symbols.extend(s for s in pattern.findall(without_versions) if not PATH.fullmatch(s))
     numbers = [n.strip() for n in _FIGURE.findall(without_versions)]
     return TextEntities(
