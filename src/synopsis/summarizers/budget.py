@@ -67,95 +67,107 @@ class Draft:
         return Draft(lists)
 
 
-def plan_cuts(draft: Draft) -> list[Cut]:
-    """Every cut, least important first, in the order of what a continued session needs
-    least: the log of old tool calls and old reasoning; identifiers (figures first); the file
-    list folded under shared directories; decisions, the plan and the work in progress;
-    failures; the file list itself; and only when nothing else is left, the person's requests
-    (shortened, then the oldest dropped), their constraints and the first request. Within a
-    list the oldest item goes first, except entities, whose first entries are the anchors
-    carried from earlier summaries."""
-    lists = draft.lists
-    cuts: list[Cut] = []
+class _Plan:
+    """The cuts being planned over one draft's lists."""
 
-    def drop(key: str, indices: Iterable[int]) -> None:
-        cuts.extend((key, i, None) for i in indices)
+    def __init__(self, lists: Mapping[str, tuple[Any, ...]]) -> None:
+        self.lists = lists
+        self.cuts: list[Cut] = []
 
-    def shorten(key: str, indices: Iterable[int], limit: int) -> None:
-        items = lists[key]
-        cuts.extend((key, i, bounded(items[i], limit)) for i in indices if len(items[i]) > limit)
+    def size(self, key: str) -> int:
+        return len(self.lists.get(key, ()))
 
-    def oldest(key: str) -> range:
-        return range(len(lists.get(key, ())))
+    def drop(self, key: str, indices: Iterable[int]) -> None:
+        self.cuts.extend((key, i, None) for i in indices)
 
-    def newest(key: str) -> range:
-        return range(len(lists.get(key, ())) - 1, -1, -1)
+    def shorten(self, key: str, indices: Iterable[int], limit: int) -> None:
+        items = self.lists[key]
+        self.cuts.extend(
+            (key, i, bounded(items[i], limit)) for i in indices if len(items[i]) > limit
+        )
 
-    def all_but_last(key: str) -> range:
-        return range(len(lists.get(key, ())) - 1)
+    def oldest(self, key: str) -> range:
+        return range(self.size(key))
 
-    def last(key: str) -> range:
-        return range(max(0, len(lists.get(key, ())) - 1), len(lists.get(key, ())))
+    def newest(self, key: str) -> range:
+        return range(self.size(key) - 1, -1, -1)
 
-    points = lists["key_points"]
-    failed = [i for i, p in enumerate(points) if str(p).startswith(_ERROR_MARK)]
-
-    drop("key_points", (i for i in oldest("key_points") if i not in failed))
-    drop("problem_solving", oldest("problem_solving"))
-    shorten("narrative", all_but_last("narrative"), _SHORT_NARRATIVE)
-    drop("narrative", all_but_last("narrative"))
-    drop("participants", newest("participants"))
-    drop("key_concepts", newest("key_concepts"))
-    # Entities the sections already say (files, errors, commands in the key points) or that
-    # are rarely acted on (versions) before anything else.
-    for kind in ("versions", "commands", "errors", "files"):
-        drop(f"entities.{kind}", newest(f"entities.{kind}"))
-    drop("key_points", failed)
-    # Files, weakest action first (the lines come strongest first): each line is folded
-    # (paths written once under their shared directory), then the folded line goes. Paths a
-    # tool only showed (a listing, a log) go first, oldest first; they rank below what people
-    # and the model wrote themselves.
-    lines = lists["files_and_code"]
-    seen = [i for i in oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
-    rest = [i for i in newest("files_and_code") if i not in seen]
-
-    def files(indices: Iterable[int]) -> None:
+    def files(self, indices: Iterable[int]) -> None:
+        """Each file line folded (paths written once under their shared directory) when
+        that is shorter, then dropped."""
+        lines = self.lists["files_and_code"]
         for i in indices:
             if fold_line(lines[i]) != lines[i]:
-                cuts.append(("files_and_code", i, fold_line(lines[i])))
-            cuts.append(("files_and_code", i, None))
+                self.cuts.append(("files_and_code", i, fold_line(lines[i])))
+            self.cuts.append(("files_and_code", i, None))
 
-    files(seen)
-    # (f) identifiers, URLs and figures the conversation itself wrote.
+
+def plan_cuts(draft: Draft) -> list[Cut]:
+    """Every cut, least important first: the log of old tool calls, old reasoning and the
+    older narrative; entities the sections already say; failed calls; paths a tool only
+    showed; (f) identifiers, URLs and figures; (e) decisions, the plan and the work in
+    progress; (d) failures; (c) the files; and only when nothing else is left, the person's
+    requests (shortened, then the oldest dropped), their constraints and the first request.
+    Within a list the oldest item goes first, except entities, whose first entries are the
+    anchors carried from earlier summaries."""
+    plan = _Plan(draft.lists)
+    _facts(plan)
+    _people(plan)
+    return plan.cuts
+
+
+def _facts(plan: _Plan) -> None:
+    points = plan.lists["key_points"]
+    failed = [i for i, p in enumerate(points) if str(p).startswith(_ERROR_MARK)]
+    plan.drop("key_points", (i for i in plan.oldest("key_points") if i not in failed))
+    plan.drop("problem_solving", plan.oldest("problem_solving"))
+    older = range(plan.size("narrative") - 1)
+    plan.shorten("narrative", older, _SHORT_NARRATIVE)
+    plan.drop("narrative", older)
+    plan.drop("participants", plan.newest("participants"))
+    plan.drop("key_concepts", plan.newest("key_concepts"))
+    for kind in ("versions", "commands", "errors", "files"):
+        plan.drop(f"entities.{kind}", plan.newest(f"entities.{kind}"))
+    plan.drop("key_points", failed)
+    # File lines come strongest action first; paths a tool only showed (a listing, a log) go
+    # first, oldest first: they rank below what people and the model wrote themselves.
+    lines = plan.lists["files_and_code"]
+    seen = [i for i in plan.oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
+    plan.files(seen)
     for kind in ("numbers", "urls", "symbols"):
-        drop(f"entities.{kind}", newest(f"entities.{kind}"))
-    # (e) decisions, the plan and the work in progress; (d) failures; (c) files.
-    drop("decisions", oldest("decisions"))
-    drop("action_items", oldest("action_items"))
-    drop("current_work", oldest("current_work"))
-    drop("unresolved", oldest("unresolved"))
-    drop("pending_tasks", oldest("pending_tasks"))
-    drop("next_step", oldest("next_step"))
-    drop("errors_and_fixes", oldest("errors_and_fixes"))
-    files(rest)
-    drop("narrative", last("narrative"))
+        plan.drop(f"entities.{kind}", plan.newest(f"entities.{kind}"))
+    for key in (
+        "decisions",
+        "action_items",
+        "current_work",
+        "unresolved",
+        "pending_tasks",
+        "next_step",
+        "errors_and_fixes",
+    ):
+        plan.drop(key, plan.oldest(key))
+    plan.files(i for i in plan.newest("files_and_code") if i not in seen)
+    plan.drop("narrative", range(max(0, plan.size("narrative") - 1), plan.size("narrative")))
+
+
+def _people(plan: _Plan) -> None:
+    lists = plan.lists
     users = lists["user_messages"]
     first = 0
     if users and lists["primary_request"] and same_head(lists["primary_request"][0], users[0]):
         # The request already quotes the head of the first message: drop it, not shorten it
         # (a later cut of the same item would bring it back).
-        drop("user_messages", range(1))
+        plan.drop("user_messages", range(1))
         first = 1
-    shorten("user_messages", range(first, len(users)), _SHORT_USER)
-    shorten("constraints", oldest("constraints"), _SHORT_USER)
-    drop("user_messages", range(first, len(users) - 1))
-    shorten("primary_request", oldest("primary_request"), _SHORT_USER)
-    drop("user_messages", range(max(first, len(users) - 1), len(users)))
-    drop("constraints", all_but_last("constraints"))
-    shorten("primary_request", oldest("primary_request"), _SHORT_REQUEST)
-    drop("constraints", last("constraints"))
-    drop("primary_request", oldest("primary_request"))
-    return cuts
+    plan.shorten("user_messages", range(first, len(users)), _SHORT_USER)
+    plan.shorten("constraints", plan.oldest("constraints"), _SHORT_USER)
+    plan.drop("user_messages", range(first, len(users) - 1))
+    plan.shorten("primary_request", plan.oldest("primary_request"), _SHORT_USER)
+    plan.drop("user_messages", range(max(first, len(users) - 1), len(users)))
+    plan.drop("constraints", range(plan.size("constraints") - 1))
+    plan.shorten("primary_request", plan.oldest("primary_request"), _SHORT_REQUEST)
+    plan.drop("constraints", range(max(0, plan.size("constraints") - 1), plan.size("constraints")))
+    plan.drop("primary_request", plan.oldest("primary_request"))
 
 
 def fit(
