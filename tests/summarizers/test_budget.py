@@ -173,7 +173,7 @@ def test_fit_survives_cuts_that_do_not_shrink_the_measure() -> None:
     assert stubborn(record) <= 50
 
 
-def test_paths_a_tool_only_showed_go_before_identifiers_and_the_other_files() -> None:
+def test_paths_a_tool_only_showed_go_after_identifiers_and_before_the_other_files() -> None:
     d = draft(
         files_and_code=(
             "Read: src/a.py [read]",
@@ -187,5 +187,5 @@ def test_paths_a_tool_only_showed_go_before_identifiers_and_the_other_files() ->
     seen_dropped = cuts.index(("files_and_code", 2, True))
     symbols = cuts.index(("entities.symbols", 0, True))
     read = cuts.index(("files_and_code", 0, True))
-    # The oldest listing goes first (folded, then dropped), and both before identifiers.
-    assert seen_first < cuts.index(("files_and_code", 1, True)) < seen_dropped < symbols < read
+    # Identifiers go first; then the oldest listing (folded, then dropped), then the other.
+    assert symbols < seen_first < cuts.index(("files_and_code", 1, True)) < seen_dropped < read

@@ -104,9 +104,9 @@ class _Plan:
 
 def plan_cuts(draft: Draft) -> list[Cut]:
     """Every cut, least important first: the log of old tool calls, old reasoning and the
-    older narrative; entities the sections already say; failed calls; paths a tool only
-    showed; (f) identifiers, URLs and figures; (e) decisions, the plan and the work in
-    progress; (d) failures; (c) the files; and only when nothing else is left, the person's
+    older narrative; entities the sections already say; failed calls; (f) identifiers, URLs
+    and figures; (e) decisions, the plan and the work in progress; (d) failures; (c) the
+    files, paths a tool only showed first; and only when nothing else is left, the person's
     requests (shortened, then the oldest dropped), their constraints and the first request.
     Within a list the oldest item goes first, except entities, whose first entries are the
     anchors carried from earlier summaries."""
@@ -129,11 +129,6 @@ def _facts(plan: _Plan) -> None:
     for kind in ("versions", "commands", "errors", "files"):
         plan.drop(f"entities.{kind}", plan.newest(f"entities.{kind}"))
     plan.drop("key_points", failed)
-    # File lines come strongest action first; paths a tool only showed (a listing, a log) go
-    # first, oldest first: they rank below what people and the model wrote themselves.
-    lines = plan.lists["files_and_code"]
-    seen = [i for i in plan.oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
-    plan.files(seen)
     for kind in ("numbers", "urls", "symbols"):
         plan.drop(f"entities.{kind}", plan.newest(f"entities.{kind}"))
     for key in (
@@ -146,6 +141,11 @@ def _facts(plan: _Plan) -> None:
         "errors_and_fixes",
     ):
         plan.drop(key, plan.oldest(key))
+    # File lines come strongest action first; paths a tool only showed (a listing, a log) go
+    # first, oldest first: they rank below what people and the model wrote themselves.
+    lines = plan.lists["files_and_code"]
+    seen = [i for i in plan.oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
+    plan.files(seen)
     plan.files(i for i in plan.newest("files_and_code") if i not in seen)
     plan.drop("narrative", range(max(0, plan.size("narrative") - 1), plan.size("narrative")))
 

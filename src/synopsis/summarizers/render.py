@@ -164,7 +164,9 @@ def render_compact(record: SummaryRecord) -> str:
         items = _items(record, name)
         if name == "primary_request" and users:
             # A rule-based request is the head of the first user message: say it once.
-            items = tuple(i for i in items if not same_head(i, users[0]))
+            # (The first user message itself is left out below when it is the request word
+            # for word.)
+            items = tuple(i for i in items if i == users[0] or not same_head(i, users[0]))
         if items:
             lines.append(f"{title}: {' | '.join(items)}")
     if record.truncated:

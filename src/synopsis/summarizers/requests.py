@@ -205,6 +205,8 @@ class Requests:
     _stated: list[tuple[int, Constraint]] = field(default_factory=list, init=False, repr=False)
     """The requests' sentences that set a value without a rule's words, by request index."""
     _scanned: int = field(default=0, init=False, repr=False)
+    _said_in: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    """The request each constraint came from: one request does not correct itself."""
 
     def _statements(self) -> list[tuple[int, Constraint]]:
         for index in range(self._scanned, len(self.requests)):
@@ -223,7 +225,10 @@ class Requests:
         """``text`` as the latest constraint, superseding what it replaces: what requests
         said before the last request that says it, if one does."""
         said_in = (i for i in range(len(self.requests) - 1, -1, -1) if text in self.requests[i])
-        self._add(text, next(said_in, len(self.requests)))
+        found = next(said_in, None)
+        self._add(text, len(self.requests) if found is None else found)
+        if found is None:  # carried from an earlier record: before any request here
+            self._said_in[text] = -1
 
     def _add(self, text: str, earlier: int) -> None:
         """``text`` as a constraint said in request ``earlier``: it supersedes the statements
@@ -236,7 +241,7 @@ class Requests:
             del self._upto[text]
         kept = []
         for old in self.constraints:
-            if new.supersedes(old):
+            if new.supersedes(old) and self._said_in.get(old.text, -1) < earlier:
                 self._supersede(old.text, min(earlier + 1, len(self.requests)))
             else:
                 kept.append(old)
@@ -247,6 +252,7 @@ class Requests:
             else:
                 stated.append((index, old))
         self._stated = stated
+        self._said_in[text] = earlier
         self.constraints = [*kept, new]
 
     def _corrects(self, sentence: str, earlier: int) -> bool:
