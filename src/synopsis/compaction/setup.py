@@ -39,6 +39,7 @@ _RESERVE_SHARE = 5
 trigger (80%) leaves, so a history under the trigger always leaves room to answer."""
 _DEFAULT_RESERVE = 4096
 _DIGEST_TOKENS = 500
+_DIGEST_SHARE = 10
 """Tokens kept free for the answer when the model's output limit is unknown."""
 
 
@@ -189,10 +190,14 @@ def build_setup(
     rules = RuleBasedSummarizer(
         max_summary_tokens=settings.rules_max_summary_tokens, model_for_counting=model
     )
-    # One oversized message shrunk in place stays a short digest (seed 003's 500 tokens):
-    # the conversation's budget is for the summary of many messages, not one.
+    # One oversized message shrunk in place stays a short digest: a tenth of the window, at
+    # least seed 003's 500 tokens. The conversation's budget is for the summary of many
+    # messages, not one; but a person's long request digested to 500 tokens at 8k and more
+    # loses the rules it states.
     digester = RuleBasedSummarizer(
-        max_summary_tokens=min(_DIGEST_TOKENS, settings.rules_max_summary_tokens),
+        max_summary_tokens=min(
+            max(_DIGEST_TOKENS, window // _DIGEST_SHARE), settings.rules_max_summary_tokens
+        ),
         model_for_counting=model,
     )
     chosen = summarizer if summarizer is not None else _summarizer(settings, model)

@@ -96,16 +96,24 @@ _STOP = frozenset(
     ]
 )
 _SENTENCE_CHARS = 400
+_CODE_LINE = re.compile(
+    r"^\d+[:→\t]"  # a numbered line of a file
+    r"|^[\w.]+\s*(?:[-+*/]?=|\(|\[)"  # an assignment or a call
+    r"|^(?:def|class|import|from|return|if|for|while|elif|else|try|except|raise)\b.*[:(]"
+    r"|^[\'\"`]"  # a quoted string
+)
 _CUT = re.compile(r"… \[cut [\d,]+ characters\]\Z")
 _SAME_SUBJECT = 0.5
 _SUPERSEDED = "[superseded, see constraints]"
 
 
 def _sentences(text: str) -> list[str]:
+    """The prose sentences of ``text``: numbered file lines and code quoted in a request
+    ("1463:    msg = '… must be …'") state no rule of the person's."""
     out = []
     for raw in _SENTENCE.split(text):
         sentence = raw.strip().lstrip("-*• ").strip()
-        if len(sentence) > 3:
+        if len(sentence) > 3 and not _CODE_LINE.match(sentence):
             out.append(sentence)
     return out
 
