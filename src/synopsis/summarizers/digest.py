@@ -60,7 +60,7 @@ _NEXT = re.compile(
 )
 # Argument values this long are file bodies or patches, not names worth scanning for anchors.
 _SCAN_ARG_CHARS = 300
-_SCAN_OUTPUT_CHARS = 8000
+_SCAN_OUTPUT_CHARS = 50_000
 
 
 def _sentences(text: str) -> list[str]:
