@@ -283,3 +283,16 @@ def test_too_little_to_save_with_room_to_answer_is_skipped():
     assert not result.compacted
     assert result.code == "too-little-savings"
     assert result.messages == history
+
+
+def test_a_shorter_conversation_than_the_chain_covers_starts_its_own_summary():
+    store = MemoryStore()
+    c = Compactor(model="gpt-4o", store=store, session_id="s", environ={})
+    first = c.compact(chat(40, 80), force=True)
+    assert first.record is not None
+    assert len(first.record.covers) > 12
+    # Fewer messages to summarize than the chain covers: no prefix of it can be this one.
+    other = c.compact(chat(6, 400), force=True)
+    assert other.compacted
+    assert other.record is not None
+    assert other.record.depth == 0

@@ -171,3 +171,59 @@ def test_an_explicit_keep_sizes_the_tail_and_the_summary_takes_what_the_target_l
     # What the longer tail takes comes out of the summary's share.
     assert abs((budget_short - budget_long) - (tail_long - tail_short)) <= slack
     assert summary_short > summary_long
+
+
+def one_shot(name: str, ratio: int, summarizer: Any = "rules") -> synopsis.CompactionResult:
+    """The whole transcript compacted once into a window of a ``ratio``-th of it, told to keep
+    half that window's worth of the newest messages (as the 5x/10x anchors benchmark does)."""
+    items = load_items(next(p for p in TRANSCRIPTS if name in p.name))
+    share = synopsis.count_tokens(items) // ratio
+    compactor = synopsis.Compactor(
+        context_window=share,
+        trigger=synopsis.Trigger.tokens(share),
+        keep=synopsis.Keep.tokens(share // 2),
+        summarizer=summarizer,
+    )
+    return compactor.compact(items, format="openai")
+
+
+def summary_tokens(result: synopsis.CompactionResult) -> int:
+    (summary,) = (m for m in result.messages if "<synopsis-summary" in str(m.get("content")))
+    return synopsis.count_tokens([summary])
+
+
+def test_a_rule_summary_gets_back_the_room_the_compaction_left_unused() -> None:
+    # The tail planned at the split held large results that were shrunk afterwards: the
+    # summary first cut to its planned budget is written again with the room left over.
+    recorded = Budgets()
+    result = one_shot("claudecode-cli-spec-main", 5, recorded)
+    assert result.compacted
+    (first_budget,) = recorded.budgets
+    assert first_budget is not None
+    assert summary_tokens(result) > first_budget
+    assert result.record is not None
+    assert result.record.model == "rules"
+    assert result.tokens_after <= result.tokens_before
+
+
+class Scripted(synopsis.summarizers.RuleBasedSummarizer):
+    """Rules under another name: a summarizer whose calls cost something is not asked twice."""
+
+    model = "scripted"  # type: ignore[misc]
+
+
+def test_a_summary_that_is_not_the_rules_is_not_written_again() -> None:
+    recorded = Budgets()
+    ruled = one_shot("claudecode-cli-spec-main", 5, recorded)
+    other = one_shot("claudecode-cli-spec-main", 5, Scripted())
+    assert other.record is not None
+    assert other.record.truncated
+    assert summary_tokens(other) < summary_tokens(ruled)
+
+
+def test_a_tail_given_as_a_share_of_the_window_sizes_it_too() -> None:
+    window = 16_000
+    result = forced(long_history(2, requests=False), context_window=window, keep="fraction:0.1")
+    _, _, tail = parts(result)
+    assert 0.05 * window <= tail <= 0.1 * window
+    assert result.tokens_after <= window - 3_200
