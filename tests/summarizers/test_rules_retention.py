@@ -3,8 +3,6 @@ constraints above all, the files, a count of everything covered, and nothing mea
 
 from __future__ import annotations
 
-import pytest
-
 from synopsis.messages import Message, Role, TextPart
 from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, render
 from synopsis.summarizers.records import Facets, Sections
@@ -132,10 +130,6 @@ def test_a_correction_of_a_rule_replaces_it_across_compactions() -> None:
     assert "2 spaces" not in render(second)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a superseded value stays in facets.entities.numbers (rendered as 'Figures: 8080')",
-)
 def test_a_superseded_value_is_nowhere_in_the_summary() -> None:
     big = RuleBasedSummarizer(max_summary_tokens=50_000)
     record = big.summarize(part(2))
@@ -212,11 +206,6 @@ def test_named_participants_are_listed() -> None:
     assert "- Participants: user (alice)" in render(record)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rules._merge rebuilds participants from the new part only, so a re-compaction "
-    "drops the named participants of the previous record",
-)
 def test_named_participants_are_carried_through_a_recompaction() -> None:
     named = Message(Role.USER, (TextPart("Fix the login bug."),), name="alice")
     first = SUMMARIZER.summarize([named, say("On it.")])

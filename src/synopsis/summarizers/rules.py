@@ -31,7 +31,7 @@ from synopsis.summarizers.records import (
     SummaryRecord,
 )
 from synopsis.summarizers.render import render
-from synopsis.summarizers.requests import Requests
+from synopsis.summarizers.requests import Constraint, Requests
 from synopsis.summarizers.scanning import bounded, dedupe
 from synopsis.tokens import counter_for_model
 
@@ -211,11 +211,11 @@ def _file_notes(found: Digest) -> dict[str, list[str]]:
 
 def _requests(
     found: Digest, previous: SummaryRecord | None, user_chars: int
-) -> tuple[list[str], list[str], list[str]]:
-    """The primary request, the constraints and every request (seed 002's "all user
-    messages", the first among them), the previous record's carried forward and updated:
-    a constraint the new part corrects is replaced, and the sentence that stated the old
-    value leaves the requests too."""
+) -> tuple[list[str], list[str], list[str], frozenset[str]]:
+    """The primary request, the constraints, every request (seed 002's "all user
+    messages", the first among them) and the values now stale, the previous record's
+    carried forward and updated: a constraint the new part corrects is replaced, and the
+    sentence that stated the old value leaves the requests too."""
     merged = Requests()
     primary: list[str] = []
     if previous is not None:
@@ -230,7 +230,15 @@ def _requests(
     for old in merged.superseded:
         primary = [p.replace(old, "[superseded, see constraints]") for p in primary]
     constraints = [c.text for c in merged.constraints]
-    return primary, constraints, merged.current_requests()
+    return primary, constraints, merged.current_requests(), _stale(merged)
+
+
+def _stale(requests: Requests) -> frozenset[str]:
+    """Values only superseded sentences gave (the 8080 of "use port 8080" once 9090
+    replaced it): the identifiers and figures must not carry them on either."""
+    old = {v for text in requests.superseded for v in Constraint.of(text).values}
+    current = {v for c in requests.constraints for v in c.values}
+    return frozenset(old - current)
 
 
 def _failures(
@@ -273,7 +281,7 @@ def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Dr
         narrative.append(f"An earlier summary opened this part:\n{quoted}")
     narrative.append(("Then " if previous else "Earlier: ") + _narrative(found))
     prev_lists = record_lists(previous) if previous else None
-    primary, constraints, requests = _requests(found, previous, user_chars)
+    primary, constraints, requests, stale = _requests(found, previous, user_chars)
     errors, unresolved = _failures(found, prev_lists)
     pending = found.pending
     current = [bounded(found.assistant_texts[-1], 400)] if found.assistant_texts else []
@@ -305,6 +313,9 @@ def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Dr
     )
     if prev_lists is not None:
         new = _merge(prev_lists, new)
+    for kind in ENTITY_KEYS:
+        key = f"entities.{kind}"
+        new[key] = [v for v in new[key] if v.lower() not in stale]
     new["files_and_code"] = files
     new["narrative"] = narrative
     return Draft(_capped(new))
@@ -329,8 +340,8 @@ def _merge(old: Mapping[str, list[Any]], new: Mapping[str, list[Any]]) -> dict[s
             out[key] = items or before
         elif key == "key_points":
             out[key] = [*before, *items]
-        elif key in ("key_concepts", "participants"):
-            out[key] = dedupe([*items])
+        elif key == "key_concepts":
+            out[key] = list(items)
         else:
             out[key] = dedupe([*before, *items])
     return out
