@@ -247,3 +247,28 @@ def test_a_constraint_said_in_no_request_supersedes_them_all() -> None:
     same = carried("Use port 9090. Never use port 8080.")
     same.add_constraint("Never use port 8080.")
     assert same.superseded == []
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Never edit src/a.py.", "Never edit src/b.py."),
+        ("Never touch module1.py.", "Never touch module2.py."),
+        ("Always run test_one first.", "Always run test_two first."),
+    ],
+)
+def test_the_same_rule_about_another_thing_supersedes_nothing(first: str, second: str) -> None:
+    requests = Requests()
+    requests.add_request(first, 2000)
+    requests.add_request(second, 2000)
+    assert rules(requests) == [first, second]
+    assert requests.superseded == []
+
+
+def test_many_corrections_leave_only_the_latest() -> None:
+    requests = Requests()
+    for port in range(8000, 8300):
+        requests.add_request(f"Always use port {port}.", 2000)
+    assert rules(requests) == ["Always use port 8299."]
+    assert len(requests.superseded) == 299
+    assert requests.current_requests()[0] == "[superseded, see constraints]"

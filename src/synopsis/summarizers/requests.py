@@ -35,7 +35,12 @@ _CORRECTION = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`*-])|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_/.-]*[A-Za-z]|[A-Za-z]")
-_VALUE = re.compile(r"[$€£]?\d[\d,]*(?:\.\d+)*%?|`[^`]+`|\"[^\"]+\"|'[^']+'|\b[A-Z][A-Z0-9_]{2,}\b")
+_VALUE = re.compile(
+    # A figure standing alone ("port 8080", "$500", "90%"), not the digits of a name
+    # ("module1.py", "v2"): a different name is a different thing, not a new value.
+    r"(?<![\w.])[$€£]?\d[\d,]*(?:\.\d+)*%?(?![\w])"
+    r"|`[^`]+`|\"[^\"]+\"|'[^']+'|\b[A-Z][A-Z0-9_]{2,}\b"
+)
 _STOP = frozenset(
     [
         "the",
@@ -210,19 +215,40 @@ class Requests:
     superseded: list[str] = field(default_factory=list)
     _upto: dict[str, int] = field(default_factory=dict, init=False, repr=False)
     """For each superseded sentence, how many of the requests it is taken out of."""
-    _stated: list[tuple[int, Constraint]] = field(default_factory=list, init=False, repr=False)
-    """The requests' sentences that set a value without a rule's words, by request index."""
+    _stated: dict[int, tuple[int, Constraint]] = field(default_factory=dict, init=False, repr=False)
+    """The requests' sentences that set a value without a rule's words (by a serial number,
+    with their request's index), until a later value replaces them."""
     _scanned: int = field(default=0, init=False, repr=False)
     _said_in: dict[str, int] = field(default_factory=dict, init=False, repr=False)
     """The request each constraint came from: one request does not correct itself."""
+    _serial: int = field(default=0, init=False, repr=False)
+    _words: dict[str, set[int]] = field(default_factory=dict, init=False, repr=False)
+    _rule_words: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
+    _rules: dict[str, Constraint] = field(default_factory=dict, init=False, repr=False)
+    """Statements and constraints by the words they speak of. Superseding and revaluing
+    need a word in common, so each new sentence is held against those alone, not against
+    every earlier one: a session of thousands of requests stays linear."""
 
-    def _statements(self) -> list[tuple[int, Constraint]]:
+    def _statements(self) -> None:
         for index in range(self._scanned, len(self.requests)):
             for sentence in _sentences(_CUT.sub("", self.requests[index])):
                 if _VALUE.search(sentence) and not _MARKER.search(sentence):
-                    self._stated.append((index, Constraint.of(sentence)))
+                    serial = self._serial = self._serial + 1
+                    statement = Constraint.of(sentence)
+                    self._stated[serial] = (index, statement)
+                    for word in statement.subject | statement.keys:
+                        self._words.setdefault(word, set()).add(serial)
         self._scanned = len(self.requests)
-        return self._stated
+
+    def _near(self, new: Constraint) -> tuple[list[Constraint], list[int]]:
+        """The constraints and statements sharing a word with ``new``, oldest first."""
+        self._statements()
+        words = new.subject | new.keys
+        texts = {t for w in words for t in self._rule_words.get(w, ())}
+        serials = sorted({n for w in words for n in self._words.get(w, ())})
+        # The constraints in the order they were stated (the dict keeps it).
+        order = {t: i for i, t in enumerate(self._rules)} if texts else {}
+        return [self._rules[t] for t in sorted(texts, key=order.__getitem__)], serials
 
     def _supersede(self, text: str, upto: int) -> None:
         if text not in self._upto:
@@ -241,34 +267,45 @@ class Requests:
     def _add(self, text: str, earlier: int) -> None:
         """``text`` as a constraint said in request ``earlier``: it supersedes the statements
         of the requests before that one, and the constraints so far."""
-        new = Constraint.of(text)
-        if any(c.text == text for c in self.constraints):
+        if text in self._rules:
             return
+        new = Constraint.of(text)
         if text in self._upto:  # said again: it holds once more
             self.superseded.remove(text)
             del self._upto[text]
-        kept = []
-        for old in self.constraints:
+        rules, serials = self._near(new)
+        gone = set()
+        for old in rules:
             if new.supersedes(old) and self._said_in.get(old.text, -1) < earlier:
                 self._supersede(old.text, min(earlier + 1, len(self.requests)))
-            else:
-                kept.append(old)
-        stated = []
-        for index, old in self._statements():
+                gone.add(old.text)
+        for serial in serials:
+            index, old = self._stated[serial]
             if index < earlier and new.revalues(old):
                 self._supersede(old.text, earlier)
-            else:
-                stated.append((index, old))
-        self._stated = stated
+                del self._stated[serial]
+                for word in old.subject | old.keys:
+                    self._words[word].discard(serial)
         self._said_in[text] = earlier
-        self.constraints = [*kept, new]
+        for text_gone in gone:
+            old_rule = self._rules.pop(text_gone)
+            for word in old_rule.subject | old_rule.keys:
+                self._rule_words[word].discard(text_gone)
+        self._rules[text] = new
+        if gone:
+            self.constraints = list(self._rules.values())
+        else:
+            self.constraints.append(new)
+        for word in new.subject | new.keys:
+            self._rule_words.setdefault(word, set()).add(text)
 
     def _corrects(self, sentence: str, earlier: int) -> bool:
         """Whether ``sentence``, without a rule's words, says it corrects an earlier value."""
         if not _CORRECTION.search(sentence):
             return False
         new = Constraint.of(sentence)
-        olds = [*self.constraints, *(c for i, c in self._statements() if i < earlier)]
+        rules, serials = self._near(new)
+        olds = [*rules, *(c for n in serials for i, c in [self._stated[n]] if i < earlier)]
         return any(new.revalues(old) for old in olds)
 
     def add_request(self, text: str, chars: int) -> None:
@@ -293,11 +330,15 @@ class Requests:
 
     def current_requests(self) -> list[str]:
         """The requests with every superseded sentence taken out of those it was said in."""
+        superseded = set(self.superseded)
         out = []
         for index, request in enumerate(self.requests):
             text = request
-            for old in self.superseded:
-                if index < self._upto.get(old, len(self.requests)):
-                    text = text.replace(old, _SUPERSEDED)
+            if superseded:
+                # A constraint is one of its request's sentences (a long one is kept cut
+                # short, and a cut copy replaces nothing, as before).
+                for sentence in dict.fromkeys(_sentences(_CUT.sub("", request))):
+                    if sentence in superseded and index < self._upto[sentence]:
+                        text = text.replace(sentence, _SUPERSEDED)
             out.append(text)
         return out
