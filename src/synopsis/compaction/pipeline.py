@@ -15,6 +15,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from synopsis.compaction.budgets import (
+    keep_for,
+    refill,
+    room_for,
+    summary_budget_for,
+    turn_start_tail,
+)
 from synopsis.compaction.offload import Originals, wire_items
 from synopsis.compaction.rebuild import finish, summary_for
 from synopsis.compaction.result import CompactionResult
@@ -55,8 +62,7 @@ from synopsis.planning import (
     record_failure,
     turn_key,
 )
-from synopsis.planning.room import share_room, summary_budget
-from synopsis.planning.units import is_real_user, is_summary, is_summary_text
+from synopsis.planning.units import is_summary, is_summary_text
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render
 from synopsis.validation import check, repair_messages
@@ -65,7 +71,6 @@ if TYPE_CHECKING:
     from synopsis.compaction.setup import Setup
     from synopsis.formats import FormatName
     from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
-    from synopsis.planning.room import Room
     from synopsis.validation import Problem, Profile
 
 __all__ = [
@@ -80,7 +85,6 @@ __all__ = [
     "skip_event",
 ]
 
-_MIN_SUMMARY_TOKENS = 256
 _GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages", "per-turn-cap"})
 """Reasons not to compact that give way when the history no longer leaves room to answer."""
 DEFAULT_SESSION = "default"
@@ -202,88 +206,6 @@ def _skip_saving(run: Run, decision: Decision) -> Generator[Effect, Outcome, Com
     return _skip(run, decision)
 
 
-def _room(run: Run, messages: Sequence[Message]) -> Room:
-    """How this compaction shares out the window (:mod:`synopsis.planning.room`), from the
-    tokens no summary saves: the overhead and the messages protected at the head."""
-    setup = run.setup
-    protect = setup.protect
-    head = 0
-    first_user = protect.first_user
-    for message in messages:
-        if protect.system and message.role in (Role.SYSTEM, Role.DEVELOPER):
-            head += setup.counter.count_message(message)
-        elif first_user and is_real_user(message) and not is_summary(message):
-            head += setup.counter.count_message(message)
-            first_user = False
-    keep = setup.keep
-    return share_room(
-        window=setup.window,
-        limit=setup.window - setup.reserve,
-        threshold=setup.trigger.token_threshold(setup.window),
-        fixed=run.overhead + head,
-        target_ratio=setup.target_ratio,
-        reset_ratio=setup.governor.reset_ratio,
-        summary_ratio=setup.summary_ratio,
-        floor=setup.min_summary_tokens,
-        ceiling=setup.max_summary_tokens,
-        tail=_tail_tokens(keep, setup.window),
-    )
-
-
-def _tail_tokens(keep: Keep, window: int) -> int | None:
-    """The tail a keep policy asks for in tokens, when it says so before the split."""
-    if keep.kind == "tokens":
-        return int(keep.value)
-    if keep.kind == "fraction":
-        return int(keep.value * window)
-    return None
-
-
-def _keep(run: Run, decision: Decision, before: Measure) -> Keep:
-    """The keep policy, an automatic tail resolved to the tokens the room leaves it; a
-    compaction asked for below the target keeps at most half of what could be summarized."""
-    keep = run.setup.keep
-    if keep.kind != "auto" or run.room is None:
-        return keep
-    tail = run.room.tail
-    if decision.code == "forced":
-        tail = min(tail, max(0, before.tokens - run.room.fixed) // 2)
-    return Keep.tokens(tail)
-
-
-def _turn_start_tail(run: Run) -> int | None:
-    """With an automatic tail, the split may move back to a turn start only while the tail
-    stays within the room (the summary's share included): zrb's 70% of the trigger would keep
-    some 70k tokens of a long agent turn at 128k and leave too little to summarize."""
-    if run.setup.keep.kind != "auto" or run.room is None:
-        return None
-    return run.room.target - run.room.fixed
-
-
-def _summary_budget(run: Run, plan: SplitPlan) -> int:
-    """What the summary may take: what the kept messages leave of the target, and at least
-    its planned share when the tail came out larger than planned (a tail of large tool
-    results, or one that cannot be cut shorter), between the floor and the summarizer's
-    ceiling; beyond its planned share, never more than leaves the whole within the window
-    less the reserve (see :mod:`synopsis.planning.room`)."""
-    setup = run.setup
-    room = run.room
-    target = room.target if room is not None else setup.window - setup.reserve
-    kept = run.overhead + plan.tokens_head + plan.tokens_tail
-    planned = room.summary if room is not None else 0
-    budget = summary_budget(
-        max(target - kept, planned),
-        floor=setup.min_summary_tokens,
-        ceiling=setup.max_summary_tokens,
-    )
-    fits = setup.window - setup.reserve - kept
-    # A tail too large to leave room is cut shorter by the next pass, which updates this
-    # record: cutting the record to what this pass leaves would lose its content for good.
-    budget = max(min(budget, fits), min(planned, budget), _MIN_SUMMARY_TOKENS)
-    # Never more than what it replaces: a summary as long as its messages saves nothing.
-    return min(budget, max(plan.tokens_summarized, _MIN_SUMMARY_TOKENS))
-
-
 def _offload_ref(run: Run) -> str | None:
     """Where the messages a summary stands for can be fetched: the session's whole offloaded
     history so far (what this call added is at its end)."""
@@ -336,7 +258,7 @@ def _summarize_step(
             )
         )
         return message, previous
-    budget = _summary_budget(run, plan)
+    budget = summary_budget_for(run, plan)
     outcome = yield Summarize(source, previous, run.request.instructions, budget)
     if not isinstance(outcome, SummaryRecord):
         reason = (
@@ -381,53 +303,6 @@ def _summarize_step(
     )
     run.last = LastSummary(message, source, previous, budget)
     return message, record
-
-
-def _refill(
-    run: Run, final: tuple[Message, ...], after: Measure, limit: int
-) -> tuple[tuple[Message, ...], Measure]:
-    """The rule summary written again with the room the compaction left unused. Its budget
-    was set before the tail was known for certain (a tail of large results shrunk after the
-    split), and a summary cut while the target still has room forgets for nothing. Only the
-    offline rules, which cost nothing to run again; the record keeps its id, and the history
-    must still fit within ``limit`` (under what the caller sent) and be valid, or the first
-    one stands."""
-    setup, last, room = run.setup, run.last, run.room
-    if last is None or room is None or not run.records:
-        return final, after
-    record = run.records[-1]
-    spare = min(room.target, limit) - after.tokens
-    budget = min(last.budget + spare, setup.max_summary_tokens)
-    index = next((i for i, m in enumerate(final) if m is last.message), None)
-    if (
-        index is None
-        or not record.truncated
-        or record.model != setup.rules.model
-        or spare < _MIN_SUMMARY_TOKENS
-        or budget <= last.budget
-    ):
-        return final, after
-    larger = setup.rules.summarize(
-        last.source,
-        previous=last.previous,
-        instructions=run.request.instructions,
-        max_tokens=budget,
-    ).model_copy(update={"id": record.id, "created_at": record.created_at})
-    profile = setup.profile_for(run.format)
-    message = summary_for(
-        larger,
-        profile=profile,
-        role=setup.summary_role,
-        style=setup.summary_style,
-        offload_ref=_offload_ref(run),
-    )
-    refilled = (*final[:index], message, *final[index + 1 :])
-    measured = run.measure(refilled)
-    if measured.tokens > limit or problems(refilled, profile):
-        return final, after
-    run.records[-1] = larger
-    run.last = replace(last, message=message, budget=budget)
-    return refilled, measured
 
 
 def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
@@ -677,17 +552,17 @@ def _compact(
     current = reduce_cheaply(run, run.messages, before)
     previous = yield from _previous(run)
     run.overhead = before.tokens - sum(setup.counter.count_message(m) for m in run.given)
-    run.room = _room(run, current)
+    run.room = room_for(run, current)
     steps = iter_passes(
         current,
         count=setup.counter.count_message,
         overhead=run.overhead,
-        keep=_keep(run, decision, before),
+        keep=keep_for(run, decision, before),
         trigger=setup.trigger,
         window=setup.window,
         config=setup.governor,
         protect=setup.protect,
-        turn_start_tail=_turn_start_tail(run),
+        turn_start_tail=turn_start_tail(run),
     )
     step = next(steps, None)
     first, cut = step if step is not None else (None, [])
@@ -707,7 +582,7 @@ def _compact(
         checked = check_savings(
             decision,
             tokens_summarized=first.tokens_summarized,
-            summary_tokens=_summary_budget(run, first),
+            summary_tokens=summary_budget_for(run, first),
             config=setup.governor,
         )
         if not checked.compact and before.tokens > limit:
@@ -726,7 +601,13 @@ def _compact(
     ):
         head = run.records[-1] if run.records else previous
         kept = yield from _last_pass(run, kept, head)
-    final, after = _refill(run, *_verify(run, kept, limit), min(limit, before.tokens - 1))
+    final, after = refill(
+        run,
+        *_verify(run, kept, limit),
+        min(limit, before.tokens - 1),
+        offload_ref=_offload_ref(run),
+        valid=lambda history: not problems(history, setup.profile_for(run.format)),
+    )
     if decision.code == "forced" and after.tokens >= before.tokens:
         # Nothing is saved, so nothing may be reported as offloaded or summarized either.
         run.stored.clear()

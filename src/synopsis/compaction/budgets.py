@@ -1,0 +1,169 @@
+"""How one compaction shares out its window: the room (:mod:`synopsis.planning.room`) for the
+run, the tail the keep policy resolves to, the summary's budget once the split is known, and
+the room a compaction left unused given back to a rule summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from synopsis.compaction.rebuild import summary_for
+from synopsis.messages import Role
+from synopsis.planning import Keep
+from synopsis.planning.room import Room, share_room, summary_budget
+from synopsis.planning.units import is_real_user, is_summary
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from synopsis.compaction.state import Run
+    from synopsis.messages import Message
+    from synopsis.planning import Decision, Measure, SplitPlan
+
+__all__ = [
+    "MIN_SUMMARY_TOKENS",
+    "keep_for",
+    "refill",
+    "room_for",
+    "summary_budget_for",
+    "turn_start_tail",
+]
+
+MIN_SUMMARY_TOKENS = 256
+"""No summary gets less, whatever its room: less than its frame and a sentence is no summary."""
+
+
+def room_for(run: Run, messages: Sequence[Message]) -> Room:
+    """How this compaction shares out the window (:mod:`synopsis.planning.room`), from the
+    tokens no summary saves: the overhead and the messages protected at the head."""
+    setup = run.setup
+    protect = setup.protect
+    head = 0
+    first_user = protect.first_user
+    for message in messages:
+        if protect.system and message.role in (Role.SYSTEM, Role.DEVELOPER):
+            head += setup.counter.count_message(message)
+        elif first_user and is_real_user(message) and not is_summary(message):
+            head += setup.counter.count_message(message)
+            first_user = False
+    keep = setup.keep
+    return share_room(
+        window=setup.window,
+        limit=setup.window - setup.reserve,
+        threshold=setup.trigger.token_threshold(setup.window),
+        fixed=run.overhead + head,
+        target_ratio=setup.target_ratio,
+        reset_ratio=setup.governor.reset_ratio,
+        summary_ratio=setup.summary_ratio,
+        floor=setup.min_summary_tokens,
+        ceiling=setup.max_summary_tokens,
+        tail=_tail_tokens(keep, setup.window),
+    )
+
+
+def _tail_tokens(keep: Keep, window: int) -> int | None:
+    """The tail a keep policy asks for in tokens, when it says so before the split."""
+    if keep.kind == "tokens":
+        return int(keep.value)
+    if keep.kind == "fraction":
+        return int(keep.value * window)
+    return None
+
+
+def keep_for(run: Run, decision: Decision, before: Measure) -> Keep:
+    """The keep policy, an automatic tail resolved to the tokens the room leaves it; a
+    compaction asked for below the target keeps at most half of what could be summarized."""
+    keep = run.setup.keep
+    if keep.kind != "auto" or run.room is None:
+        return keep
+    tail = run.room.tail
+    if decision.code == "forced":
+        tail = min(tail, max(0, before.tokens - run.room.fixed) // 2)
+    return Keep.tokens(tail)
+
+
+def turn_start_tail(run: Run) -> int | None:
+    """With an automatic tail, the split may move back to a turn start only while the tail
+    stays within the room (the summary's share included): zrb's 70% of the trigger would keep
+    some 70k tokens of a long agent turn at 128k and leave too little to summarize."""
+    if run.setup.keep.kind != "auto" or run.room is None:
+        return None
+    return run.room.target - run.room.fixed
+
+
+def summary_budget_for(run: Run, plan: SplitPlan) -> int:
+    """What the summary may take: what the kept messages leave of the target, and at least
+    its planned share when the tail came out larger than planned (a tail of large tool
+    results, or one that cannot be cut shorter), between the floor and the summarizer's
+    ceiling; beyond its planned share, never more than leaves the whole within the window
+    less the reserve (see :mod:`synopsis.planning.room`)."""
+    setup = run.setup
+    room = run.room
+    target = room.target if room is not None else setup.window - setup.reserve
+    kept = run.overhead + plan.tokens_head + plan.tokens_tail
+    planned = room.summary if room is not None else 0
+    budget = summary_budget(
+        max(target - kept, planned),
+        floor=setup.min_summary_tokens,
+        ceiling=setup.max_summary_tokens,
+    )
+    fits = setup.window - setup.reserve - kept
+    # A tail too large to leave room is cut shorter by the next pass, which updates this
+    # record: cutting the record to what this pass leaves would lose its content for good.
+    budget = max(min(budget, fits), min(planned, budget), MIN_SUMMARY_TOKENS)
+    # Never more than what it replaces: a summary as long as its messages saves nothing.
+    return min(budget, max(plan.tokens_summarized, MIN_SUMMARY_TOKENS))
+
+
+def refill(
+    run: Run,
+    final: tuple[Message, ...],
+    after: Measure,
+    limit: int,
+    *,
+    offload_ref: str | None,
+    valid: Callable[[tuple[Message, ...]], bool],
+) -> tuple[tuple[Message, ...], Measure]:
+    """The rule summary written again with the room the compaction left unused. Its budget
+    was set before the tail was known for certain (a tail of large results shrunk after the
+    split), and a summary cut while the target still has room forgets for nothing. Only the
+    offline rules, which cost nothing to run again; the record keeps its id, and the history
+    must still fit within ``limit`` (under what the caller sent) and be valid, or the first
+    one stands."""
+    setup, last, room = run.setup, run.last, run.room
+    if last is None or room is None or not run.records:
+        return final, after
+    record = run.records[-1]
+    spare = min(room.target, limit) - after.tokens
+    budget = min(last.budget + spare, setup.max_summary_tokens)
+    index = next((i for i, m in enumerate(final) if m is last.message), None)
+    if (
+        index is None
+        or not record.truncated
+        or record.model != setup.rules.model
+        or spare < MIN_SUMMARY_TOKENS
+        or budget <= last.budget
+    ):
+        return final, after
+    larger = setup.rules.summarize(
+        last.source,
+        previous=last.previous,
+        instructions=run.request.instructions,
+        max_tokens=budget,
+    ).model_copy(update={"id": record.id, "created_at": record.created_at})
+    profile = setup.profile_for(run.format)
+    message = summary_for(
+        larger,
+        profile=profile,
+        role=setup.summary_role,
+        style=setup.summary_style,
+        offload_ref=offload_ref,
+    )
+    refilled = (*final[:index], message, *final[index + 1 :])
+    measured = run.measure(refilled)
+    if measured.tokens > limit or not valid(refilled):
+        return final, after
+    run.records[-1] = larger
+    run.last = replace(last, message=message, budget=budget)
+    return refilled, measured
