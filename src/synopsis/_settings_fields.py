@@ -110,8 +110,10 @@ class SettingsFields(BaseModel):
         gt=0,
         lt=1,
         description="Where a compaction lands: the share of the window the compacted history "
-        "fills (protected head, summary, carried requests, verbatim tail); below reset_ratio "
-        "(synopsis; chosen by the retention-versus-cost benchmark).",
+        "fills (protected head, summary, carried requests, verbatim tail) under the default "
+        "trigger; it keeps the proportion target_ratio / reset_ratio of the line the passes "
+        "aim under, so a lower trigger lowers it (synopsis; chosen by the "
+        "retention-versus-cost benchmark).",
     )
     min_messages: Whole = Field(
         12, ge=0, description="Shorter histories are left alone (seed 001 minMessages)."
