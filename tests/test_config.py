@@ -199,7 +199,7 @@ def test_defaults_are_the_planning_cores_own() -> None:
     assert s.keep_policy() == Keep.auto()
     # A compaction lands at half the window; the summary takes 30% of the room, from 256
     # tokens up to the summarizer's ceiling (no longer a fixed 500 or 2,000 for any window).
-    assert (s.target_ratio, s.summary_ratio, s.min_summary_tokens) == (0.5, 0.3, 256)
+    assert (s.target_ratio, s.summary_ratio, s.min_summary_tokens) == (0.5, 0.5, 256)
     assert (s.rules_max_summary_tokens, s.max_summary_tokens) == (8000, 4000)
     assert s.target_ratio < s.reset_ratio
     assert s.protect() == Protect()
@@ -648,7 +648,7 @@ def test_reference_lists_every_option_with_its_seed() -> None:
     assert rows["trigger"][:2] == ("float | str", "0.8")
     assert rows["keep"][:2] == ("int | str", '"auto"')
     assert rows["target_ratio"][:2] == ("float", "0.5")
-    assert rows["summary_ratio"][:2] == ("float", "0.3")
+    assert rows["summary_ratio"][:2] == ("float", "0.5")
     assert rows["min_summary_tokens"][:2] == ("int", "256")
     assert rows["pinned"][:2] == ("list[str]", "[]")
     assert rows["model"][:2] == ("str | None", "unset")

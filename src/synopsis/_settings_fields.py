@@ -235,12 +235,13 @@ class SettingsFields(BaseModel):
         "default (synopsis).",
     )
     summary_ratio: Number = Field(
-        0.3,
+        0.5,
         gt=0,
         le=1,
         description="Share of the room a compaction's target leaves (after the protected "
         "head) that the summary may take, between min_summary_tokens and the summarizer's "
-        "ceiling; the verbatim tail gets the rest (synopsis).",
+        "ceiling; the verbatim tail gets the rest (synopsis; chosen by the replayed-retention "
+        "benchmark).",
     )
     min_summary_tokens: Whole = Field(
         256, ge=64, description="A summary's budget never goes below this (synopsis)."

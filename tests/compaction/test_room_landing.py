@@ -173,7 +173,9 @@ def test_an_explicit_keep_sizes_the_tail_and_the_summary_takes_what_the_target_l
     assert summary_short > summary_long
 
 
-def one_shot(name: str, ratio: int, summarizer: Any = "rules") -> synopsis.CompactionResult:
+def one_shot(
+    name: str, ratio: int, summarizer: Any = "rules", **options: Any
+) -> synopsis.CompactionResult:
     """The whole transcript compacted once into a window of a ``ratio``-th of it, told to keep
     half that window's worth of the newest messages (as the 5x/10x anchors benchmark does)."""
     items = load_items(next(p for p in TRANSCRIPTS if name in p.name))
@@ -183,6 +185,7 @@ def one_shot(name: str, ratio: int, summarizer: Any = "rules") -> synopsis.Compa
         trigger=synopsis.Trigger.tokens(share),
         keep=synopsis.Keep.tokens(share // 2),
         summarizer=summarizer,
+        **options,
     )
     return compactor.compact(items, format="openai")
 
@@ -196,7 +199,8 @@ def test_a_rule_summary_gets_back_the_room_the_compaction_left_unused() -> None:
     # The tail planned at the split held large results that were shrunk afterwards: the
     # summary first cut to its planned budget is written again with the room left over.
     recorded = Budgets()
-    result = one_shot("claudecode-cli-spec-main", 5, recorded)
+    # A small share, so that the first budget leaves the summary cut.
+    result = one_shot("claudecode-cli-spec-main", 5, recorded, summary_ratio=0.3)
     assert result.compacted
     (first_budget,) = recorded.budgets
     assert first_budget is not None
@@ -214,8 +218,8 @@ class Scripted(synopsis.summarizers.RuleBasedSummarizer):
 
 def test_a_summary_that_is_not_the_rules_is_not_written_again() -> None:
     recorded = Budgets()
-    ruled = one_shot("claudecode-cli-spec-main", 5, recorded)
-    other = one_shot("claudecode-cli-spec-main", 5, Scripted())
+    ruled = one_shot("claudecode-cli-spec-main", 5, recorded, summary_ratio=0.3)
+    other = one_shot("claudecode-cli-spec-main", 5, Scripted(), summary_ratio=0.3)
     assert other.record is not None
     assert other.record.truncated
     assert summary_tokens(other) < summary_tokens(ruled)

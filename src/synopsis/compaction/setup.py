@@ -65,7 +65,7 @@ class Setup:
     summarizer_timeout: float | None
     preserved_thinking: bool = False
     target_ratio: float = 0.5
-    summary_ratio: float = 0.3
+    summary_ratio: float = 0.5
     min_summary_tokens: int = 256
     max_summary_tokens: int = 8000
     """The ceiling of the chosen summarizer's budget."""
