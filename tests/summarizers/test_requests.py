@@ -4,6 +4,8 @@ replaces which earlier one."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from synopsis.summarizers.requests import Constraint, Requests, constraint_sentences
 from synopsis.summarizers.scanning import bounded
@@ -272,3 +274,38 @@ def test_many_corrections_leave_only_the_latest() -> None:
     assert rules(requests) == ["Always use port 8299."]
     assert len(requests.superseded) == 299
     assert requests.current_requests()[0] == "[superseded, see constraints]"
+
+
+_TEMPLATES = (
+    "Always use port {n}.",
+    "Never edit src/mod{n}.py.",
+    "The budget cap must stay under ${n}.",
+    "Only deploy on day {n}.",
+    "Do not retry more than {n} times.",
+)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(_TEMPLATES) - 1), st.integers(1, 40)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_the_newest_rule_holds_and_nothing_is_both_kept_and_superseded(
+    said: list[tuple[int, int]],
+) -> None:
+    requests = Requests()
+    for template, n in said:
+        requests.add_request(_TEMPLATES[template].format(n=n), 2000)
+    kept = rules(requests)
+    newest = _TEMPLATES[said[-1][0]].format(n=said[-1][1])
+    assert newest in kept
+    assert not set(kept) & set(requests.superseded)
+    assert len(kept) == len(set(kept))
+    # A superseded rule leaves the request that said it, unless said again later.
+    for index, text in enumerate(requests.current_requests()):
+        original = requests.requests[index]
+        assert text == original or text == "[superseded, see constraints]"
+        if text != original:
+            assert original in requests.superseded
