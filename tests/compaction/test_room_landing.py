@@ -231,3 +231,17 @@ def test_a_tail_given_as_a_share_of_the_window_sizes_it_too() -> None:
     _, _, tail = parts(result)
     assert 0.05 * window <= tail <= 0.1 * window
     assert result.tokens_after <= window - 3_200
+
+
+def test_a_refill_that_would_not_fit_leaves_the_first_summary() -> None:
+    # Half the window reserved for the answer: the target is the whole of what is left, and
+    # a summary written again to fill it comes out a few tokens over (its framing): refused.
+    items = load_items(next(p for p in TRANSCRIPTS if "claudecode-cli-spec-main" in p.name))
+    share = synopsis.count_tokens(items) // 5
+    result = one_shot(
+        "claudecode-cli-spec-main", 5, summary_ratio=0.3, reserve_output_tokens=share // 2
+    )
+    assert result.compacted
+    assert result.record is not None
+    assert result.record.truncated
+    assert result.tokens_after <= share - share // 2
