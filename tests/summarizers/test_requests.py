@@ -309,3 +309,17 @@ def test_the_newest_rule_holds_and_nothing_is_both_kept_and_superseded(
         assert text == original or text == "[superseded, see constraints]"
         if text != original:
             assert original in requests.superseded
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("I don't remember the reservation ID, sorry.", False),
+        ("It doesn't matter which one.", False),
+        ("Do not push to main.", True),
+        ("Please don't delete the logs.", True),
+        ("The tests, don't touch them.", True),
+    ],
+)
+def test_do_not_is_a_rule_when_it_tells_someone_what_not_to_do(text: str, rule: bool) -> None:
+    assert (constraint_sentences(text) == [text]) is rule

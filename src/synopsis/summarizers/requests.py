@@ -23,9 +23,11 @@ from synopsis.summarizers.scanning import bounded
 __all__ = ["Constraint", "Requests", "constraint_sentences"]
 
 _MARKER = re.compile(
-    r"\b(?:never|do not|don't|dont|must(?:n't| not)?|always|only|instead|avoid|prefer(?:s|red)?"
+    r"\b(?:never|must(?:n't| not)?|always|only|instead|avoid|prefer(?:s|red)?"
     r"|should(?:n't| not)?|no longer|make sure|ensure|required|forbidden|not allowed|"
-    r"rule|constraint|preference|no more than|at most|at least|stop)\b",
+    r"rule|constraint|preference|no more than|at most|at least|stop)\b"
+    # "Do not …" tells someone what not to do; "I don't remember …" says no rule.
+    r"|(?:^|[,;:(]\s*|\b(?:please|and|but|so|you|we|just)\s+)(?:do not|don't|dont)\b",
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
