@@ -3,14 +3,16 @@ by fixed patterns that know nothing of any compared system.
 
 Five kinds: file paths, identifiers (snake_case, camelCase, CamelCase with an inner capital),
 error lines, numbers of three digits or more, and what the user asked (the opening words of
-each message a person wrote). An anchor is retained when it still occurs, word for word up to
-whitespace, anywhere in the compacted history: in a kept message, a summary, or a tool call's
-arguments.
+each message a person wrote: see :func:`person_messages`). An anchor is retained when it still
+occurs, word for word up to whitespace, anywhere in the compacted history: in a kept message,
+a summary, or a tool call's arguments.
 
 Tool output is most of a coding session's text, and much of it (a listed file, a build log)
 names things nobody acts on. So each anchor is also marked *salient* when the conversation
 itself refers to it: a person wrote it, or the model wrote it in its text or a tool call's
-arguments. Both shares are reported.
+arguments. A tool's output that an agent's harness sends back as a user turn (SWE-agent,
+OpenHands' argument errors, Codex's AGENTS.md) is tool output, not something a person wrote.
+Both shares are reported.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.compare.inputs import leading_system
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from benchmarks.compare.systems import Items
 
@@ -42,6 +44,16 @@ _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?:\.\d+)?(?!\w|\.\d)")
 _SPACE = re.compile(r"\s+")
 _REQUEST_CHARS = 60
 _ERROR_CHARS = 80
+_NOT_A_PERSON = re.compile(
+    r"\A\s*(?:"
+    r"Stop hook feedback:"  # Claude Code: a stop hook's output
+    r"|Parameter '[^']*' is expected to be one of"  # OpenHands: a tool's argument error
+    r"|# AGENTS\.md instructions for"  # Codex: the project's instruction file, sent by Codex
+    r"|Here is a demonstration of how to correctly accomplish this task"  # SWE-agent's demo
+    r"|<synopsis-summary"  # synopsis's summary (others' are never transcript messages)
+    r")"
+)
+"""User messages that the agent's harness wrote, not a person: feedback and injected context."""
 
 
 def squash(text: str) -> str:
@@ -63,12 +75,34 @@ def text_of(item: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def person_messages(items: Items, *, observations_in_user_turns: bool = False) -> list[int]:
+    """Indices of the user messages a person wrote: not a summary, not a tool observation,
+    not feedback or context the harness injected (:data:`_NOT_A_PERSON`). Where the agent's
+    observations come back as user turns (SWE-agent's text actions), every user message after
+    the first assistant message is one."""
+    out = []
+    seen_assistant = False
+    for i, item in enumerate(items):
+        role = item.get("role")
+        if role == "assistant":
+            seen_assistant = True
+        if role != "user" or (observations_in_user_turns and seen_assistant):
+            continue
+        text = text_of(item)
+        if squash(text) and not _NOT_A_PERSON.match(text):
+            out.append(i)
+    return out
+
+
 def _person(item: dict[str, Any]) -> bool:
-    return item.get("role") == "user" and "<synopsis-summary" not in text_of(item)
+    return item.get("role") == "user" and not _NOT_A_PERSON.match(text_of(item))
 
 
-def extract(items: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
-    """The anchors of ``items``, by kind."""
+def extract(
+    items: Iterable[dict[str, Any]], person: Callable[[dict[str, Any]], bool] = _person
+) -> dict[str, set[str]]:
+    """The anchors of ``items``, by kind; ``person`` tells which of them a person wrote (by
+    default every user message the harness did not write)."""
     found: dict[str, set[str]] = {kind: set() for kind in KINDS}
     for item in items:
         text = text_of(item)
@@ -78,7 +112,7 @@ def extract(items: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
         for line in text.splitlines():
             if _ERROR.search(line) and len(line.strip()) > 8:
                 found["error"].add(squash(line)[:_ERROR_CHARS])
-        if _person(item) and squash(text):
+        if person(item) and squash(text):
             found["request"].add(squash(text)[:_REQUEST_CHARS])
     return found
 
@@ -98,14 +132,23 @@ def segment(items: Items, keep_tokens: int, count: Any) -> tuple[Items, Items, I
 
 
 def targets(
-    items: Items, keep_tokens: int, count: Any
+    items: Items, keep_tokens: int, count: Any, *, observations_in_user_turns: bool = False
 ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """The anchors only the summarized segment holds (not in the system prompt, which every
-    system keeps, nor in the tail, which every system is told to keep), all and salient."""
+    system keeps, nor in the tail, which every system is told to keep), all and salient (in
+    what a person or the model wrote)."""
     system, older, tail = segment(items, keep_tokens, count)
-    have = extract(older)
-    free = extract([*system, *tail])
-    spoken = extract(i for i in older if i.get("role") in ("user", "assistant"))
+    people = {
+        id(items[i])
+        for i in person_messages(items, observations_in_user_turns=observations_in_user_turns)
+    }
+
+    def person(item: dict[str, Any]) -> bool:
+        return id(item) in people
+
+    have = extract(older, person)
+    free = extract([*system, *tail], person)
+    spoken = extract((i for i in older if person(i) or i.get("role") == "assistant"), person)
     every = {kind: have[kind] - free[kind] for kind in KINDS}
     return every, {kind: every[kind] & spoken[kind] for kind in KINDS}
 

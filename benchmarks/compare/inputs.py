@@ -31,6 +31,19 @@ def load_transcripts() -> dict[str, Items]:
     return out
 
 
+def observation_sessions() -> set[str]:
+    """Transcripts whose manifest says the agent's observations come back as user turns."""
+    path = TRANSCRIPTS / "manifest.json"
+    if not path.exists():
+        return set()
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        e["id"]
+        for e in entries
+        if "observations as user turns" in str((e.get("meta") or {}).get("tool_format", ""))
+    }
+
+
 def leading_system(items: Items) -> int:
     """How many system messages open ``items``."""
     n = 0

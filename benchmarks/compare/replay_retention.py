@@ -16,14 +16,14 @@ nothing of any compared system:
 * **paths**: the share of its file paths (:mod:`benchmarks.compare.anchors`'s pattern) that
   occur anywhere in the compacted history;
 * **requests**: the share of its requests' first lines that occur there. A request is a user
-  message a person wrote (see :func:`person_messages`): its first non-blank line,
-  whitespace-squashed, up to 80 characters;
+  message a person wrote (see :func:`benchmarks.compare.anchors.person_messages`): its first
+  non-blank line, whitespace-squashed, up to 80 characters;
 * **first request**: whether the session's first request's first line occurs there, at every
   compaction whether or not this one removed it;
 * **constraints**: for every constraint stated in the requests so far (see
   :func:`constraints`), whether it occurs there;
 * **salient anchors** (for the trade-off): :mod:`benchmarks.compare.anchors`'s five kinds in the
-  removed part's user and assistant messages.
+  removed part's requests and assistant messages.
 
 Shares are pooled: of everything removed at every compaction of every session, the share
 present. Tokens sent are the o200k tokens of every request over the session.
@@ -59,7 +59,7 @@ from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare import anchors
-from benchmarks.compare.inputs import TRANSCRIPTS, leading_system
+from benchmarks.compare.inputs import leading_system, observation_sessions
 from benchmarks.compare.judge import call_step, tokens
 from benchmarks.compare.systems import Budget, Items, System
 
@@ -82,16 +82,6 @@ MEASURES = ("paths", "requests", "first", "constraints", "salient")
 
 # -- the fixed extractors ---------------------------------------------------------------------
 
-_NOT_A_PERSON = re.compile(
-    r"\A\s*(?:"
-    r"Stop hook feedback:"  # Claude Code: a stop hook's output
-    r"|Parameter '[^']*' is expected to be one of"  # OpenHands: a tool's argument error
-    r"|# AGENTS\.md instructions for"  # Codex: the project's instruction file, sent by Codex
-    r"|Here is a demonstration of how to correctly accomplish this task"  # SWE-agent's demo
-    r"|<synopsis-summary"  # synopsis's summary (others' are never transcript messages)
-    r")"
-)
-"""User messages that the agent's harness wrote, not a person: feedback and injected context."""
 _CONSTRAINT = re.compile(r"\b(?:never|do not|don't|don’t|must|always|only|instead)\b", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 CONSTRAINT_CHARS = 200
@@ -105,25 +95,6 @@ def first_line(text: str) -> str:
         if squashed:
             return squashed[:REQUEST_CHARS]
     return ""
-
-
-def person_messages(items: Items, *, observations_in_user_turns: bool = False) -> list[int]:
-    """Indices of the user messages a person wrote: not a summary, not a tool observation,
-    not feedback or context the harness injected (:data:`_NOT_A_PERSON`). Where the agent's
-    observations come back as user turns (SWE-agent's text actions), every user message after
-    the first assistant message is one."""
-    out = []
-    seen_assistant = False
-    for i, item in enumerate(items):
-        role = item.get("role")
-        if role == "assistant":
-            seen_assistant = True
-        if role != "user" or (observations_in_user_turns and seen_assistant):
-            continue
-        text = anchors.text_of(item)
-        if first_line(text) and not _NOT_A_PERSON.match(text):
-            out.append(i)
-    return out
 
 
 def constraints(text: str) -> list[str]:
@@ -191,7 +162,9 @@ class Session:
 
     @classmethod
     def of(cls, name: str, items: Items, *, observations_in_user_turns: bool = False) -> Session:
-        people = person_messages(items, observations_in_user_turns=observations_in_user_turns)
+        people = anchors.person_messages(
+            items, observations_in_user_turns=observations_in_user_turns
+        )
         return cls(
             name=name,
             items=items,
@@ -280,7 +253,11 @@ def measure(tally: Tally, session: Session, before: Items, after: Items, appende
     tally.check(
         "constraints", (c for i, cs in session.stated.items() if i < appended for c in cs), text
     )
-    spoken = anchors.extract(i for i in gone if i.get("role") in ("user", "assistant"))
+    people = [i for i in gone if message_key(i) in session.keys]
+    spoken = anchors.extract(
+        [*people, *(i for i in gone if i.get("role") == "assistant")],
+        lambda item: message_key(item) in session.keys,
+    )
     tally.add(
         "salient",
         sum(anchors.retained(spoken, after).values()),
@@ -365,19 +342,6 @@ def default_target() -> float:
 
 
 # -- the run ----------------------------------------------------------------------------------
-
-
-def observation_sessions() -> set[str]:
-    """Transcripts whose manifest says the agent's observations come back as user turns."""
-    path = TRANSCRIPTS / "manifest.json"
-    if not path.exists():
-        return set()
-    entries = json.loads(path.read_text(encoding="utf-8"))
-    return {
-        e["id"]
-        for e in entries
-        if "observations as user turns" in str((e.get("meta") or {}).get("tool_format", ""))
-    }
 
 
 def sessions_of(transcripts: dict[str, Items]) -> list[Session]:

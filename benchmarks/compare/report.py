@@ -99,8 +99,8 @@ def retention_table(results: dict[str, Any]) -> list[str]:
     lines = [
         "| system | ratio | all anchors | salient | "
         + " | ".join(KINDS)
-        + " | compression reached (median) | raised |",
-        "|---|---:|---:|---:|" + "---:|" * len(KINDS) + "---:|---:|",
+        + " | compression reached (median) | over the window | raised |",
+        "|---|---:|---:|---:|" + "---:|" * len(KINDS) + "---:|---:|---:|",
     ]
     for ratio, block in results["retention"]["ratios"].items():
         for r in block["systems"].values():
@@ -113,7 +113,34 @@ def retention_table(results: dict[str, Any]) -> list[str]:
                 f"| {r['label']} | {ratio}× | {100 * r['overall']:.1f}% "
                 f"| {100 * r['salient']:.1f}% | "
                 + " | ".join(shares)
-                + f" | {'–' if median is None else f'{median:.1f}×'} | {len(r['raised'])} |"
+                + f" | {'–' if median is None else f'{median:.1f}×'} "
+                f"| {len(r.get('over', ()))} | {len(r['raised'])} |"
+            )
+    return lines
+
+
+def retention_verdicts(results: dict[str, Any]) -> list[str]:
+    """The issue's goal for each ratio: salient anchors at least twice the best peer's, and
+    every request a person wrote."""
+    lines = []
+    for ratio, block in results["retention"]["ratios"].items():
+        systems = block["systems"]
+        ours = systems.get("synopsis")
+        peers = {k: v for k, v in systems.items() if k != "synopsis"}
+        if ours is None or not peers:
+            continue
+        best = max(peers.values(), key=lambda r: r["salient"])
+        met = ours["salient"] >= 2 * best["salient"]
+        lines.append(
+            f"- {ratio}×: synopsis keeps {100 * ours['salient']:.1f}% of the salient anchors; "
+            f"the best peer, {best['label']}, {100 * best['salient']:.1f}% "
+            f"(target ≥ 2×): **{'met' if met else 'not met'}**"
+        )
+        requests = ours["share"].get("request")
+        if requests is not None:
+            lines.append(
+                f"- {ratio}×: synopsis keeps {100 * requests:.0f}% of the person's requests "
+                f"(target 100%): **{'met' if requests >= 1 else 'not met'}**"
             )
     return lines
 
@@ -400,7 +427,15 @@ def markdown(results: dict[str, Any]) -> str:
         out += [
             "## Anchors retained from the summarized segment",
             "",
+            "Each transcript compacted once to a budget of its system prompt plus 1/ratio of "
+            "the rest; anchors counted in the older segment only a summary can carry. Salient: "
+            "in what a person or the model wrote (a harness's observation in a user turn is "
+            "tool output). An output over the window is refused by the provider, so it "
+            "retains nothing.",
+            "",
             *retention_table(results),
+            "",
+            *retention_verdicts(results),
             "",
         ]
     if "replay_retention" in results:

@@ -8,6 +8,9 @@ The anchors counted are those of the older segment that only a summary
 can carry: not in the system prompt and not in the recent tail that every system was told to
 keep (see :mod:`benchmarks.compare.anchors`). synopsis runs with its rule-based summarizer;
 each peer with its own non-LLM path, or with the content-free fake summary where it has none.
+
+An output larger than the window is a request the provider refuses: the agent has nothing of
+it, so it retains nothing (it is counted under ``over``, as a raised call is under ``raised``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare import anchors
+from benchmarks.compare.inputs import observation_sessions
 from benchmarks.compare.judge import call_step, message_tokens, prompt_tokens, tokens
 from benchmarks.compare.systems import Budget, Items, System
 
@@ -32,6 +36,7 @@ def run(
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"ratios": {}}
+    observed = observation_sessions()
     for ratio in RATIOS:
         cases = []
         for name, items in transcripts.items():
@@ -47,8 +52,11 @@ def run(
             salient = [0, 0]
             achieved: list[float] = []
             raised: dict[str, str] = {}
+            over: dict[str, int] = {}
             for name, items, size, budget in cases:
-                want, spoken = anchors.targets(items, budget.keep, message_tokens)
+                want, spoken = anchors.targets(
+                    items, budget.keep, message_tokens, observations_in_user_turns=name in observed
+                )
                 try:
                     result, _ = call_step(system, system.native(items), budget)
                 except Exception as error:  # counted, not hidden: nothing retained
@@ -57,7 +65,11 @@ def run(
                     sent: Items = []
                 else:
                     sent = items if result is None else system.items(result)
-                    achieved.append(size / max(1, tokens(sent)))
+                    size_out = tokens(sent)
+                    achieved.append(size / max(1, size_out))
+                    if size_out > budget.window:
+                        over[name] = size_out
+                        sent = []
                 got = anchors.retained(want, sent)
                 salient[0] += sum(len(v) for v in spoken.values())
                 salient[1] += sum(anchors.retained(spoken, sent).values())
@@ -74,6 +86,7 @@ def run(
                 "salient_anchors": salient[0],
                 "compression": sorted(achieved),
                 "raised": raised,
+                "over": over,
             }
             progress(f"retention {ratio}x: {system.name} done")
         out["ratios"][str(ratio)] = {"transcripts": [c[0] for c in cases], "systems": per_system}

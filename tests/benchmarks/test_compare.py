@@ -117,6 +117,40 @@ def test_anchors_of_each_kind_and_only_those_the_summary_must_carry():
     assert kept["number"] == 0
 
 
+def test_an_observation_in_a_user_turn_is_no_request_and_not_salient():
+    items = [
+        {"role": "user", "content": "Fix parse_config please."},
+        {"role": "assistant", "content": "open src/app/config.py"},
+        {"role": "user", "content": "[File: src/app/config.py] 1234: def load_settings():"},
+        {"role": "assistant", "content": "done"},
+    ]
+    # each message costs 10 tokens and 10 are kept: the last message is the tail
+    every, salient = anchors.targets(items, 10, lambda item: 10, observations_in_user_turns=True)
+    assert every["request"] == {"Fix parse_config please."}
+    assert "1234" in every["number"]
+    assert "1234" not in salient["number"]
+    assert "load_settings" not in salient["identifier"]
+    _, as_people = anchors.targets(items, 10, lambda item: 10)
+    assert "load_settings" in as_people["identifier"]
+
+
+class _Overflowing(SynopsisSystem):
+    """Keeps every message and adds a padded copy of them: over any window."""
+
+    def step(self, history: Any, budget: Budget) -> Any | None:
+        return [*history, {"role": "user", "content": "pad " * (2 * budget.window)}]
+
+
+def test_an_output_over_the_window_retains_nothing(transcripts):
+    small = {k: v for k, v in transcripts.items() if k.startswith("claudecode-cli")}
+    results = retention.run([_Overflowing("rules")], small, lambda _: None)
+    for block in results["ratios"].values():
+        ours = block["systems"]["synopsis"]
+        assert set(ours["over"]) == set(block["transcripts"]) == set(small)
+        assert ours["overall"] == 0
+        assert ours["salient"] == 0
+
+
 def test_synopsis_system_compacts_valid_and_reports_through_the_harness(transcripts):
     system = SynopsisSystem()
     items = build_history(transcripts, 400)
@@ -161,6 +195,7 @@ def test_synopsis_system_compacts_valid_and_reports_through_the_harness(transcri
     assert "| 100.0% | 100.0% | 0 | 0 | – |" in text  # valid, no 400s, tessera not run
     assert "5× |" in text
     assert "10× |" in text
+    assert "of the person's requests (target 100%)" not in text  # no peer ran: no verdict
     json.dumps(results)
 
 
@@ -192,3 +227,32 @@ def test_speed_measures_one_call_in_process_and_the_report_reads_it():
 def test_an_unknown_system_is_refused_by_name():
     with pytest.raises(SystemExit, match="unknown system 'nope'"):
         registry.create("nope")
+
+
+def test_the_anchor_verdict_wants_twice_the_best_peer_and_every_request():
+    def row(label: str, salient: float, request: float | None) -> dict[str, Any]:
+        return {"label": label, "salient": salient, "share": {"request": request}}
+
+    results = {
+        "retention": {
+            "ratios": {
+                "5": {
+                    "systems": {
+                        "synopsis": row("ours", 0.5, 1.0),
+                        "a": row("peer a", 0.25, 0.0),
+                        "b": row("peer b", 0.1, None),
+                    }
+                },
+                "10": {"systems": {"synopsis": row("ours", 0.3, 0.9), "a": row("peer a", 0.2, 0)}},
+            }
+        }
+    }
+    lines = report.retention_verdicts(results)
+    assert lines == [
+        "- 5×: synopsis keeps 50.0% of the salient anchors; the best peer, peer a, 25.0% "
+        "(target ≥ 2×): **met**",
+        "- 5×: synopsis keeps 100% of the person's requests (target 100%): **met**",
+        "- 10×: synopsis keeps 30.0% of the salient anchors; the best peer, peer a, 20.0% "
+        "(target ≥ 2×): **not met**",
+        "- 10×: synopsis keeps 90% of the person's requests (target 100%): **not met**",
+    ]

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from benchmarks.compare import anchors, report, tradeoff_plot, yardsticks
 from benchmarks.compare import replay_retention as rr
-from benchmarks.compare import report, tradeoff_plot, yardsticks
 from benchmarks.compare.__main__ import PARTS, _merged, _previous
 from benchmarks.compare.inputs import load_transcripts
 from benchmarks.compare.judge import tokens
@@ -39,9 +39,9 @@ def test_only_what_a_person_wrote_is_a_request():
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
         {"role": "user", "content": [{"type": "text", "text": "Now the docs."}]},
     ]
-    assert rr.person_messages(items) == [2, 4, 9]
+    assert anchors.person_messages(items) == [2, 4, 9]
     # where observations come back as user turns, nothing after the agent's first turn counts
-    assert rr.person_messages(items, observations_in_user_turns=True) == [2]
+    assert anchors.person_messages(items, observations_in_user_turns=True) == [2]
 
 
 def test_constraints_are_sentences_with_the_fixed_words():
