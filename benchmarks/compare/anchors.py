@@ -17,6 +17,7 @@ Both shares are reported.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,31 @@ def squash(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+def _arguments(raw: Any) -> str:
+    """A call's arguments as the model meant them: JSON decoded (so that the ``\\n`` escape
+    before "Project" does not make an identifier "nProject"), each key and value on its own
+    line; anything that is not JSON, as it is."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return str(raw)
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, inner in node.items():
+                out.append(str(key))
+                walk(inner)
+        elif isinstance(node, list):
+            for inner in node:
+                walk(inner)
+        elif node is not None:
+            out.append(str(node))
+
+    walk(value)
+    return "\n".join(out)
+
+
 def text_of(item: dict[str, Any]) -> str:
     """Everything a message says: its text parts, tool names and arguments."""
     out: list[str] = []
@@ -71,7 +97,7 @@ def text_of(item: dict[str, Any]) -> str:
     for call in item.get("tool_calls") or ():
         function = call.get("function") or {}
         out.append(str(function.get("name", "")))
-        out.append(str(function.get("arguments", "")))
+        out.append(_arguments(function.get("arguments", "")))
     return "\n".join(out)
 
 

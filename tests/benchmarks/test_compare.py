@@ -256,3 +256,24 @@ def test_the_anchor_verdict_wants_twice_the_best_peer_and_every_request():
         "(target ≥ 2×): **not met**",
         "- 10×: synopsis keeps 90% of the person's requests (target 100%): **not met**",
     ]
+
+
+def test_a_calls_arguments_are_read_as_the_model_wrote_them():
+    call = {
+        "role": "assistant",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {
+                    "name": "write",
+                    "arguments": json.dumps({"path": "a.md", "lines": ["\nProject setup"]}),
+                },
+            },
+            {"id": "c2", "type": "function", "function": {"name": "run", "arguments": "ls -la"}},
+        ],
+    }
+    text = anchors.text_of(call)
+    assert "nProject" not in anchors.extract([call])["identifier"]
+    assert "path\na.md\n\nProject setup" in text
+    assert "ls -la" in text
