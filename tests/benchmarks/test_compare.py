@@ -275,5 +275,5 @@ def test_a_calls_arguments_are_read_as_the_model_wrote_them():
     }
     text = anchors.text_of(call)
     assert "nProject" not in anchors.extract([call])["identifier"]
-    assert "path\na.md\n\nProject setup" in text
+    assert "path\na.md\nlines\n\nProject setup" in text
     assert "ls -la" in text
