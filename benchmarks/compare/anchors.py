@@ -43,6 +43,9 @@ _IDENT = re.compile(
 _ERROR = re.compile(r"Error|Exception|Traceback|FAILED|\bfailed\b|\berror\b|panic")
 _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?:\.\d+)?(?!\w|\.\d)")
 _SPACE = re.compile(r"\s+")
+_RUN = re.compile(r"[\w@+.~/-]+")
+_RUN_CHARS = 512
+_NAME_CHARS = 128
 _REQUEST_CHARS = 60
 _ERROR_CHARS = 80
 _NOT_A_PERSON = re.compile(
@@ -55,6 +58,20 @@ _NOT_A_PERSON = re.compile(
     r")"
 )
 """User messages that the agent's harness wrote, not a person: feedback and injected context."""
+
+
+def _blob(match: re.Match[str]) -> str:
+    run = match.group(0)
+    if len(run) > _RUN_CHARS or any(len(name) > _NAME_CHARS for name in run.split("/")):
+        return " "
+    return run
+
+
+def paths(text: str) -> set[str]:
+    """The file paths of ``text``; none from inside a path-shaped run longer than any real
+    path (a minified bundle's names run together, an encoded blob): 13,000 characters
+    without a space are not a file a session worked on."""
+    return set(_PATH.findall(_RUN.sub(_blob, text)))
 
 
 def squash(text: str) -> str:
@@ -132,7 +149,7 @@ def extract(
     found: dict[str, set[str]] = {kind: set() for kind in KINDS}
     for item in items:
         text = text_of(item)
-        found["path"].update(_PATH.findall(text))
+        found["path"].update(paths(text))
         found["identifier"].update(_IDENT.findall(text))
         found["number"].update(_NUMBER.findall(text))
         for line in text.splitlines():

@@ -277,3 +277,10 @@ def test_a_calls_arguments_are_read_as_the_model_wrote_them():
     assert "nProject" not in anchors.extract([call])["identifier"]
     assert "path\na.md\nlines\n\nProject setup" in text
     assert "ls -la" in text
+
+
+def test_no_path_is_counted_inside_a_run_longer_than_any_real_path():
+    bundle = "".join(f"../m{i}/index.jssrc/part{i}.ts" for i in range(40))
+    blob = "/" + "yOVV5u8FeUFsDyQG6fWI2TLTl2gMmq2d" * 6 + "/x.js"
+    text = f"edit src/app/main.py then {bundle} and {blob}"
+    assert anchors.paths(text) == {"src/app/main.py"}
