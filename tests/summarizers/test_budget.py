@@ -42,11 +42,12 @@ def test_least_important_first() -> None:
     def at(cut: tuple[str, int, bool]) -> int:
         return cuts.index(cut)
 
-    # The log of successful tool calls goes first, oldest first; then the reasoning and the
-    # older narrative (shortened before it is dropped).
-    assert cuts[:3] == [
+    # The log of successful tool calls goes first, oldest first; then the notes beside the
+    # paths, the reasoning and the older narrative (shortened before it is dropped).
+    assert cuts[:4] == [
         ("key_points", 0, True),
         ("key_points", 2, True),
+        ("files_and_code", 0, False),
         ("problem_solving", 0, True),
     ]
     assert at(("problem_solving", 0, True)) < at(("narrative", 0, False))
@@ -68,7 +69,6 @@ def test_least_important_first() -> None:
         ("errors_and_fixes", 0, True),
         ("errors_and_fixes", 1, True),
         ("files_and_code", 1, True),
-        ("files_and_code", 0, False),
         ("files_and_code", 0, True),
         ("narrative", 1, True),
     ]
@@ -94,9 +94,31 @@ def test_least_important_first() -> None:
     assert ("files_and_code", 1, False) not in cuts
 
 
-def test_a_file_line_is_folded_before_it_is_dropped() -> None:
+def test_a_file_line_loses_its_notes_then_is_folded_then_dropped() -> None:
     replacements = [r for key, i, r in plan_cuts(FULL) if key == "files_and_code" and i == 0]
-    assert replacements == ["Edited: src/app/{x.py, y.py} (folded)", None]
+    assert replacements == [
+        "Edited: src/app/x.py; src/app/y.py",
+        "Edited: src/app/{x.py, y.py} (folded)",
+        None,
+    ]
+
+
+def test_paths_only_a_tool_showed_go_before_identifiers_and_found_ones_after_the_plan() -> None:
+    d = draft(
+        files_and_code=("Edited: a.py", "Searched: b.py", "Named: c.py", "Seen: d.py"),
+        entities_symbols=("parse_config",),
+        next_step=("n",),
+    )
+    cuts = order(d)
+    sequence = [
+        ("files_and_code", 3, True),  # seen in a listing
+        ("entities.symbols", 0, True),  # (f)
+        ("next_step", 0, True),  # (e)
+        ("files_and_code", 1, True),  # found by a search
+        ("files_and_code", 2, True),  # named
+        ("files_and_code", 0, True),  # edited
+    ]
+    assert [cuts.index(cut) for cut in sequence] == sorted(cuts.index(cut) for cut in sequence)
 
 
 def test_a_first_message_that_repeats_the_request_goes_first_among_requests() -> None:
@@ -171,21 +193,3 @@ def test_fit_survives_cuts_that_do_not_shrink_the_measure() -> None:
 
     record = fit(FULL, build, stubborn, 50)
     assert stubborn(record) <= 50
-
-
-def test_paths_a_tool_only_showed_go_after_identifiers_and_before_the_other_files() -> None:
-    d = draft(
-        files_and_code=(
-            "Read: src/a.py [read]",
-            "Seen: src/pkg/module/x.py; src/pkg/module/y.py; src/pkg/module/z.py",
-            "Seen: z.md",
-        ),
-        entities_symbols=("parse_header",),
-    )
-    cuts = order(d)
-    seen_first = cuts.index(("files_and_code", 1, False))
-    seen_dropped = cuts.index(("files_and_code", 2, True))
-    symbols = cuts.index(("entities.symbols", 0, True))
-    read = cuts.index(("files_and_code", 0, True))
-    # Identifiers go first; then the oldest listing (folded, then dropped), then the other.
-    assert symbols < seen_first < cuts.index(("files_and_code", 1, True)) < seen_dropped < read

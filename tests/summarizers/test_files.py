@@ -7,6 +7,7 @@ import pytest
 
 from synopsis.summarizers.files import (
     ACTIONS,
+    bare_line,
     file_lines,
     fold_line,
     merge_file_lines,
@@ -151,3 +152,27 @@ def test_fold_line_leaves_what_it_cannot_shorten() -> None:
     assert fold_line("Refactored the whole auth module") == "Refactored the whole auth module"
     folded = fold_line("Read: a/x.py [read (1 lines)]; a/y.py [read (1 lines)]")
     assert fold_line(folded) == folded
+
+
+def test_a_directory_a_deeper_listed_path_lies_in_is_not_listed_on_its_own() -> None:
+    new = {
+        "Edited": ["src/app/main.py"],
+        "Read": ["src [read (3 entries)]"],
+        "Named": ["/work/repo", "/work/repo/src", "src/app", "docs"],
+        "Seen": ["/work/repo/src/lib/util.py", "src/app/"],
+    }
+    lines = merge_file_lines([], new)
+    # A directory that was only mentioned goes when a deeper path says it; one that was read
+    # stays, and so does one with nothing listed under it.
+    assert lines == [
+        "Edited: src/app/main.py",
+        "Read: src [read (3 entries)]",
+        "Named: docs",
+        "Seen: /work/repo/src/lib/util.py",
+    ]
+
+
+def test_bare_line_drops_the_notes_and_keeps_every_path_whole() -> None:
+    line = "Read: src/app/x.py [read (3 lines, python)]; src/app/y.py"
+    assert bare_line(line) == "Read: src/app/x.py; src/app/y.py"
+    assert bare_line("Something else: x [y]") == "Something else: x [y]"

@@ -363,3 +363,15 @@ def test_parts_without_words_are_left_out_of_user_messages() -> None:
         Role.USER, (TextPart("look"), OpaquePart("citation", {"type": "citation"}, text="[1]"))
     )
     assert BIG.summarize([message]).sections.user_messages == ("look",)
+
+
+def test_the_ids_a_call_acted_on_are_kept_as_identifiers() -> None:
+    history = [
+        *exchange("a", "write_stdin", {"session_id": 83260, "chars": "y\n"}, "ok"),
+        *exchange("b", "get_reservation", {"reservation_id": "Q0ZF0J", "user_id": " "}, "ok"),
+        *exchange("c", "kill", {"pid": True, "paid": 12, "identity": "no"}, "ok"),
+    ]
+    symbols = BIG.summarize(history).facets.entities.symbols
+    assert {"83260", "Q0ZF0J"} <= set(symbols)
+    # a blank id, a flag, and keys that only end in the letters "id" name nothing
+    assert not {"", "True", "12", "no"} & set(symbols)

@@ -9,6 +9,7 @@ import pytest
 
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.summarizers import RuleBasedSummarizer, render
+from synopsis.summarizers.files import bare_line
 from synopsis.tokens import counter_for_model
 from tests.summarizers.helpers import coding_session, rendered_tokens, user
 
@@ -63,11 +64,13 @@ def test_cutting_drops_old_tool_key_points_before_user_messages_and_errors() -> 
     assert rendered_tokens(cut) <= budget
     assert not any(p.startswith("[✓") for p in cut.key_points)
     # Every request survives, the first included (requests are the last thing cut), and so
-    # do the failures and the files, which go before the requests but after the tool log.
+    # do the failures and every path touched (their notes go early), which go before the
+    # requests but after the tool log.
     assert cut.sections.user_messages == whole.sections.user_messages
     assert whole.sections.user_messages[0] == whole.sections.primary_request[0]
     assert cut.sections.errors_and_fixes == whole.sections.errors_and_fixes
-    assert cut.sections.files_and_code == whole.sections.files_and_code
+    assert cut.sections.files_and_code == tuple(map(bare_line, whole.sections.files_and_code))
+    assert cut.sections.files_and_code != whole.sections.files_and_code
     assert cut.sections.primary_request == whole.sections.primary_request
     assert cut.sections.problem_solving == ()
 

@@ -12,7 +12,9 @@ from synopsis.summarizers.scanning import (
     first_error_line,
     looks_failed,
     looks_like_observation,
+    named_in,
     output_line,
+    paths_in,
     scan_text,
 )
 from tests.summarizers.helpers import TRANSCRIPTS, load
@@ -307,7 +309,10 @@ def test_sweagent_observations_are_observations_and_its_task_is_not() -> None:
 def test_people_and_task_statements_are_not_observations(stem: str) -> None:
     turns = _user_turns(stem)
     assert turns
-    assert not any(looks_like_observation(text) for text in turns.values())
+    # OpenHands answers an invalid call in the user's place: that turn is the tool's
+    observed = {i for i, text in turns.items() if text.startswith("Parameter 'command'")}
+    assert len(observed) == stem.startswith("openhands")
+    assert {i for i, text in turns.items() if looks_like_observation(text)} == observed
 
 
 @pytest.mark.parametrize(
@@ -323,6 +328,8 @@ def test_people_and_task_statements_are_not_observations(stem: str) -> None:
         'No matches found for "x" in /repo',
         "Your proposed edit has introduced new syntax error(s). Please retry.",
         "Your command ran successfully and did not produce any output.",
+        "Parameter 'command' is expected to be one of ['view', 'create'].",
+        "Missing required parameters for function 'str_replace_editor': {'path'}",
         "  % Total    % Received % Xferd  Average Speed   Time\n100  5120  100  5120",
         "Script completed successfully, no errors.\n(Current directory: /repo)\nbash-$",
         "Traceback (most recent call last):\nValueError: x\nroot@3f2a:/workspace#",
@@ -362,3 +369,24 @@ def test_a_huge_line_is_judged_in_linear_time(line: str) -> None:
     assert first_error_line(line) is None
     assert not looks_failed(line)
     assert not looks_like_observation(line)
+
+
+def test_a_path_longer_than_any_real_one_is_no_path() -> None:
+    blob = "/" + "yOVV5u8FeUFsDyQG6fWI2TLTl2gMmq2d" * 6 + "/x.js"
+    bundle = "a.js" + "".join(f"../m{i}/index.jssrc/part{i}.ts" for i in range(40))
+    text = f"see src/app/main.py and {blob} then {bundle} and ~/.config/app.toml"
+    assert paths_in(text) == ["src/app/main.py", "~/.config/app.toml"]
+
+
+def test_named_in_lists_paths_then_symbols_within_its_limit() -> None:
+    text = "# Spec\nAdd `createInitCommand()` in src/cli/init.ts; flags `--force`, `<agent>`.\n"
+    text += "Reuse SessionStore and load_settings. See https://example.org/spec."
+    names = named_in(text, 1_000)
+    assert names[0] == "src/cli/init.ts"
+    assert {"createInitCommand()", "SessionStore", "load_settings"} <= set(names)
+    assert "https://example.org/spec" in names
+    assert not {"--force", "<agent>"} & set(names)
+    short = named_in(text, 40)
+    assert short == names[: len(short)]
+    assert sum(len(n) + 2 for n in short) <= 40
+    assert named_in("nothing to name here", 100) == []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError
-from synopsis.summarizers.files import fold_line
+from synopsis.summarizers.files import bare_line, fold_line
 from synopsis.summarizers.scanning import bounded, same_head
 
 if TYPE_CHECKING:
@@ -92,6 +92,12 @@ class _Plan:
     def newest(self, key: str) -> range:
         return range(self.size(key) - 1, -1, -1)
 
+    def bare(self) -> None:
+        """Every file line without its notes: the paths matter more than what was seen."""
+        for i, line in enumerate(self.lists["files_and_code"]):
+            if bare_line(line) != line:
+                self.cuts.append(("files_and_code", i, bare_line(line)))
+
     def files(self, indices: Iterable[int]) -> None:
         """Each file line folded (paths written once under their shared directory) when
         that is shorter, then dropped."""
@@ -120,6 +126,7 @@ def _facts(plan: _Plan) -> None:
     points = plan.lists["key_points"]
     failed = [i for i, p in enumerate(points) if str(p).startswith(_ERROR_MARK)]
     plan.drop("key_points", (i for i in plan.oldest("key_points") if i not in failed))
+    plan.bare()
     plan.drop("problem_solving", plan.oldest("problem_solving"))
     older = range(plan.size("narrative") - 1)
     plan.shorten("narrative", older, _SHORT_NARRATIVE)
@@ -129,6 +136,11 @@ def _facts(plan: _Plan) -> None:
     for kind in ("versions", "commands", "errors", "files"):
         plan.drop(f"entities.{kind}", plan.newest(f"entities.{kind}"))
     plan.drop("key_points", failed)
+    # Paths only a tool's output showed (a listing, a log), oldest first: they are none of
+    # (c)'s files read, written, searched or named, and rank below all the model wrote.
+    lines = plan.lists["files_and_code"]
+    seen = [i for i in plan.oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
+    plan.files(seen)
     for kind in ("numbers", "urls", "symbols"):
         plan.drop(f"entities.{kind}", plan.newest(f"entities.{kind}"))
     for key in (
@@ -141,12 +153,10 @@ def _facts(plan: _Plan) -> None:
         "errors_and_fixes",
     ):
         plan.drop(key, plan.oldest(key))
-    # File lines come strongest action first; paths a tool only showed (a listing, a log) go
-    # first, oldest first: they rank below what people and the model wrote themselves.
-    lines = plan.lists["files_and_code"]
-    seen = [i for i in plan.oldest("files_and_code") if str(lines[i]).startswith("Seen: ")]
-    plan.files(seen)
-    plan.files(i for i in plan.newest("files_and_code") if i not in seen)
+    # Of the files (c), the paths a search found go first: a tool's output too.
+    found = [i for i in plan.newest("files_and_code") if str(lines[i]).startswith("Searched: ")]
+    plan.files(found)
+    plan.files(i for i in plan.newest("files_and_code") if i not in seen and i not in found)
     plan.drop("narrative", range(max(0, plan.size("narrative") - 1), plan.size("narrative")))
 
 

@@ -28,10 +28,10 @@ from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts, p
 from synopsis.summarizers.extractors import find_extractor, generic_extractor, search_extractor
 from synopsis.summarizers.requests import Requests
 from synopsis.summarizers.scanning import (
-    PATH,
     bounded,
     dedupe,
     looks_like_observation,
+    paths_in,
     scan_text,
 )
 
@@ -60,6 +60,8 @@ _NEXT = re.compile(
 )
 # Argument values this long are file bodies or patches, not names worth scanning for anchors.
 _SCAN_ARG_CHARS = 300
+_ID_KEY = re.compile(r"(?:^|_)(?:id|ids|pid|uuid)$", re.IGNORECASE)
+_ID_CHARS = 64
 _SCAN_OUTPUT_CHARS = 50_000
 
 
@@ -193,9 +195,15 @@ class _Walker:
         self, name: str, arguments: str | Mapping[str, object], results: list[ToolResultPart]
     ) -> None:
         args, raw = parse_arguments(arguments)
-        for value in args.values():
+        for key, value in args.items():
             if isinstance(value, str) and len(value) <= _SCAN_ARG_CHARS:
                 self.out.scan(value, concepts=False)
+            if _ID_KEY.search(key) and isinstance(value, str | int) and not isinstance(value, bool):
+                # The process, reservation or session a call acted on: the next call on it
+                # needs the same id, which no pattern of prose would pick out.
+                ident = str(value).strip()
+                if 0 < len(ident) <= _ID_CHARS:
+                    self.out.add_entities("symbols", [ident])
         exchange = ToolExchange(
             name=name,
             arguments=args,
@@ -259,8 +267,8 @@ class _Walker:
         # files. The middle of a huge output is not worth the scan.
         head = output[:_SCAN_OUTPUT_CHARS]
         tail = output[-_SCAN_OUTPUT_CHARS // 4 :] if len(output) > _SCAN_OUTPUT_CHARS else ""
-        self.out.seen_files.extend(PATH.findall(head))
-        self.out.seen_files.extend(PATH.findall(tail))
+        self.out.seen_files.extend(paths_in(head))
+        self.out.seen_files.extend(paths_in(tail))
 
     def user(self, message: Message) -> None:
         text = _user_text(message)

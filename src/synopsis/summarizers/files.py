@@ -15,7 +15,7 @@ from synopsis.summarizers.scanning import dedupe
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["ACTIONS", "file_lines", "fold_line", "merge_file_lines", "parse_file_line"]
+__all__ = ["ACTIONS", "bare_line", "file_lines", "fold_line", "merge_file_lines", "parse_file_line"]
 
 ACTIONS = ("Edited", "Read", "Searched", "Named", "Seen")
 """Strongest first: ``Named`` is a path people or the model wrote, ``Seen`` one that only a
@@ -106,13 +106,45 @@ def merge_file_lines(previous: Iterable[str], new: Mapping[str, list[str]]) -> l
     for action in ACTIONS:
         for entry in new.get(action, ()):
             add(action, entry)
+    under = _ancestors(action_of)
     lines = []
     for action in ACTIONS:
-        listed = [entries[p] for p in action_of if action_of[p] == action]
+        listed = [
+            entries[p]
+            for p in action_of
+            if action_of[p] == action and not (action in _MENTIONS and p in under)
+        ]
         lines += [
             _render(action, listed[i : i + _PER_LINE]) for i in range(0, len(listed), _PER_LINE)
         ]
     return [*lines, *dedupe(others)]
+
+
+_MENTIONS = frozenset({"Searched", "Named", "Seen"})
+"""Actions whose directory entries say nothing a deeper path in the list does not."""
+
+
+def _ancestors(paths: Iterable[str]) -> set[str]:
+    """The listed paths that are a directory of another listed path: ``src`` and ``src/app``
+    beside ``src/app/main.py``."""
+    listed = set(paths)
+    out: set[str] = set()
+    for path in listed:
+        parent = path.rstrip("/")
+        while "/" in parent:
+            parent = parent.rsplit("/", 1)[0]
+            if parent in listed or f"{parent}/" in listed:
+                out.update((parent, f"{parent}/"))
+    return out & listed
+
+
+def bare_line(line: str) -> str:
+    """``line`` with its notes dropped, every path still written out in full."""
+    parsed = parse_file_line(line)
+    if parsed is None:
+        return line
+    action, entries = parsed
+    return _render(action, [_path(e) for e in entries])
 
 
 def fold_line(line: str) -> str:

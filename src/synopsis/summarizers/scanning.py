@@ -22,7 +22,9 @@ __all__ = [
     "first_error_line",
     "looks_failed",
     "looks_like_observation",
+    "named_in",
     "output_line",
+    "paths_in",
     "same_head",
     "scan_text",
 ]
@@ -203,10 +205,26 @@ def dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+_PATH_CHARS = 512
+_NAME_CHARS = 128
+"""No real file name is longer (most systems stop at 255 bytes), nor a path than the first:
+a longer match is a minified bundle's run of names or an encoded blob, and listing it in a
+summary costs thousands of tokens for nothing."""
+
+
+def paths_in(text: str) -> list[str]:
+    """The paths :data:`PATH` finds in ``text`` that can be real ones, in order."""
+    return [
+        p
+        for p in PATH.findall(text)
+        if len(p) <= _PATH_CHARS and all(len(name) <= _NAME_CHARS for name in p.split("/"))
+    ]
+
+
 def scan_text(text: str) -> TextEntities:
     urls = [u.rstrip(_TRAILING) for u in URL.findall(text)]
     rest = URL.sub(" ", text)
-    files = [p.rstrip(_TRAILING) for p in PATH.findall(rest)]
+    files = [p.rstrip(_TRAILING) for p in paths_in(rest)]
     versions = VERSION.findall(rest)
     # Names inside a path or a version are not symbols of their own (``test_core`` of
     # ``tests/test_core.py``).
@@ -225,6 +243,28 @@ def scan_text(text: str) -> TextEntities:
         versions=tuple(dedupe(versions)),
         numbers=tuple(dedupe(numbers)),
     )
+
+
+_NAME = re.compile(r"[A-Za-z_][\w.$]*(?:\(\))?")
+"""A symbol worth naming on its own: not a flag (``--force``), a placeholder (``<agent>``) or
+a bracketed word."""
+_NAMES_SCANNED = 50_000
+
+
+def named_in(text: str, limit: int) -> list[str]:
+    """The paths, symbols and URLs ``text`` names, first met first, as many as fit ``limit``
+    characters written out with a separator: what a note where the text was cut can still
+    say about it."""
+    found = scan_text(text[:_NAMES_SCANNED])
+    names = dedupe([*found.files, *(s for s in found.symbols if _NAME.fullmatch(s)), *found.urls])
+    out: list[str] = []
+    used = 0
+    for name in names:
+        used += len(name) + 2
+        if used > limit:
+            break
+        out.append(name)
+    return out
 
 
 def _own_lines(lines: list[str]) -> list[int]:
@@ -332,6 +372,8 @@ _OBSERVATION_HEAD = re.compile(
     r"|Your proposed edit has introduced new syntax error"
     r"|Your command ran successfully and did not produce any output"
     r"|Here's the result of running `cat -n`"
+    r"|Parameter '[^']*' is expected to be one of "  # OpenHands: a call's invalid argument
+    r"|Missing required parameters? for function '"
     r"|\s*% Total\s+% Received % Xferd\s+Average Speed)"
 )
 # ...lines only a harness writes...
