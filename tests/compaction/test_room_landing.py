@@ -9,11 +9,13 @@ is an exact duplicate of an earlier one, which the reductions would fold away)."
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 import synopsis
+from synopsis.compaction.budgets import MIN_SUMMARY_TOKENS
 from tests.compaction.helpers import TRANSCRIPTS, load_items
 
 PONYC = load_items(next(p for p in TRANSCRIPTS if "ponyc-4588" in p.name))
@@ -200,7 +202,7 @@ def test_a_rule_summary_gets_back_the_room_the_compaction_left_unused() -> None:
     # summary first cut to its planned budget is written again with the room left over.
     recorded = Budgets()
     # A small share, so that the first budget leaves the summary cut.
-    result = one_shot("claudecode-cli-spec-main", 5, recorded, summary_ratio=0.3)
+    result = one_shot("claudecode-cli-spec-main", 4, recorded, summary_ratio=0.3)
     assert result.compacted
     (first_budget,) = recorded.budgets
     assert first_budget is not None
@@ -218,8 +220,8 @@ class Scripted(synopsis.summarizers.RuleBasedSummarizer):
 
 def test_a_summary_that_is_not_the_rules_is_not_written_again() -> None:
     recorded = Budgets()
-    ruled = one_shot("claudecode-cli-spec-main", 5, recorded, summary_ratio=0.3)
-    other = one_shot("claudecode-cli-spec-main", 5, Scripted(), summary_ratio=0.3)
+    ruled = one_shot("claudecode-cli-spec-main", 4, recorded, summary_ratio=0.3)
+    other = one_shot("claudecode-cli-spec-main", 4, Scripted(), summary_ratio=0.3)
     assert other.record is not None
     assert other.record.truncated
     assert summary_tokens(other) < summary_tokens(ruled)
@@ -237,11 +239,71 @@ def test_a_refill_that_would_not_fit_leaves_the_first_summary() -> None:
     # Half the window reserved for the answer: the target is the whole of what is left, and
     # a summary written again to fill it comes out a few tokens over (its framing): refused.
     items = load_items(next(p for p in TRANSCRIPTS if "claudecode-cli-spec-main" in p.name))
-    share = synopsis.count_tokens(items) // 5
+    share = synopsis.count_tokens(items) // 4
+    rules = Budgets()
     result = one_shot(
-        "claudecode-cli-spec-main", 5, summary_ratio=0.3, reserve_output_tokens=share // 2
+        "claudecode-cli-spec-main", 4, rules, summary_ratio=0.3, reserve_output_tokens=share // 2
     )
     assert result.compacted
+    (first_budget,) = rules.budgets
+    assert first_budget is not None
+    assert summary_tokens(result) <= first_budget  # the larger one was tried and refused
     assert result.record is not None
     assert result.record.truncated
     assert result.tokens_after <= share - share // 2
+
+
+def test_several_passes_end_as_one_record_over_everything_they_summarized() -> None:
+    store = synopsis.MemoryStore()
+    recorded = Budgets()
+    result = one_shot(
+        "openhands-ponylang-ponyc-4588", 6, recorded, store=store, session_id="passes"
+    )
+    assert len(recorded.budgets) >= 2  # the compaction took more than one pass
+    record = result.record
+    assert record is not None
+    assert record.depth == 0
+    assert record.parent_id is None
+    (done,) = (e for e in result.events if isinstance(e, synopsis.CompactionCompleted))
+    assert len(record.covers) == done.summarized
+    assert f'messages="{done.summarized}"' in str(result.messages[2]["content"])
+    assert [r.id for r in store.summaries("passes")] == [record.id]
+    originals = store.recall("passes")
+    assert len(originals) >= done.summarized
+    assert {m.compaction_id for m in originals} == {record.id}
+
+
+def test_a_summary_a_few_tokens_too_many_is_written_shorter_rather_than_giving_up() -> None:
+    # The kept messages and a summary at its floor come out some tens of tokens over what
+    # the window leaves: the summary is written again smaller instead of the compaction
+    # failing with BudgetUnreachableError.
+    items = load_items(next(p for p in TRANSCRIPTS if "ponyc-4588" in p.name))
+    window = synopsis.count_tokens(items) // 10
+    result = one_shot("ponyc-4588", 10, store=synopsis.MemoryStore(), session_id="tight")
+    assert result.compacted
+    assert result.tokens_after <= window - window // 5  # the reserve: a fifth at most
+    assert summary_tokens(result) < MIN_SUMMARY_TOKENS
+    assert synopsis.validate(result.messages, provider="openai", format="openai") == []
+
+
+def test_a_trimmed_argument_still_names_what_it_held() -> None:
+    result = one_shot("claudecode-cli-spec-main", 10)
+    (write,) = (
+        c
+        for m in result.messages
+        for c in m.get("tool_calls") or ()
+        if c["function"]["name"] == "Write"
+    )
+    content = json.loads(write["function"]["arguments"])["content"]
+    assert content.startswith("# Technical Specification")
+    assert "...(argument truncated) [" in content
+    assert "characters; it named: " in content
+    for named in ("src/cli/commands/init.ts", "src/cli/commands/clean.ts", "createInitCommand()"):
+        assert named in content
+
+
+def test_a_history_a_summary_cannot_make_fit_still_fails_with_its_reason() -> None:
+    # Hundreds of tokens over with the newest turn and the task alone: not even a summary's
+    # frame would make room, so the compaction gives up as before, saying why.
+    with pytest.raises(synopsis.BudgetUnreachableError, match="the messages that must be kept"):
+        one_shot("ponyc-4588", 11, store=synopsis.MemoryStore(), session_id="hopeless")

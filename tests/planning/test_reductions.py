@@ -16,7 +16,7 @@ from synopsis.messages import (
     thaw,
 )
 from synopsis.planning import Measure, Reduced, Reductions, Trigger, TruncateArgs, reduce
-from synopsis.planning.reductions import DUPLICATE_MARKER, SUMMARY_MARKER
+from synopsis.planning.reductions import DUPLICATE_MARKER, SUMMARY_MARKER, truncate_call
 from tests.planning.helpers import ones, say, user
 
 if TYPE_CHECKING:
@@ -227,3 +227,18 @@ def test_oversized_text_parts_are_marked_and_other_parts_skipped() -> None:
         count_text=lambda text: len(text.split()),
     )
     assert [(o.index, o.part) for o in out.oversized] == [(0, 0), (1, 0)]
+
+
+def test_a_note_after_the_marker_says_what_a_cut_argument_held_when_that_is_shorter() -> None:
+    long = "see src/app/main.py " * 200
+    part = ToolCallPart("c1", "write_file", json.dumps({"path": "a.py", "content": long}))
+    cfg = TruncateArgs(max_length=200, prefix=10)
+    cut = truncate_call(part, cfg, lambda text: f" [{len(text):,} characters]")
+    assert cut is not None
+    assert (
+        json.loads(cut.arguments_text)["content"] == long[:10] + cfg.marker + " [4,000 characters]"
+    )
+    # A note longer than what it replaces is left out: the cut must save.
+    verbose = truncate_call(part, cfg, lambda text: "x" * 5_000)
+    assert verbose is not None
+    assert json.loads(verbose.arguments_text)["content"] == long[:10] + cfg.marker

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from synopsis.compaction.rebuild import summary_for
+from synopsis.errors import ConfigurationError
 from synopsis.messages import Role
 from synopsis.planning import Keep
 from synopsis.planning.room import Room, share_room, summary_budget
@@ -20,13 +21,16 @@ if TYPE_CHECKING:
     from synopsis.compaction.state import Run
     from synopsis.messages import Message
     from synopsis.planning import Decision, Measure, SplitPlan
+    from synopsis.summarizers import SummaryRecord
 
 __all__ = [
     "MIN_SUMMARY_TOKENS",
     "keep_for",
     "refill",
     "room_for",
+    "squeeze",
     "summary_budget_for",
+    "summary_index",
     "turn_start_tail",
 ]
 
@@ -116,6 +120,14 @@ def summary_budget_for(run: Run, plan: SplitPlan) -> int:
     return min(budget, max(plan.tokens_summarized, MIN_SUMMARY_TOKENS))
 
 
+def summary_index(run: Run, messages: Sequence[Message]) -> int | None:
+    """Where the newest summary this compaction wrote stands in ``messages``, if it does."""
+    last = run.last
+    if last is None:
+        return None
+    return next((i for i, m in enumerate(messages) if m is last.message), None)
+
+
 def refill(
     run: Run,
     final: tuple[Message, ...],
@@ -127,43 +139,102 @@ def refill(
 ) -> tuple[tuple[Message, ...], Measure]:
     """The rule summary written again with the room the compaction left unused. Its budget
     was set before the tail was known for certain (a tail of large results shrunk after the
-    split), and a summary cut while the target still has room forgets for nothing. Only the
-    offline rules, which cost nothing to run again; the record keeps its id, and the history
-    must still fit within ``limit`` (under what the caller sent) and be valid, or the first
-    one stands."""
+    split), and a summary cut while the target still has room forgets for nothing. When the
+    compaction took several passes, each updating the last one's record, the new summary is
+    written once over everything they summarized, from the record the session had before,
+    room to spare or not: what the first pass cut to fit its smaller room comes back. Only
+    the offline rules, which cost nothing to run again; the record keeps the newest id, and
+    the history must still fit within ``limit`` (under what the caller sent) and be valid,
+    or the first one stands."""
     setup, last, room = run.setup, run.last, run.room
-    if last is None or room is None or not run.records:
+    index = summary_index(run, final)
+    if last is None or room is None or index is None:
         return final, after
-    record = run.records[-1]
+    made = run.records[-last.made :]
+    if not any(r.truncated for r in made) or any(r.model != setup.rules.model for r in made):
+        return final, after
     spare = min(room.target, limit) - after.tokens
     budget = min(last.budget + spare, setup.max_summary_tokens)
-    index = next((i for i, m in enumerate(final) if m is last.message), None)
-    if (
-        index is None
-        or not record.truncated
-        or record.model != setup.rules.model
-        or spare < MIN_SUMMARY_TOKENS
-        or budget <= last.budget
-    ):
+    if last.made == 1 and (spare < MIN_SUMMARY_TOKENS or budget <= last.budget):
         return final, after
-    larger = setup.rules.summarize(
-        last.source,
-        previous=last.previous,
-        instructions=run.request.instructions,
-        max_tokens=budget,
-    ).model_copy(update={"id": record.id, "created_at": record.created_at})
-    profile = setup.profile_for(run.format)
-    message = summary_for(
-        larger,
-        profile=profile,
-        role=setup.summary_role,
-        style=setup.summary_style,
-        offload_ref=offload_ref,
-    )
+    # Several passes are written as one even with no room to spare: the same budget spent
+    # once over everything keeps what matters most of all of it. The rules met that budget
+    # for these passes already, so the frame fits it.
+    budget = max(budget, last.budget)
+    message, record = _rewrite(run, budget, offload_ref)
     refilled = (*final[:index], message, *final[index + 1 :])
     measured = run.measure(refilled)
     if measured.tokens > limit or not valid(refilled):
         return final, after
-    run.records[-1] = larger
-    run.last = replace(last, message=message, budget=budget)
+    _adopt(run, message, record, budget)
     return refilled, measured
+
+
+def squeeze(
+    run: Run, kept: tuple[Message, ...], index: int, over: int, *, offload_ref: str | None
+) -> tuple[Message, ...]:
+    """``kept`` with the summary at ``index`` (the newest this compaction wrote) written again
+    by the rules, ``over`` tokens shorter and more, below the floor if it must be: the last
+    resort before a compaction gives up because the kept messages and a summary at its floor
+    are a few tokens too many. Nothing changes when even the summary's frame would not fit."""
+    count = run.setup.counter.count_message
+    allowed = count(kept[index]) - over
+    budget = allowed - _SQUEEZE_MARGIN
+    # The budget is the rendered record's; the message around it (its framing, where the
+    # originals are stored) costs a little more, so each further try takes off what is left.
+    while budget > 0:
+        try:
+            message, record = _rewrite(run, budget, offload_ref)
+        except ConfigurationError:
+            break  # not even the frame fits
+        excess = count(message) - allowed
+        if excess <= 0:
+            _adopt(run, message, record, budget)
+            return (*kept[:index], message, *kept[index + 1 :])
+        # Cuts come in steps: what fits a little less may be the same record.
+        budget = min(budget, run.setup.rules.measure(record)) - excess
+    return kept
+
+
+_SQUEEZE_MARGIN = 8
+"""Tokens a squeezed summary gives up beyond the overshoot: the rebuilt message's framing
+(role, separators) is counted apart from the rendered text the rules fit."""
+
+
+def _rewrite(run: Run, budget: int, offload_ref: str | None) -> tuple[Message, SummaryRecord]:
+    """The rule summary of everything this compaction's last run of passes summarized, within
+    ``budget``, as a message, keeping the newest record's id. Raises ``ConfigurationError``
+    when not even its frame fits."""
+    setup, last = run.setup, run.last
+    assert last is not None
+    record = run.records[-1]
+    larger = setup.rules.summarize(
+        last.sources,
+        previous=last.base,
+        instructions=run.request.instructions,
+        max_tokens=budget,
+    ).model_copy(update={"id": record.id, "created_at": record.created_at})
+    message = summary_for(
+        larger,
+        profile=setup.profile_for(run.format),
+        role=setup.summary_role,
+        style=setup.summary_style,
+        offload_ref=offload_ref,
+    )
+    return message, larger
+
+
+def _adopt(run: Run, message: Message, record: SummaryRecord, budget: int) -> None:
+    """``record`` in place of the records the last run of passes wrote: the originals they
+    offloaded belong to it."""
+    last = run.last
+    assert last is not None
+    made = run.records[-last.made :]
+    gone = {r.id for r in made}
+    run.stored = [
+        replace(s, compaction_id=record.id) if s.compaction_id in gone else s for s in run.stored
+    ]
+    run.records[-last.made :] = [record]
+    run.last = replace(
+        last, message=message, budget=budget, source=last.sources, previous=last.base, made=1
+    )

@@ -19,7 +19,9 @@ from synopsis.compaction.budgets import (
     keep_for,
     refill,
     room_for,
+    squeeze,
     summary_budget_for,
+    summary_index,
     turn_start_tail,
 )
 from synopsis.compaction.offload import Originals, wire_items
@@ -301,7 +303,14 @@ def _summarize_step(
         style=setup.summary_style,
         offload_ref=_offload_ref(run),
     )
-    run.last = LastSummary(message, source, previous, budget)
+    last = run.last
+    if last is not None and len(run.records) >= 2 and previous is run.records[-2]:
+        # A further pass updating this compaction's own record.
+        run.last = LastSummary(
+            message, source, previous, budget, (*last.sources, *source), last.base, last.made + 1
+        )
+    else:
+        run.last = LastSummary(message, source, previous, budget, source, previous)
     return message, record
 
 
@@ -523,6 +532,11 @@ def _verify(run: Run, kept: tuple[Message, ...], limit: int) -> tuple[tuple[Mess
     final, fixes = finish(kept, profile, role=setup.summary_role)
     if run.measure(final).tokens > limit:
         kept = trim(run, kept, limit)
+        final, fixes = finish(kept, profile, role=setup.summary_role)
+    over = run.measure(final).tokens - limit
+    index = summary_index(run, kept)
+    if over > 0 and index is not None:
+        kept = squeeze(run, kept, index, over, offload_ref=_offload_ref(run))
         final, fixes = finish(kept, profile, role=setup.summary_role)
     run.fixes += fixes
     keep_reduced(run, kept)

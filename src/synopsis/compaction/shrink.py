@@ -15,6 +15,7 @@ from synopsis.planning import TruncateArgs, reduce
 from synopsis.planning.reductions import truncate_call
 from synopsis.planning.units import is_real_user, is_summary
 from synopsis.summarizers import summarize_part
+from synopsis.summarizers.scanning import named_in
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,6 +29,16 @@ _MIN_TRIM_TOKENS = 64
 """Parts smaller than this are not worth a part summary, even as the last resort."""
 _TRIM_ARGS = TruncateArgs(max_length=200, prefix=40)
 """How priority trimming cuts a call's long string arguments."""
+_NAMED_CHARS = 1200
+"""How much of a trimmed argument's note may list what it named."""
+
+
+def _named(text: str) -> str:
+    """The note after a trimmed argument's marker: its size and what it named, so that a
+    file the model wrote still tells which paths and functions it was about."""
+    names = named_in(text, _NAMED_CHARS)
+    listed = f"; it named: {', '.join(names)}" if names else ""
+    return f" [{len(text):,} characters{listed}]"
 
 
 def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
@@ -84,7 +95,7 @@ def _smaller(run: Run, messages: Sequence[Message], i: int, j: int) -> Message |
     message = messages[i]
     part = message.parts[j]
     if isinstance(part, ToolCallPart):
-        cut = truncate_call(part, _TRIM_ARGS)
+        cut = truncate_call(part, _TRIM_ARGS, _named)
         if cut is None:
             return None
         parts = list(message.parts)

@@ -64,12 +64,18 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class LastSummary:
-    """The newest summary message a compaction wrote, what it summarized and its budget."""
+    """The newest summary message a compaction wrote, what it summarized and its budget.
+    ``sources`` and ``base`` are the same for every pass this compaction made in a row (each
+    updating the last one's record), and ``made`` how many records those passes wrote: a
+    rule summary written again covers them all at once, from what the session had before."""
 
     message: Message
     source: tuple[Message, ...]
     previous: SummaryRecord | None
     budget: int
+    sources: tuple[Message, ...] = ()
+    base: SummaryRecord | None = None
+    made: int = 1
 
 
 @dataclass(slots=True)

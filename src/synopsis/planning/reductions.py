@@ -116,40 +116,48 @@ class Reduced:
         return bool(self.applied)
 
 
-def _truncate_value(value: object, cfg: TruncateArgs) -> tuple[object, int]:
+def _truncate_value(
+    value: object, cfg: TruncateArgs, note: Callable[[str], str] | None = None
+) -> tuple[object, int]:
     """``value`` with its long strings cut, and how many characters went."""
     if isinstance(value, str):
         if len(value) > cfg.max_length:
             cut = value[: cfg.prefix] + cfg.marker
+            noted = cut + note(value) if note is not None else cut
+            # A note that would make the cut longer than the original is left out.
+            cut = noted if len(noted) < len(value) else cut
             return cut, len(value) - len(cut)
         return value, 0
     if isinstance(value, dict):
         out: dict[str, object] = {}
         saved = 0
         for k, v in value.items():
-            out[k], s = _truncate_value(v, cfg)
+            out[k], s = _truncate_value(v, cfg, note)
             saved += s
         return out, saved
     if isinstance(value, list):
         items: list[object] = []
         saved = 0
         for v in value:
-            new, s = _truncate_value(v, cfg)
+            new, s = _truncate_value(v, cfg, note)
             items.append(new)
             saved += s
         return items, saved
     return value, 0
 
 
-def truncate_call(part: ToolCallPart, cfg: TruncateArgs) -> ToolCallPart | None:
+def truncate_call(
+    part: ToolCallPart, cfg: TruncateArgs, note: Callable[[str], str] | None = None
+) -> ToolCallPart | None:
     """``part`` with long string arguments cut to a prefix and the marker (JSON kept valid), or
-    ``None`` when nothing is long enough to cut or the arguments are not JSON."""
+    ``None`` when nothing is long enough to cut or the arguments are not JSON. ``note`` gives
+    what to say after the marker about the text cut (what it named), where that is shorter."""
     if isinstance(part.arguments, str):
         try:
             parsed = json.loads(part.arguments)
         except ValueError:
             return None  # arguments that are not JSON are left as they are, never made invalid
-        new, saved = _truncate_value(parsed, cfg)
+        new, saved = _truncate_value(parsed, cfg, note)
         if not saved:
             return None
         try:
@@ -157,7 +165,7 @@ def truncate_call(part: ToolCallPart, cfg: TruncateArgs) -> ToolCallPart | None:
         except ValueError:
             return None  # a number JSON cannot hold once parsed (1e400): leave the call alone
         return replace(part, arguments=text)
-    new, saved = _truncate_value(thaw(part.arguments), cfg)
+    new, saved = _truncate_value(thaw(part.arguments), cfg, note)
     if not saved:
         return None
     assert isinstance(new, dict)
