@@ -185,10 +185,12 @@ class SynopsisKitCompactor:
     Budget mapping, from the kit's ``budget_chars`` (a cap on the output's characters, the same
     every round): the cap in tokens is ``B = budget_chars * tokens / chars`` of the round-1
     input (synopsis's own counter over the messages, the kit's text for the characters). Then
-    ``context_window = ceil(B / 0.7)``, ``trigger = Trigger.tokens(B)`` and
-    ``keep = Keep.tokens(B // 4)``: synopsis aims a compaction at ``min(trigger, reset_ratio
-    * window)``, which is then ``B`` (lower where synopsis's ``target_ratio`` is under 0.7: it
-    lands at ``target_ratio * window``). When synopsis refuses with ``BudgetUnreachableError``
+    ``context_window = ceil(B / 0.7)``, ``trigger = Trigger.tokens(B)``,
+    ``keep = Keep.tokens(B // 4)`` and ``target_ratio=0.7``: the kit's budget is where a
+    compaction must land, and the target is how a synopsis user says where one lands (with
+    the trigger and the reset line at ``B``, 0.7 puts it at 0.9 of ``B``, a target being a
+    little below that line; the default 0.5 would land at 0.71 of it, leaving the rest of
+    the budget unused). When synopsis refuses with ``BudgetUnreachableError``
     (what it must keep, the system prompt, the first user turn, the newest turns and a summary
     of at least 256 tokens, does not fit), the window is widened by 25% until it succeeds;
     ``log`` says so, the output is over the cap and the kit marks the round non-compliant.
@@ -217,7 +219,13 @@ class SynopsisKitCompactor:
         else:
             cap = max(1, budget * tokens // max(1, chars))
             window, trigger, keep = max(2, math.ceil(cap / 0.7)), cap, max(1, cap // 4)
-        self._options = {"budget_tokens": cap, "window": window, "trigger": trigger, "keep": keep}
+        self._options = {
+            "budget_tokens": cap,
+            "window": window,
+            "trigger": trigger,
+            "keep": keep,
+            "target_ratio": 0.7 if cap is not None else 0.5,
+        }
         self._compactor = None
 
     def _build(self) -> synopsis.Compactor:
@@ -226,6 +234,7 @@ class SynopsisKitCompactor:
             context_window=o["window"],
             trigger=synopsis.Trigger.tokens(o["trigger"]),
             keep=synopsis.Keep.tokens(o["keep"]),
+            target_ratio=o["target_ratio"],
         )
 
     def compact(self, turns: list[Any], round_num: int = 1, budget_chars: int | None = None) -> Any:

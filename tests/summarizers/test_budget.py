@@ -193,3 +193,13 @@ def test_fit_survives_cuts_that_do_not_shrink_the_measure() -> None:
 
     record = fit(FULL, build, stubborn, 50)
     assert stubborn(record) <= 50
+
+
+def test_a_persons_flagged_statements_go_after_their_other_requests() -> None:
+    d = draft(
+        primary_request=("goal",),
+        user_messages=("FACT: the codename is LANTERN.", "chatter one", "chatter two", "newest"),
+    )
+    cuts = order(d)
+    dropped = [i for key, i, gone in cuts if key == "user_messages" and gone]
+    assert dropped[:3] == [1, 2, 0]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synopsis.summarizers.requests import Constraint, Requests, constraint_sentences
+from synopsis.summarizers.requests import Constraint, Requests, constraint_sentences, flagged
 from synopsis.summarizers.scanning import bounded
 
 SUPERSEDED = "[superseded, see constraints]"
@@ -323,3 +323,43 @@ def test_the_newest_rule_holds_and_nothing_is_both_kept_and_superseded(
 )
 def test_do_not_is_a_rule_when_it_tells_someone_what_not_to_do(text: str, rule: bool) -> None:
     assert (constraint_sentences(text) == [text]) is rule
+
+
+def test_a_line_a_rules_label_opens_is_one_rule_with_every_sentence() -> None:
+    text = "HARD CONSTRAINT: Only Python 3.11. No external network calls from the sandbox."
+    assert constraint_sentences(text) == [text]
+    requests = Requests()
+    requests.add_request(f"Setup notes.\n{text}\nAlso never push.", 2000)
+    assert [c.text for c in requests.constraints] == [text, "Also never push."]
+
+
+def test_a_label_makes_no_two_rules_the_same_subject() -> None:
+    requests = Requests()
+    for text in (
+        "HARD CONSTRAINT: Only Python 3.11.",
+        "USER PREFERENCE: User wants code examples in Python, not JavaScript.",
+        "HARD CONSTRAINT: Budget cap is $500 total.",
+        "HARD CONSTRAINT: Budget cap is now $750 total.",
+    ):
+        requests.add_request(text, 2000)
+    assert [c.text for c in requests.constraints] == [
+        "HARD CONSTRAINT: Only Python 3.11.",
+        "USER PREFERENCE: User wants code examples in Python, not JavaScript.",
+        "HARD CONSTRAINT: Budget cap is now $750 total.",
+    ]
+    assert requests.superseded == ["HARD CONSTRAINT: Budget cap is $500 total."]
+
+
+@pytest.mark.parametrize(
+    ("text", "is_flagged"),
+    [
+        ("FACT: The codename is LANTERN.", True),
+        ("GOAL STATE: Steps 1-3 of 5 are done.", True),
+        ("IMPORTANT: keep the old API.", True),
+        ("Note: the linter config lives in pyproject.toml.", False),
+        ("FACT:no space after the colon", False),
+        ("The FACT: is buried", False),
+    ],
+)
+def test_a_label_flags_a_statement(text: str, is_flagged: bool) -> None:
+    assert flagged(text) is is_flagged

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError
 from synopsis.summarizers.files import bare_line, fold_line
+from synopsis.summarizers.requests import flagged
 from synopsis.summarizers.scanning import bounded, same_head
 
 if TYPE_CHECKING:
@@ -171,7 +172,10 @@ def _people(plan: _Plan) -> None:
         first = 1
     plan.shorten("user_messages", range(first, len(users)), _SHORT_USER)
     plan.shorten("constraints", plan.oldest("constraints"), _SHORT_USER)
-    plan.drop("user_messages", range(first, len(users) - 1))
+    # The person's flagged statements ("FACT: …", "GOAL: …") go after their other requests.
+    older = range(first, len(users) - 1)
+    plan.drop("user_messages", (i for i in older if not flagged(users[i])))
+    plan.drop("user_messages", (i for i in older if flagged(users[i])))
     plan.shorten("primary_request", plan.oldest("primary_request"), _SHORT_USER)
     plan.drop("user_messages", range(max(first, len(users) - 1), len(users)))
     plan.drop("constraints", range(plan.size("constraints") - 1))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from synopsis.summarizers.scanning import bounded
 
-__all__ = ["Constraint", "Requests", "constraint_sentences"]
+__all__ = ["Constraint", "Requests", "constraint_sentences", "flagged"]
 
 _MARKER = re.compile(
     r"\b(?:never|must(?:n't| not)?|always|only|instead|avoid|prefer(?:s|red)?"
@@ -35,6 +35,11 @@ _CORRECTION = re.compile(
     r"now|switch(?:ed)? to|update[ds]?|was)\b",
     re.IGNORECASE,
 )
+_LABEL = re.compile(r"^\s*([A-Z][A-Z0-9]*(?:[ _/-][A-Z0-9]+){0,3}):\s+(?=\S)")
+"""A label a person put before a statement to flag it: ``SAFETY RULE:``, ``FACT:``,
+``IMPORTANT:``. Its capitals are no value and its words no subject of the statement."""
+_RULE_LABEL = re.compile(r"RULE|CONSTRAINT|PREFERENCE|REQUIREMENT|POLICY|GUIDELINE", re.I)
+"""A label that makes its whole line a rule, every sentence of it."""
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`*-])|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_/.-]*[A-Za-z]|[A-Za-z]")
 _VALUE = re.compile(
@@ -125,9 +130,36 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+def flagged(text: str) -> bool:
+    """Whether a person flagged ``text`` with a label (``FACT:``, ``GOAL:``, ``IMPORTANT:``):
+    what they marked to be remembered outranks their other words."""
+    return _LABEL.match(text) is not None
+
+
+def _rule_lines(text: str) -> list[str]:
+    """The lines of ``text`` a rule's label opens (``HARD CONSTRAINT: Only Python 3.11. No
+    network.``): one rule each, all its sentences, the second with no rule's word of its
+    own."""
+    out = []
+    for line in text.splitlines():
+        label = _LABEL.match(line)
+        if label is not None and _RULE_LABEL.search(label.group(1)):
+            out.append(line.strip())
+    return out
+
+
+def _stated_rules(text: str) -> list[str]:
+    """The constraints ``text`` states: its labelled rule lines whole, then the sentences of
+    the rest that state a rule, a preference or a correction."""
+    lines = _rule_lines(text)
+    rest = "\n".join(line for line in text.splitlines() if line.strip() not in lines)
+    return [*lines, *(s for s in _sentences(rest) if _MARKER.search(s))]
+
+
 def constraint_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` that state a rule, a preference or a correction."""
-    return [bounded(s, _SENTENCE_CHARS) for s in _sentences(text) if _MARKER.search(s)]
+    """The sentences of ``text`` that state a rule, a preference or a correction (a line a
+    rule's label opens counts as one)."""
+    return [bounded(s, _SENTENCE_CHARS) for s in _stated_rules(text)]
 
 
 def _cut_at(text: str, chars: int) -> bool:
@@ -136,14 +168,19 @@ def _cut_at(text: str, chars: int) -> bool:
     return cut is not None and cut.start() == chars
 
 
+def _unlabelled(sentence: str) -> str:
+    return _LABEL.sub("", sentence, count=1)
+
+
 def _subject(sentence: str) -> frozenset[str]:
-    without_values = _VALUE.sub(" ", sentence)
+    without_values = _VALUE.sub(" ", _unlabelled(sentence))
     return frozenset(
         w.lower() for w in _WORD.findall(without_values) if w.lower() not in _STOP and len(w) > 2
     )
 
 
 def _keys(sentence: str) -> frozenset[str]:
+    sentence = _unlabelled(sentence)
     keys = set()
     for value in _VALUE.finditer(sentence):
         words = [w.lower() for w in _WORD.findall(sentence[: value.start()])]
@@ -154,7 +191,7 @@ def _keys(sentence: str) -> frozenset[str]:
 
 
 def _values(sentence: str) -> frozenset[str]:
-    return frozenset(v.strip("`\"'").lower() for v in _VALUE.findall(sentence))
+    return frozenset(v.strip("`\"'").lower() for v in _VALUE.findall(_unlabelled(sentence)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +352,11 @@ class Requests:
         at ``chars`` (carried from a digest) is not cut again."""
         self.requests.append(text if _cut_at(text, chars) else bounded(text, chars))
         earlier = len(self.requests) - 1
-        for sentence in _sentences(text):
+        lines = _rule_lines(text)
+        for line in lines:
+            self._add(bounded(line, _SENTENCE_CHARS), earlier)
+        rest = "\n".join(line for line in text.splitlines() if line.strip() not in lines)
+        for sentence in _sentences(rest):
             if _MARKER.search(sentence) or self._corrects(sentence, earlier):
                 self._add(bounded(sentence, _SENTENCE_CHARS), earlier)
 
