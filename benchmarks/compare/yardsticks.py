@@ -382,7 +382,8 @@ def conformance_canaries(
         "budget_mapping": (
             "one synopsis.Compactor per run, rules summarizer, force=True; B = budget_chars * "
             "tokens / chars of the round-1 input, context_window = ceil(B / 0.7), trigger = "
-            "Trigger.tokens(B), keep = Keep.tokens(B // 4), the window widened by 25% while "
+            "Trigger.tokens(B), keep = Keep.tokens(B // 4), target_ratio = 0.7 (a compaction "
+            "lands at 0.9 B), the window widened by 25% while "
             "synopsis raises BudgetUnreachableError; unbudgeted: window 4x the input's tokens, "
             "trigger half, keep a fifth; each round re-compacts synopsis's own output messages"
         ),

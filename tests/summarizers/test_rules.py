@@ -295,6 +295,15 @@ def test_user_messages_keep_the_first_and_the_latest_when_capped() -> None:
     assert users[1] == "request 6"
 
 
+def test_flagged_requests_outlast_the_cap() -> None:
+    history: list[Message] = [user("request 0"), user("FACT: the codename is LANTERN.")]
+    for i in range(1, MAX_SECTION_ITEMS + 5):
+        history += [user(f"request {i}"), say(f"answer {i}")]
+    users = BIG.summarize(history).sections.user_messages
+    assert len(users) == MAX_SECTION_ITEMS
+    assert users[:3] == ("request 0", "FACT: the codename is LANTERN.", "request 6")
+
+
 def test_the_previous_record_is_merged() -> None:
     first = BIG.summarize(coding_session())
     later = [

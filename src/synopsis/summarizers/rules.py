@@ -31,7 +31,7 @@ from synopsis.summarizers.records import (
     SummaryRecord,
 )
 from synopsis.summarizers.render import render
-from synopsis.summarizers.requests import Constraint, Requests
+from synopsis.summarizers.requests import Constraint, Requests, flagged
 from synopsis.summarizers.scanning import bounded, dedupe
 from synopsis.tokens import counter_for_model
 
@@ -368,10 +368,17 @@ def _capped(lists: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
 
 
 def _users(messages: list[str]) -> list[str]:
-    """The first and the most recent, within the cap."""
-    if len(messages) <= MAX_SECTION_ITEMS:
+    """Within the cap: the first, then the oldest of the rest go, those a person flagged
+    with a label (``FACT: …``) after all the others."""
+    excess = len(messages) - MAX_SECTION_ITEMS
+    if excess <= 0:
         return messages
-    return [messages[0], *messages[-(MAX_SECTION_ITEMS - 1) :]]
+    rest = range(1, len(messages))
+    order = [i for i in rest if not flagged(messages[i])] + [
+        i for i in rest if flagged(messages[i])
+    ]
+    dropped = set(order[:excess])
+    return [m for i, m in enumerate(messages) if i not in dropped]
 
 
 def _tail(text: str) -> str:
