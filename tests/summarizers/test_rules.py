@@ -301,7 +301,7 @@ def test_flagged_requests_outlast_the_cap() -> None:
         history += [user(f"request {i}"), say(f"answer {i}")]
     users = BIG.summarize(history).sections.user_messages
     assert len(users) == MAX_SECTION_ITEMS
-    assert users[:3] == ("request 0", "FACT: the codename is LANTERN.", "request 6")
+    assert users[:3] == ("request 0", "FACT: the codename is LANTERN.", "request 7")
 
 
 def test_the_previous_record_is_merged() -> None:
