@@ -9,6 +9,7 @@ import synopsis
 
 PINNED = [
     "BudgetUnreachableError",
+    "ChainInvalidated",
     "CompactionCompleted",
     "CompactionFailed",
     "CompactionResult",

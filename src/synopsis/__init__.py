@@ -27,6 +27,7 @@ from synopsis.errors import (
     VocabularyError,
 )
 from synopsis.events import (
+    ChainInvalidated,
     CompactionCompleted,
     CompactionFailed,
     CompactionSkipped,
@@ -57,6 +58,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BudgetUnreachableError",
+    "ChainInvalidated",
     "CompactionCompleted",
     "CompactionFailed",
     "CompactionResult",

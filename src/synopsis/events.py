@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from synopsis.summarizers.records import Usage
 
 __all__ = [
+    "ChainInvalidated",
     "CompactionCompleted",
     "CompactionFailed",
     "CompactionSkipped",
@@ -182,12 +183,29 @@ class SummarizerFellBack(_Base):
         return f"summarizer model {self.model} failed ({self.reason}); fell back to {self.fallback}"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChainInvalidated(_Base):
+    """The history a client sent again differs inside the part the session's summary stands
+    for (a message edited, dropped or inserted): that summary no longer describes it, so the
+    session's chain is given up and the history compacted afresh. The originals offloaded
+    so far stay in the store; ``reason`` says what differed."""
+
+    kind: ClassVar[str] = "chain_invalidated"
+    level: ClassVar[int] = logging.WARNING
+
+    reason: str
+
+    def _sentence(self) -> str:
+        return f"the summary chain no longer matches the history: {self.reason}"
+
+
 Event: TypeAlias = (
     CompactionStarted
     | CompactionSkipped
     | CompactionCompleted
     | CompactionFailed
     | SummarizerFellBack
+    | ChainInvalidated
 )
 Listener: TypeAlias = Callable[[Event], object]
 """Any callable taking an event; what it returns is ignored."""

@@ -51,7 +51,10 @@ def test_a_resent_uncompacted_history_reuses_the_summary_it_already_has(tmp_path
     calls = len(summarizer.calls)
     offloaded = len(store.recall("s"))
     again = c.compact(items)  # a retry: the same uncompacted history
-    assert again.compacted
+    # The summary takes the place of what it stands for before anything is measured: the
+    # history is the compacted one again, under the trigger, and sent as it was.
+    assert not again.compacted
+    assert again.code == "under-trigger"
     assert len(summarizer.calls) == calls  # nothing new to summarize
     assert again.messages == first.messages
     assert len(store.recall("s")) == offloaded

@@ -54,6 +54,12 @@ class Originals:
         self._items = items
         self._lead = lead
 
+    @property
+    def decoded(self) -> Sequence[Message]:
+        """The caller's messages as decoded, before any repair: the positions :meth:`index`
+        gives are theirs."""
+        return self._messages
+
     def index(self, message: Message) -> int | None:
         """The position in the caller's history of ``message``, if it is one of the inputs."""
         return self._index.get(id(message))

@@ -25,6 +25,7 @@ from synopsis.compaction.budgets import (
     turn_start_tail,
 )
 from synopsis.compaction.offload import Originals, wire_items
+from synopsis.compaction.projection import Projection, recorded
 from synopsis.compaction.rebuild import finish, summary_for
 from synopsis.compaction.result import CompactionResult
 from synopsis.compaction.shrink import keep_reduced, reduce_cheaply, thin, trim
@@ -39,6 +40,7 @@ from synopsis.compaction.state import (
 )
 from synopsis.errors import BudgetUnreachableError, ConversationError, StoreError
 from synopsis.events import (
+    ChainInvalidated,
     CompactionCompleted,
     CompactionFailed,
     CompactionSkipped,
@@ -128,13 +130,25 @@ def _normalise(
 
 
 def _output(run: Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
-    if messages is run.messages and not run.fixes:
+    if messages is run.messages and not run.fixes and not run.projected:
         items = wire_items(run.request.data, run.format)
         system = run.request.system
         if isinstance(run.request.data, Mapping) and run.format in ("anthropic", "gemini"):
             key = "system" if run.format == "anthropic" else "systemInstruction"
             system = run.request.data.get(key, system)
         return list(items), system
+    if run.format == "openai":
+        # The caller's own item for each message kept exactly as it was decoded, so that the
+        # output is byte for byte what a client sending its whole history again gets too.
+        given = wire_items(run.request.data, run.format)
+        out: list[Any] = []
+        for message in messages:
+            index = run.originals.index(message)
+            if index is not None and run.decoded[index] is message:
+                out.append(given[index])
+            else:
+                out.extend(encode([message], run.format).messages)
+        return out, None
     wire = encode(messages, run.format)
     return list(wire.messages), wire.system
 
@@ -326,7 +340,30 @@ def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
         state = found or state
     given = messages
     messages = _unmerge(messages, originals)
-    return Run(setup, request, fmt, messages, originals, fixes, session_id, state, given, clean)
+    run = Run(setup, request, fmt, messages, originals, fixes, session_id, state, given, clean)
+    run.decoded = tuple(originals.decoded)
+    _project(run)
+    return run
+
+
+def _project(run: Run) -> None:
+    """The session's summary in place of the part of the history it stands for, when the
+    caller sent that part again as it was (see :mod:`.projection`); when it sent it changed,
+    the chain it belonged to is given up, saying why."""
+    found = Projection.of(run.state.projection)
+    if found is None or not run.clean or any(is_summary(m) for m in run.messages):
+        return
+    applied = found.apply(run.messages, run.format)
+    if isinstance(applied, str):
+        run.emit(ChainInvalidated(session_id=run.session_id, reason=applied))
+        run.state = replace(run.state, summary_id=None, projection={})
+        return
+    run.messages, swapped = applied
+    for original, smaller in swapped:
+        run.originals.adopt(original, smaller)
+        run.kept_before.add(id(smaller))
+    run.given = run.messages
+    run.projected = True
 
 
 def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Message, ...]:
@@ -554,6 +591,35 @@ def _verify(run: Run, kept: tuple[Message, ...], limit: int) -> tuple[tuple[Mess
     return final, after
 
 
+def _compacted_state(
+    run: Run, decision: Decision, after: Measure, final: Sequence[Message]
+) -> SessionState:
+    """The session as this compaction leaves it: the governor's memory, the chain's head, the
+    counters, and the part of the caller's history the new summary stands for."""
+    setup = run.setup
+    governor, _ = record_compaction(
+        decision.state, after, config=setup.governor, trigger=setup.trigger
+    )
+    if any(isinstance(e, SummarizerFellBack) for e in run.events):
+        # The compaction stands, but the summarizer failed: the breaker counts it, so that a
+        # summarizer that keeps failing (or hanging) stops being asked.
+        governor = replace(governor, consecutive_failures=decision.state.consecutive_failures + 1)
+    record = run.records[-1] if run.records else None
+    summary_text = render(record) if record is not None else ""
+    projection = recorded(final, run.decoded, run.originals, run.format) if run.clean else None
+    return replace(
+        run.state,
+        projection=projection.to_json() if projection is not None else {},
+        governor=governor.to_json(),
+        summary_id=record.id if record is not None else run.state.summary_id,
+        compactions=run.state.compactions + 1,
+        tokens_summarized=run.state.tokens_summarized + sum(r.tokens_in for r in run.records),
+        last_summary=summary_text[:LAST_SUMMARY_CHARS] or run.state.last_summary,
+        offset=run.state.offset + len(run.stored),
+        updated_at=datetime.now(UTC),
+    )
+
+
 def _compact(
     run: Run, decision: Decision, before: Measure, started: float
 ) -> Generator[Effect, Outcome, CompactionResult]:
@@ -627,25 +693,9 @@ def _compact(
         run.stored.clear()
         run.records.clear()
         return (yield from _skip_saving(run, _nothing(decision)))
-    governor, _ = record_compaction(
-        decision.state, after, config=setup.governor, trigger=setup.trigger
-    )
-    if any(isinstance(e, SummarizerFellBack) for e in run.events):
-        # The compaction stands, but the summarizer failed: the breaker counts it, so that a
-        # summarizer that keeps failing (or hanging) stops being asked.
-        governor = replace(governor, consecutive_failures=decision.state.consecutive_failures + 1)
+    state = _compacted_state(run, decision, after, final)
     record = run.records[-1] if run.records else None
     summary_text = render(record) if record is not None else ""
-    state = replace(
-        run.state,
-        governor=governor.to_json(),
-        summary_id=record.id if record is not None else run.state.summary_id,
-        compactions=run.state.compactions + 1,
-        tokens_summarized=run.state.tokens_summarized + sum(r.tokens_in for r in run.records),
-        last_summary=summary_text[:LAST_SUMMARY_CHARS] or run.state.last_summary,
-        offset=run.state.offset + len(run.stored),
-        updated_at=datetime.now(UTC),
-    )
     if setup.has_store and run.session_id is not None:
         outcome = yield StoreCall(
             "save", (Compaction(run.session_id, tuple(run.records), tuple(run.stored), state),)

@@ -151,7 +151,7 @@ def keep_reduced(run: Run, messages: Sequence[Message]) -> None:
     """The originals of kept messages that a reduction changed go to the store as well."""
     if not run.setup.keeps_originals:
         return
-    changed = [m for m in messages if run.originals.changed(m)]
+    changed = [m for m in messages if run.originals.changed(m) and id(m) not in run.kept_before]
     if not changed:
         return
     owner = run.records[-1].id if run.records else uuid.uuid4().hex

@@ -106,6 +106,14 @@ class Run:
     """How this compaction shares out the window, once it has started."""
     last: LastSummary | None = None
     """The newest summary this compaction wrote, and what it was made from."""
+    decoded: tuple[Message, ...] = ()
+    """The caller's messages as decoded, in the positions a projection counts in."""
+    kept_before: set[int] = field(default_factory=set)
+    """The smaller copies a projection put back (by ``id``): their originals were offloaded
+    by the compaction that made them, and are not offloaded again while kept."""
+    projected: bool = False
+    """Whether the session's summary took the place of the part of the caller's history it
+    stands for (see :mod:`synopsis.compaction.projection`)."""
 
     @property
     def events(self) -> list[Event]:

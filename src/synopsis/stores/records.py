@@ -132,7 +132,10 @@ class StoredMessage:
 class SessionState:
     """What the pipeline remembers about a session between calls. ``governor`` is
     ``GovernorState.to_json()``; it is copied through JSON so that it compares equal to what
-    a store reads back. ``last_summary`` is cut to :data:`LAST_SUMMARY_CHARS`."""
+    a store reads back. ``last_summary`` is cut to :data:`LAST_SUMMARY_CHARS`.
+    ``projection`` says which part of the caller's own history the newest summary stands
+    for, so that a client sending that history again gets the same summary in its place
+    (see :mod:`synopsis.compaction.projection`); empty when there is none."""
 
     session_id: str
     governor: Mapping[str, object] = field(default_factory=_empty)
@@ -142,17 +145,19 @@ class SessionState:
     last_summary: str = ""
     offset: int = 0
     updated_at: datetime | None = None
+    projection: Mapping[str, object] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
         # "" is allowed: the state of a call that names no session, which no store keeps.
         _name(self.session_id, "session_id", empty=True)
         for name in ("compactions", "tokens_summarized", "offset"):
             _count(getattr(self, name), name)
-        try:
-            governor = json.loads(json.dumps(dict(self.governor)))
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError(f"the governor state must be plain JSON: {exc}") from None
-        object.__setattr__(self, "governor", MappingProxyType(governor))
+        for name in ("governor", "projection"):
+            try:
+                value = json.loads(json.dumps(dict(getattr(self, name))))
+            except (TypeError, ValueError) as exc:
+                raise ConfigurationError(f"the {name} state must be plain JSON: {exc}") from None
+            object.__setattr__(self, name, MappingProxyType(value))
         object.__setattr__(self, "last_summary", self.last_summary[:LAST_SUMMARY_CHARS])
         if self.updated_at is not None:
             object.__setattr__(self, "updated_at", _utc(self.updated_at, "updated_at"))
@@ -167,6 +172,7 @@ class SessionState:
             "last_summary": self.last_summary,
             "offset": self.offset,
             "updated_at": None if self.updated_at is None else self.updated_at.isoformat(),
+            "projection": dict(self.projection),
         }
 
     @classmethod
@@ -182,6 +188,7 @@ class SessionState:
             last_summary=data.get("last_summary", ""),
             offset=data.get("offset", 0),
             updated_at=None if updated is None else datetime.fromisoformat(updated),
+            projection=data.get("projection") or {},
         )
 
 
