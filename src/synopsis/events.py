@@ -122,7 +122,8 @@ class CompactionSkipped(_Base):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionCompleted(_Base):
     """A compaction went through. ``desired_split`` is the boundary the keep policy asked
-    for and ``used_split`` the safe one taken; ``duration`` is in seconds."""
+    for and ``used_split`` the safe one taken; ``duration`` is in seconds. ``tail_gave_way``
+    says that, in an emergency, messages of the tail ``keep`` asked for were summarized too."""
 
     kind: ClassVar[str] = "compaction_completed"
 
@@ -138,6 +139,7 @@ class CompactionCompleted(_Base):
     usage: Usage
     record_id: str
     duration: float
+    tail_gave_way: bool = False
 
     def _sentence(self) -> str:
         split = (
@@ -145,6 +147,8 @@ class CompactionCompleted(_Base):
             if self.used_split == self.desired_split
             else f", split at {self.used_split} instead of {self.desired_split}"
         )
+        if self.tail_gave_way:
+            split += "; in the emergency the kept tail gave way"
         return (
             f"compacted {self.messages_before} -> {self.messages_after} messages, "
             f"{self.tokens_before:,} -> {self.tokens_after:,} tokens "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from synopsis.compaction import Compactor
-from synopsis.errors import ConfigurationError, StoreError
+from synopsis.errors import ConfigurationError, StoreError, SummarizerError
 from synopsis.events import SummarizerFellBack
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer
@@ -115,6 +115,28 @@ def test_an_llm_summarizer_falling_back_is_reported_in_the_result():
     assert fell[0].session_id == "f"
     assert result.record is not None
     assert result.record.model == "rules"
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_abort_on_failure_raises_through_compact_and_leaves_everything_as_it_was(run: str):
+    def broken(request: CompletionRequest) -> CompletionResponse:
+        return CompletionResponse("this is not json at all")
+
+    llm = LLMSummarizer(broken, models=["gpt-4o-mini"], abort_on_failure=True)
+    store = MemoryStore()
+    c = compactor(llm, store=store)
+    items = copy.deepcopy(ITEMS)
+
+    def call() -> object:
+        if run == "sync":
+            return c.compact(items, force=True)
+        return asyncio.run(c.acompact(items, force=True))
+
+    with pytest.raises(SummarizerError, match="every model failed"):
+        call()
+    assert items == ITEMS
+    assert store.summaries("f") == []
+    assert store.recall("f") == []
 
 
 class FailingStore(MemoryStore):

@@ -34,6 +34,9 @@ def test_a_large_earlier_summary_is_summarized_again_not_digested_as_tool_output
     assert len(summaries) == 1
     # a trigger low enough that the summary alone is over the oversized-message threshold
     low = synopsis.Trigger.tokens(synopsis.count_tokens(summaries) // 2 + 1)
+    # A tail that leaves more than the summary before it: ``keep`` is kept verbatim, and a
+    # summary alone is never summarized again on its own.
+    options["keep"] = synopsis.Keep.tokens(size // 64)
     second = synopsis.compact([*first.messages, *items[-3:]], trigger=low, **options)
     assert second.compacted
     texts = [str(m.get("content")) for m in second.messages]

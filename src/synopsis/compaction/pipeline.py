@@ -38,7 +38,12 @@ from synopsis.compaction.state import (
     StoreCall,
     Summarize,
 )
-from synopsis.errors import BudgetUnreachableError, ConversationError, StoreError
+from synopsis.errors import (
+    BudgetUnreachableError,
+    ConversationError,
+    StoreError,
+    SummarizerError,
+)
 from synopsis.events import (
     ChainInvalidated,
     CompactionCompleted,
@@ -276,6 +281,11 @@ def _summarize_step(
         return message, previous
     budget = summary_budget_for(run, plan)
     outcome = yield Summarize(source, previous, run.request.instructions, budget)
+    if isinstance(outcome, SummarizerError) and getattr(
+        setup.summarizer, "abort_on_failure", False
+    ):
+        # The summarizer was told not to fall back (abort_on_failure): neither do we.
+        raise outcome
     if not isinstance(outcome, SummaryRecord):
         reason = (
             repr(outcome)
@@ -519,6 +529,7 @@ def _drive(
             plan, cut = steps.send([message])
         except StopIteration as stop:
             result: PassResult = stop.value
+            run.gave_way = result.shrunk
             return result
 
 
@@ -543,6 +554,7 @@ def _last_pass(
         return messages
     cut = [messages[i] for i in plan.summarize]
     message, _ = yield from _summarize_step(run, plan, cut, previous)
+    run.gave_way = True
     return plan.apply(messages, [message])
 
 
@@ -629,7 +641,7 @@ def _compact(
     if system >= limit:
         # No summary can help: fail before paying for one.
         raise _unreachable(setup, before.tokens, limit, system)
-    current = reduce_cheaply(run, run.messages, before)
+    current = reduce_cheaply(run, run.messages, before, emergency=decision.code == "emergency")
     previous = yield from _previous(run)
     run.overhead = before.tokens - sum(setup.counter.count_message(m) for m in run.given)
     run.room = room_for(run, current)
@@ -643,6 +655,8 @@ def _compact(
         config=setup.governor,
         protect=setup.protect,
         turn_start_tail=turn_start_tail(run),
+        # A tail the caller sized is kept verbatim but in an emergency.
+        shrink_tail=decision.code == "emergency" or setup.keep.kind == "auto",
     )
     step = next(steps, None)
     first, cut = step if step is not None else (None, [])
@@ -722,6 +736,7 @@ def _compact(
             usage=usage,
             record_id=record.id if record is not None else "",
             duration=time.perf_counter() - started,
+            tail_gave_way=run.gave_way and setup.keep.kind != "auto",
         )
     )
     return _result(

@@ -48,10 +48,12 @@ def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
 
 
 def reduce_cheaply(
-    run: Run, messages: tuple[Message, ...], measure: Measure
+    run: Run, messages: tuple[Message, ...], measure: Measure, *, emergency: bool = False
 ) -> tuple[Message, ...]:
     """The cheap tiers (planning.reductions): old arguments truncated, duplicate results
-    referenced, oversized parts summarized on their own by the rules (no model call)."""
+    referenced, oversized parts summarized on their own by the rules (no model call). A
+    digest longer than its part is not used, and outside an ``emergency`` none is made in the
+    tail a ``keep`` the caller sized asks to keep verbatim."""
     setup = run.setup
     counts = [setup.counter.count_message(m) for m in messages]
     threshold = setup.trigger.token_threshold(setup.window) or setup.window
@@ -68,17 +70,26 @@ def reduce_cheaply(
         if after is not before:
             run.originals.adopt(before, after)
     first = next((i for i, m in enumerate(out) if is_real_user(m) and not is_summary(m)), None)
+    keep = setup.keep
+    verbatim = (
+        len(out)
+        if emergency or keep.kind == "auto"
+        else keep.desired_boundary(counts, 0, setup.window)
+    )
     for big in reduced.oversized:
         message = out[big.index]
-        if message.role is Role.SYSTEM or big.index == first:
-            # The system prompt and the task as first stated are never made small here; only
-            # the last resort (priority trimming) may, when nothing else fits.
+        if message.role is Role.SYSTEM or big.index in (first, *range(verbatim, len(out))):
+            # The system prompt and the task as first stated are never made small here, nor
+            # the tail the caller asked to keep verbatim; only the last resort (priority
+            # trimming) may, when nothing else fits.
             continue
         part = message.parts[big.part]
         call = (
             _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
         )
         smaller = summarize_part(message, big.part, summarizer=setup.digester, call=call)
+        if setup.counter.count_message(smaller) >= counts[big.index]:
+            continue  # a digest that saves nothing is no reduction
         run.originals.adopt(message, smaller)
         out[big.index] = smaller
     return tuple(out)

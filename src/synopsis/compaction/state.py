@@ -111,6 +111,9 @@ class Run:
     kept_before: set[int] = field(default_factory=set)
     """The smaller copies a projection put back (by ``id``): their originals were offloaded
     by the compaction that made them, and are not offloaded again while kept."""
+    gave_way: bool = False
+    """Whether the passes summarized into the tail the keep policy asked for (only in an
+    emergency, or with the automatic tail)."""
     projected: bool = False
     """Whether the session's summary took the place of the part of the caller's history it
     stands for (see :mod:`synopsis.compaction.projection`)."""

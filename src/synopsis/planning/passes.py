@@ -56,6 +56,7 @@ def iter_passes(
     config: GovernorConfig,
     protect: Protect | None = None,
     turn_start_tail: int | None = None,
+    shrink_tail: bool = True,
 ) -> Generator[PassStep, Sequence[Message], PassResult]:
     """The pass loop as a generator: it yields each pass's plan and cut, is sent back the
     message(s) that stand for the cut, and returns the :class:`PassResult`. The caller does
@@ -63,7 +64,9 @@ def iter_passes(
 
     ``count`` gives a message's tokens and ``overhead`` the tokens outside the messages
     (system prompt sent apart, tool definitions, framing); ``turn_start_tail`` is passed on
-    to :func:`~synopsis.planning.split.plan_split`.
+    to :func:`~synopsis.planning.split.plan_split`. With ``shrink_tail`` false the last
+    attempt, with half the tail, is not made: a tail the caller asked to keep verbatim stays
+    whole outside an emergency.
     """
     current = tuple(messages)
     plans: list[SplitPlan] = []
@@ -77,10 +80,11 @@ def iter_passes(
     threshold = trigger.token_threshold(window) or window
     target = min(threshold, int(config.reset_ratio * window))
     attempts = [keep] * config.max_passes
-    smaller = keep.shrunk(0.5)
-    if smaller.kind == "messages":
-        smaller = Keep.messages(max(int(smaller.value), config.min_tail_messages))
-    attempts.append(smaller)
+    if shrink_tail:
+        smaller = keep.shrunk(0.5)
+        if smaller.kind == "messages":
+            smaller = Keep.messages(max(int(smaller.value), config.min_tail_messages))
+        attempts.append(smaller)
     for attempt, policy in enumerate(attempts):
         if attempt and now.tokens < target:
             break
