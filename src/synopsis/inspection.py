@@ -1,6 +1,10 @@
 """What ``synopsis inspect`` reports about a history: token counts by role and by tool, the
 largest messages, the share of the model's window, and every validation problem. Pure: it
-takes messages and returns a value; printing is the CLI's business."""
+takes messages and returns a value; printing is the CLI's business.
+
+Message indices are positions in the caller's own list: a top-level system prompt that was
+passed apart from it (Anthropic's ``system``, Gemini's ``systemInstruction``) is counted and
+validated, but has no index there, so it is reported with ``index=None``."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from synopsis.models import context_window
 from synopsis.pairing import pair_tool_calls
 from synopsis.tokens import counter_for_model
 from synopsis.validation import Problem, check, get_profile
+from synopsis.validation.rules import list_index, separate_system
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,7 +44,8 @@ class ToolRow:
 
 @dataclass(frozen=True, slots=True)
 class LargeMessage:
-    index: int
+    index: int | None
+    """The position in the caller's list; ``None`` for a separate top-level system prompt."""
     role: str
     tokens: int
     preview: str
@@ -126,12 +132,19 @@ def inspect_history(
                 row.result_tokens += counter.count_text(part.text)
     by_tool = tuple(sorted(tools.values(), key=lambda r: -(r.call_tokens + r.result_tokens)))
 
+    # ``fmt`` is where ``messages`` were decoded from; the caller knows the indices of that.
+    offset = separate_system(messages, fmt)
     order = sorted(range(len(messages)), key=lambda i: -per_message[i])
     largest = tuple(
-        LargeMessage(i, messages[i].role.value, per_message[i], _preview(messages[i]))
+        LargeMessage(
+            list_index(i, offset),
+            messages[i].role.value,
+            per_message[i],
+            _preview(messages[i]),
+        )
         for i in order[:20]
     )
-    problems = tuple(check(messages, get_profile(provider)))
+    problems = tuple(check(messages, get_profile(provider), offset=offset))
     return Report(
         path=path,
         format=fmt,

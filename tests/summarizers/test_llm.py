@@ -231,6 +231,69 @@ def test_empty_answer_is_bad_output():
     assert make(script)[0].summarize(history()).model == "rules"
 
 
+def test_a_none_text_is_read_as_an_empty_answer():
+    assert CompletionResponse(text=None).text == ""  # type: ignore[arg-type]
+
+
+def _bad_outputs(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "bad output" in r.getMessage()]
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_none_answer_takes_the_path_of_an_empty_one(caplog, run):
+    # What an SDK hands back for a message with no text; the model after it must still be
+    # asked, and nothing retried: the same prompt would get the same non-answer.
+    outcomes: dict[str, tuple[list[str], list[str], SummaryRecord]] = {}
+    for name, text in (("empty", ""), ("none", None)):
+        caplog.clear()
+        script_type = Script if run == "sync" else AsyncScript
+        script = script_type(
+            CompletionResponse(text=text),  # type: ignore[arg-type]
+            CompletionResponse(text=text),  # type: ignore[arg-type]
+        )
+        summarizer, sleeps = make(script, models=["a", "b"])
+        with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
+            if run == "sync":
+                record = summarizer.summarize(history())
+            else:
+                record = asyncio.run(summarizer.asummarize(history()))
+        assert sleeps == []
+        outcomes[name] = (script.models, _bad_outputs(caplog), record)
+    assert outcomes["none"][0] == outcomes["empty"][0] == ["a", "b"]
+    assert outcomes["none"][1] == outcomes["empty"][1]
+    assert outcomes["none"][2].model == "rules"
+    assert outcomes["none"][2].narrative == outcomes["empty"][2].narrative
+
+
+def test_a_none_answer_aborts_like_an_empty_one_when_asked_to():
+    script = Script(CompletionResponse(text=None))  # type: ignore[arg-type]
+    summarizer, _ = make(script, abort_on_failure=True)
+    with pytest.raises(SummarizerError, match="invalid JSON summary"):
+        summarizer.summarize(history())
+
+
+@pytest.mark.parametrize("text", [42, b'{"narrative": "x"}', GOOD])
+def test_an_answer_text_that_is_not_a_string_is_bad_output(caplog, text):
+    script = Script(CompletionResponse(text=text), answer())
+    summarizer, sleeps = make(script, models=["a", "b"])
+    with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
+        record = summarizer.summarize(history())
+    assert record.model == "b"
+    assert script.models == ["a", "b"]
+    assert sleeps == []
+    assert _bad_outputs(caplog) == [
+        f"summarizer a: bad output (answer text is {type(text).__name__}, not a string): "
+        f"{repr(text)[:200]!r}"
+    ]
+
+
+def test_a_non_string_answer_aborts_with_a_clear_reason_when_asked_to():
+    script = Script(CompletionResponse(text=42))  # type: ignore[arg-type]
+    summarizer, _ = make(script, abort_on_failure=True)
+    with pytest.raises(SummarizerError, match="answer text is int, not a string"):
+        summarizer.summarize(history())
+
+
 def test_a_summary_not_shorter_than_its_input_is_rejected(caplog):
     script = Script(answer())
     summarizer, _ = make(script)

@@ -63,11 +63,19 @@ class CompletionRequest:
 
 @dataclass(frozen=True, slots=True)
 class CompletionResponse:
-    """The answer's text, what it cost, and the model that answered (``""``: the one asked)."""
+    """The answer's text, what it cost, and the model that answered (``""``: the one asked).
+
+    A ``text`` of ``None`` is read as ``""``: SDKs give ``None`` for a message with no text
+    (a refusal, a reply cut off before any text), and that is an empty answer, not a crash.
+    """
 
     text: str
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+
+    def __post_init__(self) -> None:
+        if self.text is None:
+            object.__setattr__(self, "text", "")
 
 
 Completion: TypeAlias = Callable[

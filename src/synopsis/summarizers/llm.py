@@ -374,6 +374,10 @@ class LLMSummarizer:
     def _accept(
         self, model: str, response: CompletionResponse, context: _Context, usage: Usage
     ) -> tuple[SummaryRecord, SummaryContent] | _Failure:
+        if not isinstance(response.text, str):
+            # A completion that ignores its type gave no answer a summary can be read from.
+            reason = f"answer text is {type(response.text).__name__}, not a string"
+            return self._bad(model, reason, repr(response.text))
         try:
             content = parse_summary(response.text)
         except (ValueError, ValidationError) as error:

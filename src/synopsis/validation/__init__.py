@@ -21,6 +21,7 @@ from synopsis.validation.profiles import (
     get_profile,
 )
 from synopsis.validation.repair import (
+    INTERRUPTED,
     NOT_COMPLETED,
     Dangling,
     Fix,
@@ -28,7 +29,7 @@ from synopsis.validation.repair import (
     dangling_policy,
     repair_messages,
 )
-from synopsis.validation.rules import Problem, check
+from synopsis.validation.rules import Problem, check, separate_system
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANTHROPIC",
     "GEMINI",
+    "INTERRUPTED",
     "NOT_COMPLETED",
     "OPENAI",
     "OPENAI_STRICT",
@@ -87,11 +89,15 @@ def validate(
     """Every rule of ``provider`` that ``messages`` breaks; ``[]`` when the target would accept
     it. A trailing tool call still waiting for its result is valid (an agent mid-run).
 
+    Each problem's ``index`` is a position in the caller's own list: a top-level system
+    prompt passed apart from it (``system=``, or a request body's) is not counted, and a
+    problem in that prompt has ``index=None``.
+
     Raises ``ConversationError`` when ``messages`` is not a history at all.
     """
     profile = get_profile(provider)
-    _, model = _model(messages, format, system)
-    return check(model, profile)
+    fmt, model = _model(messages, format, system)
+    return check(model, profile, offset=separate_system(model, fmt))
 
 
 def repair(
@@ -101,6 +107,7 @@ def repair(
     format: FormatName | None = None,
     system: object = None,
     dangling: Dangling = "answer",
+    close_trailing_calls: bool = False,
 ) -> RepairedList:
     """``messages`` with every unambiguous fix for ``provider`` applied, in the same format.
 
@@ -110,13 +117,26 @@ def repair(
     Anthropic into ``.system``, merged with the one already there); empty messages are
     dropped; a Responses reasoning item goes with the item it produced when that is dropped,
     and gets back a missing ``summary``; same-role neighbours are merged where alternation is
-    required. ``.fixes`` lists each change; run :func:`validate` for what is left.
+    required. ``.fixes`` lists each change, by position in the caller's own list (as for
+    :func:`validate`); run :func:`validate` for what is left.
+
+    A trailing call message whose results are still awaited (an agent mid-run) is left as it
+    is, unless ``close_trailing_calls=True``: the run was interrupted and those results will
+    never come, so each of its open calls gets one synthetic result saying so
+    (:data:`INTERRUPTED`: a tool message for OpenAI, a ``tool_result`` block for Anthropic, a
+    ``functionResponse`` for Gemini), each listed in ``.fixes``.
 
     Raises ``ConfigurationError`` for an unknown ``provider`` or ``dangling`` policy.
     """
     dangling = dangling_policy(dangling)
     profile = get_profile(provider)
     fmt, model = _model(messages, format, system)
-    fixed = repair_messages(model, profile, dangling=dangling)
+    fixed = repair_messages(
+        model,
+        profile,
+        dangling=dangling,
+        close_trailing_calls=close_trailing_calls,
+        offset=separate_system(model, fmt),
+    )
     wire = encode(fixed.messages, fmt)
     return RepairedList(wire.messages, fixed.fixes, wire.system)

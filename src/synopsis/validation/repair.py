@@ -7,10 +7,12 @@ from their call into the call's answer turn; answer (or drop) calls left danglin
 middle; drop empty messages; drop reasoning items that an earlier pass left without the item
 they produced; give reasoning items back their ``summary``; merge same-role neighbours where
 the target demands alternation. A trailing unfinished call (a live agent mid-run) is left as
-it is. Thinking blocks are never edited, merged or reordered, and a reasoning item that was
-already stranded in the input is left for :func:`check` to report: which item it produced is
-a guess. Every pass works on ``(original index, message)`` pairs so each fix can name the
-message it touched.
+it is, unless the caller says the run was interrupted (``close_trailing_calls=True``): then
+each of its open calls gets an "interrupted" result, as an agent framework does when it
+resumes a session that stopped mid-call. Thinking blocks are never edited, merged or
+reordered, and a reasoning item that was already stranded in the input is left for
+:func:`check` to report: which item it produced is a guess. Every pass works on
+``(original index, message)`` pairs so each fix can name the message it touched.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from synopsis.messages import (
 )
 from synopsis.pairing import pair_tool_calls
 from synopsis.validation.rules import (
+    SYSTEM_PROMPT,
+    list_index,
+    place,
     reasoning_orphans,
     result_block,
     top_level_systems,
@@ -41,9 +46,18 @@ if TYPE_CHECKING:
 
     from synopsis.validation.profiles import Profile
 
-__all__ = ["NOT_COMPLETED", "Dangling", "Fix", "Repaired", "dangling_policy", "repair_messages"]
+__all__ = [
+    "INTERRUPTED",
+    "NOT_COMPLETED",
+    "Dangling",
+    "Fix",
+    "Repaired",
+    "dangling_policy",
+    "repair_messages",
+]
 
 NOT_COMPLETED = "[synopsis] This tool call was not completed; no result was recorded."
+INTERRUPTED = "[synopsis] This tool call was interrupted; it has no result."
 
 Dangling = Literal["answer", "drop"]
 
@@ -54,7 +68,8 @@ Item = tuple[int | None, Message]
 @dataclass(frozen=True, slots=True)
 class Fix:
     """One change repair made. ``index`` is the message's position in the input (``None`` for
-    a message repair created)."""
+    a message repair created, and for a top-level system prompt passed apart from the
+    caller's list: ``detail`` says so)."""
 
     index: int | None
     action: str
@@ -185,8 +200,12 @@ def _settle_calls(
     profile: Profile,
     fixes: list[Fix],
     dangling: Dangling,
+    *,
+    close_trailing_calls: bool,
+    offset: int,
 ) -> list[Item]:
-    """Orphans out; misplaced results moved next to their call; dangling calls answered."""
+    """Orphans out; misplaced results moved next to their call; dangling calls answered, and
+    with ``close_trailing_calls`` the open calls of a trailing call message too."""
     msgs = [m for _, m in items]
     pairing = pair_tool_calls(msgs)
     remove = set(pairing.orphans)
@@ -198,6 +217,8 @@ def _settle_calls(
         for call, results in pairing.result_of.items():
             ci = call[0]
             block = blocks.setdefault(ci, result_block(msgs, ci, profile))
+            call_at = items[ci][0]
+            assert call_at is not None  # repair adds results, never a call
             for loc in results:
                 if loc[0] not in block:
                     remove.add(loc)
@@ -206,13 +227,16 @@ def _settle_calls(
                         Fix(
                             items[loc[0]][0],
                             "moved result",
-                            f"next to its call in message {items[ci][0]}",
+                            f"next to its call in {place(call_at, offset)}",
                         )
                     )
     trailing = trailing_call_message(msgs, profile)
     drop_calls: set[tuple[int, int]] = set()
+    closing: list[tuple[int, int]] = []
     for loc in pairing.open_calls:
         if loc[0] == trailing:
+            if close_trailing_calls:
+                closing.append(loc)
             continue
         waiting = pairing.call_part(msgs, loc)
         if dangling == "drop":
@@ -229,12 +253,33 @@ def _settle_calls(
                     f"{waiting.call_id!r} with a 'not completed' result",
                 )
             )
-    if not remove and not pending and not drop_calls:
+    if not remove and not pending and not drop_calls and not closing:
         return items
     if drop_calls:
         items = _drop_parts(items, drop_calls, fixes, "dropped dangling call")
-        # Indices moved; recompute everything on the shorter history.
-        return _settle_calls(items, profile, fixes, dangling)
+        # Indices moved; recompute everything on the shorter history (the trailing calls are
+        # closed there, once).
+        return _settle_calls(
+            items,
+            profile,
+            fixes,
+            dangling,
+            close_trailing_calls=close_trailing_calls,
+            offset=offset,
+        )
+    for loc in closing:
+        # Its results (those that came) already sit right after it: the synthetic ones join
+        # them there, so each open call gets exactly one answer in its own turn.
+        waiting = pairing.call_part(msgs, loc)
+        synthetic = ToolResultPart(waiting.call_id, INTERRUPTED, is_error=True, name=waiting.name)
+        pending.setdefault(loc[0], []).append(synthetic)
+        fixes.append(
+            Fix(
+                items[loc[0]][0],
+                "closed interrupted call",
+                f"{waiting.call_id!r} with an 'interrupted' result",
+            )
+        )
     # Only result parts go here; a message left empty by that goes too, so renumber.
     kept: list[Item] = []
     new_index: dict[int, int] = {}
@@ -371,14 +416,31 @@ def _merge_neighbours(items: list[Item], profile: Profile, fixes: list[Fix]) -> 
     return out
 
 
+def _in_list(fix: Fix, offset: int) -> Fix:
+    if fix.index is not None and fix.index < offset:
+        return replace(fix, index=None, detail=f"{SYSTEM_PROMPT}: {fix.detail}")
+    return replace(fix, index=list_index(fix.index, offset))
+
+
 def repair_messages(
     messages: Sequence[Message],
     profile: Profile,
     *,
     dangling: Dangling = "answer",
+    close_trailing_calls: bool = False,
+    offset: int = 0,
 ) -> Repaired:
     """Apply every unambiguous fix for ``profile``. What cannot be fixed without guessing
     (a history that opens with the assistant, say) is left for :func:`check` to report.
+
+    ``close_trailing_calls=True`` answers each open call of a trailing call message (one whose
+    results are still awaited) with an :data:`INTERRUPTED` result: for a run that stopped
+    mid-call and will not get those results. By default such a call is left waiting.
+
+    ``offset`` is how many leading ``messages`` are not in the caller's own list (a system
+    prompt passed apart from it): the fixes name messages by their index in that list, and a
+    fix of those messages has ``index=None`` and says where it is. ``origins`` stay indices
+    into ``messages``.
 
     Raises ``ConfigurationError`` when ``dangling`` is neither ``"answer"`` nor ``"drop"``.
     """
@@ -392,7 +454,9 @@ def repair_messages(
         for i, m in enumerate(messages)
         if i not in stranded and m.parts and all(isinstance(p, ReasoningPart) for p in m.parts)
     }
-    items = _settle_calls(items, profile, fixes, dangling)
+    items = _settle_calls(
+        items, profile, fixes, dangling, close_trailing_calls=close_trailing_calls, offset=offset
+    )
     items = _drop_empty(items, profile, fixes)
     if profile.reasoning_followed:
         items = _drop_stranded_reasoning(items, produced, fixes)
@@ -401,4 +465,8 @@ def repair_messages(
     # turn to the passes above.
     items = _lift_systems(items, profile, fixes)
     items = _merge_neighbours(items, profile, fixes)
-    return Repaired(tuple(m for _, m in items), tuple(fixes), tuple(o for o, _ in items))
+    return Repaired(
+        tuple(m for _, m in items),
+        tuple(_in_list(f, offset) for f in fixes),
+        tuple(o for o, _ in items),
+    )

@@ -44,10 +44,14 @@ if TYPE_CHECKING:
     from synopsis.validation.profiles import Profile
 
 __all__ = [
+    "SYSTEM_PROMPT",
     "Problem",
     "check",
+    "list_index",
+    "place",
     "reasoning_orphans",
     "result_block",
+    "separate_system",
     "top_level_systems",
     "trailing_call_message",
 ]
@@ -61,10 +65,14 @@ _MISPLACED = {"openai": "C1", "responses": "R2", "anthropic": "A1", "gemini": "G
 _FIRST_USER = {"anthropic": "A5", "gemini": "G5"}
 _SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
 
+SYSTEM_PROMPT = "the top-level system prompt"
+"""What a problem or fix in a system prompt passed apart from the list is said to be in."""
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One rule a history breaks. ``index`` is the message (``None`` for the whole history),
+    """One rule a history breaks. ``index`` is the message (``None`` for the whole history,
+    and for a top-level system prompt passed apart from the list: the message says so),
     ``part`` the part within it when one part is at fault."""
 
     index: int | None
@@ -184,10 +192,24 @@ def reasoning_orphans(messages: Sequence[Message]) -> list[int]:
     return out
 
 
+def list_index(index: int | None, offset: int) -> int | None:
+    """``index`` (into decoded messages whose first ``offset`` are a system prompt passed
+    apart from the caller's list, see :func:`separate_system`) as an index into that list;
+    ``None`` for that system prompt, and for ``None``."""
+    return None if index is None or index < offset else index - offset
+
+
+def place(index: int, offset: int) -> str:
+    """How a message that a problem or fix refers to is named to the caller."""
+    where = list_index(index, offset)
+    return SYSTEM_PROMPT if where is None else f"message {where}"
+
+
 class _Checker:
-    def __init__(self, messages: Sequence[Message], profile: Profile) -> None:
+    def __init__(self, messages: Sequence[Message], profile: Profile, offset: int = 0) -> None:
         self.messages = messages
         self.profile = profile
+        self.offset = offset
         self.fam = profile.family
         self.problems: list[Problem] = []
 
@@ -202,7 +224,14 @@ class _Checker:
         family: str | None = None,
     ) -> None:
         rule = f"{family or self.fam}.{code}"
-        self.problems.append(Problem(index, rule, text, part, conservative))
+        if index is not None and index < self.offset:
+            # Not in the caller's list, so no index of it: the text says where it is.
+            text = f"{SYSTEM_PROMPT}: {text}"
+        where = list_index(index, self.offset)
+        self.problems.append(Problem(where, rule, text, part, conservative))
+
+    def place(self, index: int) -> str:
+        return place(index, self.offset)
 
     def run(self) -> list[Problem]:
         if not self.messages:
@@ -287,9 +316,9 @@ class _Checker:
                 self.add(
                     mi,
                     "G3",
-                    f"function response {cid.call_id!r} has no call left to answer in message "
-                    f"{turn}: the number of function response parts must equal the number "
-                    "of function call parts of the function call turn",
+                    f"function response {cid.call_id!r} has no call left to answer in "
+                    f"{self.place(turn)}: the number of function response parts must equal the "
+                    "number of function call parts of the function call turn",
                     pi,
                 )
                 continue
@@ -325,7 +354,7 @@ class _Checker:
                         ri,
                         _MISPLACED[self.fam],
                         f"tool result for {part.call_id!r} is "
-                        f"not in the turn right after its call (message {ci})",
+                        f"not in the turn right after its call ({self.place(ci)})",
                         rp,
                     )
         if prof.results_first:
@@ -355,7 +384,7 @@ class _Checker:
                             k,
                             "A3",
                             "tool_result blocks must come first in the user "
-                            f"turn answering message {ci}",
+                            f"turn answering {self.place(ci)}",
                             pi,
                         )
                         return
@@ -656,6 +685,23 @@ class _Checker:
                 )
 
 
-def check(messages: Sequence[Message], profile: Profile) -> list[Problem]:
-    """Every problem ``messages`` has for ``profile``, in message order."""
-    return _Checker(messages, profile).run()
+def check(messages: Sequence[Message], profile: Profile, *, offset: int = 0) -> list[Problem]:
+    """Every problem ``messages`` has for ``profile``, in message order.
+
+    ``offset`` is how many leading ``messages`` are not in the caller's own list (a system
+    prompt passed apart from it, see :func:`separate_system`): indices are given in that list,
+    and a problem of those messages has ``index=None`` and says where it is.
+    """
+    return _Checker(messages, profile, offset).run()
+
+
+def separate_system(messages: Sequence[Message], format: str) -> int:
+    """How many of the leading ``messages``, decoded from ``format``, are a top-level system
+    prompt that came apart from the caller's list (Anthropic's ``system``, Gemini's
+    ``systemInstruction``, passed as ``system=`` or in a request body): 1 or 0. An index into
+    ``messages`` less this is an index into the caller's own list."""
+    if format not in ("anthropic", "gemini") or not messages:
+        return 0
+    # Only the decoder of that top-level prompt notes its form; a system message from inside
+    # the list has no such note.
+    return int(hint(messages[0], format, "system") is not None)
