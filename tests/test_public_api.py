@@ -21,6 +21,7 @@ PINNED = [
     "Event",
     "Fix",
     "HeuristicCounter",
+    "HistoryRepaired",
     "Keep",
     "LLMSummarizer",
     "MediaPart",

@@ -33,6 +33,7 @@ from synopsis.events import (
     CompactionSkipped,
     CompactionStarted,
     Event,
+    HistoryRepaired,
     SummarizerFellBack,
 )
 from synopsis.formats import decode, detect, encode
@@ -70,6 +71,7 @@ __all__ = [
     "Event",
     "Fix",
     "HeuristicCounter",
+    "HistoryRepaired",
     "Keep",
     "LLMSummarizer",
     "MediaPart",

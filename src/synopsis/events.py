@@ -37,6 +37,7 @@ __all__ = [
     "CompactionSkipped",
     "CompactionStarted",
     "Event",
+    "HistoryRepaired",
     "Listener",
     "SpanHandle",
     "SummarizerFellBack",
@@ -195,12 +196,27 @@ class ChainInvalidated(_Base):
     so far stay in the store; ``reason`` says what differed."""
 
     kind: ClassVar[str] = "chain_invalidated"
-    level: ClassVar[int] = logging.WARNING
 
     reason: str
 
     def _sentence(self) -> str:
         return f"the summary chain no longer matches the history: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryRepaired(_Base):
+    """The history broke a provider's rules and was repaired before anything else: ``fixes``
+    says what changed, one sentence each, by position in the caller's own list (the same
+    changes as the result's ``fixes``)."""
+
+    kind: ClassVar[str] = "history_repaired"
+
+    fixes: tuple[str, ...]
+
+    def _sentence(self) -> str:
+        count = len(self.fixes)
+        listed = "; ".join(self.fixes[:3]) + ("; …" if count > 3 else "")
+        return f"the history was repaired ({count} fix{'es' if count != 1 else ''}): {listed}"
 
 
 Event: TypeAlias = (
@@ -210,6 +226,7 @@ Event: TypeAlias = (
     | CompactionFailed
     | SummarizerFellBack
     | ChainInvalidated
+    | HistoryRepaired
 )
 Listener: TypeAlias = Callable[[Event], object]
 """Any callable taking an event; what it returns is ignored."""

@@ -50,6 +50,7 @@ from synopsis.events import (
     CompactionFailed,
     CompactionSkipped,
     CompactionStarted,
+    HistoryRepaired,
     SummarizerFellBack,
     emit,
 )
@@ -75,6 +76,7 @@ from synopsis.planning.units import is_summary, is_summary_text
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render
 from synopsis.validation import check, repair_messages
+from synopsis.validation.rules import separate_system
 
 if TYPE_CHECKING:
     from synopsis.compaction.setup import Setup
@@ -121,7 +123,7 @@ def _normalise(
     profile = setup.profile_for(decoded.format)
     if not problems(messages, profile):
         return decoded.format, messages, originals, [], True
-    repaired = repair_messages(messages, profile)
+    repaired = repair_messages(messages, profile, offset=separate_system(messages, decoded.format))
     left = problems(repaired.messages, profile)
     if left:
         first = left[0]
@@ -351,6 +353,8 @@ def _open(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
     given = messages
     messages = _unmerge(messages, originals)
     run = Run(setup, request, fmt, messages, originals, fixes, session_id, state, given, clean)
+    if fixes:
+        run.emit(HistoryRepaired(session_id=session_id, fixes=tuple(str(f) for f in fixes)))
     run.decoded = tuple(originals.decoded)
     _project(run)
     return run
