@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import synopsis
-from synopsis.compaction.projection import Projection
+from synopsis.compaction.offload import Originals
+from synopsis.compaction.projection import Projection, digest, recorded
+from synopsis.messages import Message, Role, TextPart, content_hash
 from tests.compaction.helpers import TRANSCRIPTS, load_items
 
 if TYPE_CHECKING:
@@ -233,3 +235,91 @@ def test_any_agent_loop_resent_whole_gets_what_a_kept_one_gets(
     assert sent_calls == kept_calls
     assert sent == kept
     assert not [e for e in events if isinstance(e, synopsis.ChainInvalidated)]
+
+
+def _messages(*texts: str) -> tuple[Message, ...]:
+    return tuple(Message(Role.USER, (TextPart(t),)) for t in texts)
+
+
+def test_a_smaller_copy_is_put_back_only_in_its_format_and_for_its_own_original() -> None:
+    ours = _messages("head", "a", "b", "kept original", "new")
+    smaller = json.dumps({"role": "user", "content": "kept, smaller"})
+    found = Projection(
+        start=1,
+        count=2,
+        digest=digest(ours[1:3]),
+        role="user",
+        text="<synopsis-summary>s</synopsis-summary>",
+        format="openai",
+        smaller=(
+            (3, content_hash(ours[3]), smaller),
+            (4, "not the hash of message 4", smaller),
+            (9, content_hash(ours[3]), smaller),
+        ),
+    )
+    applied = found.apply(ours, "openai")
+    assert not isinstance(applied, str)
+    messages, swapped = applied
+    assert [m.text for m in messages] == [
+        "head",
+        "<synopsis-summary>s</synopsis-summary>",
+        "kept, smaller",
+        "new",
+    ]
+    assert swapped == [(ours[3], messages[2])]
+    other = found.apply(ours, "anthropic")
+    assert not isinstance(other, str)
+    assert [m.text for m in other[0]][2] == "kept original"
+    assert other[1] == []
+
+
+def test_nothing_is_recorded_when_the_kept_messages_are_not_the_callers_in_order() -> None:
+    decoded = _messages("head", "a", "b", "tail")
+    summary = Message(Role.USER, (TextPart("<synopsis-summary>s</synopsis-summary>"),))
+    originals = Originals(decoded, [{"role": "user", "content": m.text} for m in decoded], "openai")
+    assert recorded([decoded[0], summary, decoded[3]], decoded, originals, "openai") is not None
+    # the tail before the head: not one run of the caller's messages
+    assert recorded([decoded[3], summary, decoded[0]], decoded, originals, "openai") is None
+    # no summary, two summaries, or a summary of more than text
+    assert recorded(list(decoded), decoded, originals, "openai") is None
+    assert recorded([summary, summary], decoded, originals, "openai") is None
+
+
+def test_a_kept_message_that_no_one_item_stands_for_has_no_smaller_copy() -> None:
+    system = Message(Role.SYSTEM, (TextPart("rules " * 50),))
+    decoded = (system, *_messages("task", "a", "b"))
+    originals = Originals(decoded, [{"role": "user", "content": "x"}] * 3, "anthropic")
+    shorter = Message(Role.SYSTEM, (TextPart("rules"),))
+    originals.adopt(system, shorter)
+    summary = Message(Role.USER, (TextPart("<synopsis-summary>s</synopsis-summary>"),))
+    found = recorded([shorter, decoded[1], summary], decoded, originals, "anthropic")
+    assert found is not None
+    assert found.smaller == ()  # an Anthropic system prompt is no item of the list
+
+
+def test_a_summary_merged_into_a_users_turn_is_not_projected() -> None:
+    decoded = _messages("head", "a", "b")
+    originals = Originals(decoded, [{"role": "user", "content": m.text} for m in decoded], "openai")
+    merged = Message(
+        Role.USER, (TextPart("<synopsis-summary>s</synopsis-summary>"), TextPart("go on"))
+    )
+    assert recorded([decoded[0], merged], decoded, originals, "openai") is None
+    assert recorded(list(decoded), decoded, originals, "synopsis") is None
+
+
+def test_a_resent_history_that_needs_a_repair_still_reuses_the_chain() -> None:
+    # No projection for a history repaired on the way in (positions move); the chain's
+    # content hashes still find the prefix it already summarized.
+    items = transcript("ponyc-4588")
+    broken = [*items[:2], {"role": "tool", "tool_call_id": "nobody", "content": "x"}, *items[2:]]
+    summarizer = Counting()
+    c = synopsis.Compactor(
+        context_window=8_000, summarizer=summarizer, store=synopsis.MemoryStore(), session_id="r"
+    )
+    first = c.compact(copy.deepcopy(broken), format="openai", force=True)
+    assert first.compacted
+    assert first.fixes
+    calls = summarizer.calls
+    again = c.compact(copy.deepcopy(broken), format="openai", force=True)
+    assert summarizer.calls == calls
+    assert json.dumps(again.messages) == json.dumps(first.messages)

@@ -17,6 +17,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from synopsis.compaction.gates import async_gate, gate
 from synopsis.compaction.incremental import Memo, remember, skip
 from synopsis.compaction.pipeline import (
     DEFAULT_SESSION,
@@ -176,6 +177,7 @@ class Compactor:
         with (
             span("synopsis.compact", session_id=request.session_id or ""),
             listening((*request.listeners, request.collected.append), request.session_id),
+            gate(setup.store, request.session_id),
         ):
             fast = self._skip(setup, request)
             if fast is not None:
@@ -216,14 +218,18 @@ class Compactor:
             span("synopsis.acompact", session_id=request.session_id or ""),
             listening((*request.listeners, request.collected.append), request.session_id),
         ):
-            fast = self._skip(setup, request)
-            if fast is not None:
-                return fast
-            memos: list[Memo] = []
-            plan = compaction(setup, request, observe=self._observer(memos))
-            result = await _arun(plan, setup)
-            self._memo = memos[0] if memos else None
-            return result
+            async with async_gate(setup.store, request.session_id):
+                return await self._acompact(setup, request)
+
+    async def _acompact(self, setup: Setup, request: Request) -> CompactionResult:
+        fast = self._skip(setup, request)
+        if fast is not None:
+            return fast
+        memos: list[Memo] = []
+        plan = compaction(setup, request, observe=self._observer(memos))
+        result = await _arun(plan, setup)
+        self._memo = memos[0] if memos else None
+        return result
 
     # -- the incremental skip (see synopsis.compaction.incremental) ------------------------
 

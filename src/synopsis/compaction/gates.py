@@ -1,0 +1,78 @@
+"""One compaction at a time per session, within this process.
+
+Two requests of one conversation can arrive together (a client's retry, a proxy's parallel
+requests). Each reads the session, summarizes and saves: run side by side, both would
+summarize the same prefix and offload the same originals twice. A gate per store and session
+lets one in at a time; the one that waited then reads what the first saved, and its history
+takes the first one's summary (see :mod:`.projection`) instead of making its own.
+
+Threads (``compact``) share a lock per store and session; tasks (``acompact``) an
+``asyncio.Lock`` per event loop, store and session. Gates are dropped once no call holds or
+waits for one. Replicas in other processes need a store that locks (PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+__all__ = ["async_gate", "gate"]
+
+
+class _Gate:
+    __slots__ = ("__weakref__", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class _AsyncGate:
+    __slots__ = ("__weakref__", "lock")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+
+
+_gates: weakref.WeakValueDictionary[tuple[int, str], _Gate] = weakref.WeakValueDictionary()
+_async_gates: weakref.WeakValueDictionary[tuple[int, int, str], _AsyncGate] = (
+    weakref.WeakValueDictionary()
+)
+_registry = threading.Lock()
+
+
+@contextmanager
+def gate(store: object, session_id: str | None) -> Iterator[None]:
+    """Held while one call works on ``session_id`` in ``store`` (nothing to hold without
+    either)."""
+    if store is None or session_id is None:
+        yield
+        return
+    with _registry:
+        key = (id(store), session_id)
+        found = _gates.get(key)
+        if found is None:
+            found = _gates[key] = _Gate()
+    with found.lock:
+        yield
+
+
+@asynccontextmanager
+async def async_gate(store: object, session_id: str | None) -> AsyncIterator[None]:
+    """:func:`gate` for tasks of the running event loop."""
+    if store is None or session_id is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    with _registry:
+        key = (id(loop), id(store), session_id)
+        found = _async_gates.get(key)
+        if found is None:
+            found = _async_gates[key] = _AsyncGate()
+    async with found.lock:
+        yield
