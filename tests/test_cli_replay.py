@@ -106,9 +106,40 @@ def test_message_text_is_escaped_in_the_html(
     assert html.escape(attack) in summarized
 
 
-def test_unreachable_is_reported_not_failed(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replay", str(CODEX), "--model", "gpt-4o", "--window", "8000"]) == 0
-    assert "stopped at turn 1" in capsys.readouterr().out
+def test_unreachable_is_reported_not_failed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Arguments that are not JSON cannot be cut: the newest turn cannot fit, yet the turns
+    # before it did, and the report says how far the replay got.
+    function = {"name": "read_file", "arguments": "x" * 40000}
+    tool_calls = [{"id": "c1", "type": "function", "function": function}]
+    history = tmp_path / "huge.json"
+    history.write_text(json.dumps([*load(AIDER), {"role": "assistant", "tool_calls": tool_calls}]))
+    assert main(["replay", str(history), "--window", "4000"]) == 0
+    out, err = capsys.readouterr()
+    said = " ".join(out.split())  # the console wraps long lines
+    assert "stopped at turn 20: " in said
+    assert "the messages that must be kept" in said
+    assert err == ""
+
+
+@pytest.mark.parametrize(("window", "turns"), [("3000", 1), ("8000", 2)])
+def test_a_system_prompt_over_the_window_fails_as_compact_does(
+    tmp_path: Path, window: str, turns: int
+) -> None:
+    # The Codex session's system prompt alone takes 4,379 tokens, 10,261 from its second
+    # item on: the replay stops at the turn where it no longer fits, so compact on the
+    # history as it was then must say the very same line.
+    done = run("replay", str(CODEX), "--window", window, "--json")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "the system prompt alone takes" in done.stderr
+    then = tmp_path / "then.json"
+    then.write_text(json.dumps(load(CODEX)[:turns]))
+    compact = run("compact", str(then), "--window", window)
+    assert compact.returncode == 2
+    assert done.stderr == compact.stderr
 
 
 def test_a_window_of_zero_is_one_line() -> None:
@@ -139,12 +170,52 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], messa
     assert message in one_line_error(capsys, str(AIDER), *args)
 
 
-def test_missing_file_and_not_a_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_missing_file_and_not_a_history(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "none.jsonl"
     assert one_line_error(capsys, str(missing)) == f"synopsis: error: no such file: {missing}"
-    body = tmp_path / "body.json"
-    body.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
-    assert "not a list of messages" in one_line_error(capsys, str(body))
+    # What inspect refuses, replay refuses in the same words.
+    for content in ({"model": "gpt-4o"}, "hello", [1, 2]):
+        data = tmp_path / "data.json"
+        data.write_text(json.dumps(content))
+        assert main(["inspect", str(data)]) == 2
+        refused = capsys.readouterr().err
+        assert one_line_error(capsys, str(data)) == refused.strip()
+
+
+INSTRUCTION = {"parts": [{"text": "be brief"}]}
+
+
+def _gemini(item: dict[str, Any]) -> dict[str, Any]:
+    role = "model" if item["role"] == "assistant" else "user"
+    return {"role": role, "parts": [{"text": item["content"]}]}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"messages": load(AIDER)},
+        {"system": "be brief", "messages": load(AIDER)},
+        {"systemInstruction": INSTRUCTION, "contents": [_gemini(i) for i in load(AIDER)]},
+        {"input": load(AIDER)},
+        {"input": "hello"},
+    ],
+    ids=["openai", "anthropic", "gemini", "responses", "responses-text"],
+)  # fmt: skip
+def test_replay_reads_every_request_body_that_inspect_and_compact_read(
+    body: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    assert main(["inspect", str(path), "--json"]) == 0
+    inspected = json.loads(capsys.readouterr().out)
+    assert main(["compact", str(path), "--json"]) == 0
+    compacted = json.loads(capsys.readouterr().out)
+    assert main(["replay", str(path), "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    # The last turn sends the whole history, its system prompt included, as the others read it.
+    last = replayed["turns"][-1]
+    assert last["tokens_without"] == inspected["total_tokens"] == compacted["tokens_before"]
+    assert replayed["completed"]
 
 
 def test_plot_without_compactions_or_token_trigger(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 import synopsis
 from synopsis.cli import main
 from synopsis.cli_store import _print_compact
+from synopsis.stores import SessionState
 
 ROOT = Path(__file__).parent.parent
 TRANSCRIPTS = ROOT / "examples" / "transcripts"
@@ -119,10 +120,50 @@ def test_in_process_reads_without_hits(
     assert main(["export", "--store", str(db), "--session", "demo"]) == 0
     assert capsys.readouterr().out.startswith("# Session demo")
     assert main(["recall", "--store", str(db), "--session", "demo", "--start", "0"]) == 0
-    assert main(["recall", "--store", str(db), "--session", "nobody"]) == 0
-    assert "no stored messages for session nobody" in capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["recall", "--store", str(db), "--session", "demo", "--start", "100000"]) == 0
+    assert capsys.readouterr().err == "no stored messages for session demo\n"
     assert main(["search", "--store", str(db), "--session", "demo", "zzqqxx"]) == 0
     assert capsys.readouterr().err == "no match for 'zzqqxx'\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["recall"], ["recall", "--json"], ["export"], ["export", "--out", "{out}"], ["search", "x"]],
+)
+def test_a_session_the_store_does_not_hold_is_an_error(
+    command: list[str],
+    compacted: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, db = compacted
+    out = tmp_path / "log.md"
+    args = [a.format(out=out) for a in command]
+    assert main([*args, "--store", str(db), "--session", "nobody"]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err == f"synopsis: error: no session 'nobody' in {db}; its sessions: 'demo'\n"
+    assert not out.exists()
+
+
+def test_the_missing_session_error_lists_a_few_of_the_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    store = synopsis.SQLiteStore(db)
+    store.close()
+    assert main(["export", "--store", str(db), "--session", "s1"]) == 2
+    assert capsys.readouterr().err.endswith(f"no session 's1' in {db}: it holds no sessions\n")
+    store = synopsis.SQLiteStore(db)
+    for n in range(7):
+        store.save_session(SessionState(f"s{n}"))
+    store.close()
+    assert main(["recall", "--store", str(db), "--session", "s9"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "its sessions: 's0', 's1', 's2', 's3', 's4' and 2 more\n"
+    )
+    assert main(["recall", "--store", str(db), "--session", "s6"]) == 0
 
 
 def test_an_unknown_model_needs_its_window_and_the_json_report_parses() -> None:
@@ -199,9 +240,22 @@ def test_the_report_lists_problems(capsys: pytest.CaptureFixture[str]) -> None:
         }
     )  # fmt: skip
     out = capsys.readouterr().out
-    assert "left as it was (under-trigger: small)" in out
+    assert "left as it was: small [under-trigger]" in out
     assert "1 problem(s) for openai-strict" in out
     assert "1: System message must be first. [r]" in out
+
+
+def test_the_reason_shows_a_combined_trigger_in_one_pair_of_parentheses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compact", str(AIDER), "--trigger", "0.8|messages:200"]) == 0
+    said = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    assert (
+        "openai history left as it was: 2,232 of 128,000 tokens (2%) is under the trigger "
+        "(80% of the window or 200 messages) [under-trigger]"
+    ) in said
+    assert "((" not in said
+    assert "))" not in said
 
 
 def test_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
@@ -240,7 +294,9 @@ def test_bad_arguments(
     src, bad, db = tmp_path / "h.json", tmp_path / "bad.txt", tmp_path / "s.db"
     src.write_text(json.dumps([{"role": "user", "content": "hi"}]))
     bad.write_text("this is not json, nor a database, at all\n")
-    synopsis.SQLiteStore(db).close()
+    store = synopsis.SQLiteStore(db)
+    store.save_session(SessionState("s"))
+    store.close()
     paths = {"src": src, "bad": bad, "db": db, "tmp": tmp_path}
     assert main([a.format(**paths) for a in args]) == 2
     err = capsys.readouterr().err

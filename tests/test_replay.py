@@ -63,6 +63,13 @@ def test_codex_compacts_and_saves_tokens(codex: ReplayReport) -> None:
             assert any(m.reduced for m in turn.kept)
 
 
+def test_the_first_compaction_does_not_claim_a_cooldown_gave_way(codex: ReplayReport) -> None:
+    # No compaction ran before the first, so no cooldown was running to give way.
+    first = codex.compactions[0]
+    assert first.code == "emergency"
+    assert first.reason.endswith("the next request would not fit")
+
+
 def test_each_compaction_names_what_it_summarized_and_kept(codex: ReplayReport) -> None:
     items = load("codex-compaction-config-change.jsonl")
     covered = 0
@@ -150,8 +157,68 @@ def test_an_unreachable_budget_stops_the_replay() -> None:
     assert not report.completed
     assert report.unreachable is not None
     assert "system prompt alone" in report.unreachable
+    assert report.unreachable == f"turn {len(report.turns)}: {report.window_error}"
     assert len(report.turns) < report.items
     assert report.to_json()["completed"] is False
+
+
+def test_kept_messages_too_large_stop_the_replay_without_blaming_the_window() -> None:
+    # The arguments are not JSON, so nothing can cut them: the newest turn cannot fit, but
+    # the turns before it could, and a larger system prompt is not the cause.
+    function = {"name": "read_file", "arguments": "x" * 40000}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": function}],
+    }
+    report = replay([*load("aider-census.jsonl"), call], context_window=4000)
+    assert report.unreachable is not None
+    assert report.unreachable.startswith("turn 20: ")
+    assert "the messages that must be kept" in report.unreachable
+    assert report.window_error is None
+    assert len(report.turns) == 20
+
+
+def _gemini(item: dict[str, Any]) -> dict[str, Any]:
+    role = "model" if item["role"] == "assistant" else "user"
+    return {"role": role, "parts": [{"text": item["content"]}]}
+
+
+AIDER_ITEMS = load("aider-census.jsonl")
+GEMINI_ITEMS = [_gemini(i) for i in AIDER_ITEMS]
+INSTRUCTION = {"parts": [{"text": "be brief"}]}
+
+
+@pytest.mark.parametrize(
+    ("body", "items", "options"),
+    [
+        ({"messages": AIDER_ITEMS}, AIDER_ITEMS, {}),
+        (
+            {"system": "be brief", "messages": AIDER_ITEMS},
+            AIDER_ITEMS,
+            {"fmt": "anthropic", "system": "be brief"},
+        ),
+        (
+            {"systemInstruction": INSTRUCTION, "contents": GEMINI_ITEMS},
+            GEMINI_ITEMS,
+            {"fmt": "gemini", "system": INSTRUCTION},
+        ),
+        (
+            {"system_instruction": INSTRUCTION, "contents": GEMINI_ITEMS},
+            GEMINI_ITEMS,
+            {"fmt": "gemini", "system": INSTRUCTION},
+        ),
+        ({"input": AIDER_ITEMS}, AIDER_ITEMS, {"fmt": "responses"}),
+        ({"input": "hello"}, [{"role": "user", "content": "hello"}], {"fmt": "responses"}),
+    ],
+    ids=["openai", "anthropic", "gemini", "gemini-snake-case", "responses", "responses-text"],
+)
+def test_a_request_body_replays_as_its_items_and_system(
+    body: dict[str, Any], items: list[Any], options: dict[str, Any]
+) -> None:
+    from_body = replay(body, context_window=1500)
+    assert from_body.to_json() == replay(items, context_window=1500, **options).to_json()
+    assert from_body.items == len(items)
 
 
 def test_a_separate_system_prompt_and_format() -> None:

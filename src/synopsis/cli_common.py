@@ -1,16 +1,23 @@
 """What every ``synopsis`` subcommand shares: the usage error (one line, exit code 2), the
-parser that raises it, reading a history file, and argument types."""
+parser that raises it, reading a history file, argument types, and the library's warnings as
+lines on stderr."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import sys
 from typing import TYPE_CHECKING, NoReturn
 
+from synopsis.events import CompactionFailed
+
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
-__all__ = ["UsageError", "known_window", "load_file", "positive_int"]
+__all__ = ["UsageError", "known_window", "load_file", "positive_int", "warnings_to_stderr"]
 
 
 class UsageError(Exception):
@@ -84,3 +91,26 @@ def known_window(model: str | None, window: int | None) -> None:
 
     if model is not None and window is None and lookup(model) is None:
         raise UsageError(f"unknown model {model!r}: give its context window with --window N")
+
+
+class _Warnings(logging.Handler):
+    """synopsis's log warnings as ``synopsis: warning: ...`` lines; a failed compaction is
+    left out, since the error line or the report that follows says the same."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not isinstance(getattr(record, "synopsis_event", None), CompactionFailed):
+            print(f"synopsis: warning: {record.getMessage()}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def warnings_to_stderr() -> Iterator[None]:
+    logger = logging.getLogger("synopsis")
+    handler = _Warnings()
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)

@@ -13,7 +13,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from synopsis import report as rendering
-from synopsis.cli_common import UsageError, known_window, load_file, positive_int
+from synopsis.cli_common import (
+    UsageError,
+    known_window,
+    load_file,
+    positive_int,
+    warnings_to_stderr,
+)
 from synopsis.replay import ReplayReport, replay
 
 if TYPE_CHECKING:
@@ -63,16 +69,23 @@ def _print(report: ReplayReport, path: str) -> None:
         console.print(f"[red]stopped at {report.unreachable}[/]", highlight=False)
 
 
-def _run(items: list[Any], options: dict[str, Any]) -> ReplayReport:
+def _run(data: object, options: dict[str, Any]) -> ReplayReport:
     """The replay with a transient progress bar on stderr (it never mixes with ``--json``)."""
     columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("replay", total=len(items))
+    stderr = Console(stderr=True)
+    # Off a terminal the bar would leave a blank line on stderr, where errors must be one line.
+    hidden = not stderr.is_terminal
+    with (
+        warnings_to_stderr(),
+        Progress(*columns, console=stderr, transient=True, disable=hidden) as bar,
+    ):
+        # The number of turns is known once the replay has read the history's shape.
+        task = bar.add_task("replay", total=None)
 
         def advance(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        return replay(items, progress=advance, **options)
+        return replay(data, progress=advance, **options)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -83,8 +96,6 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.plot is not None:
         rendering.plot_kind(args.plot)
     data = load_file(Path(args.file))
-    if not isinstance(data, list):
-        raise UsageError(f"{args.file} is not a list of messages (one per line in JSONL)")
     options: dict[str, Any] = {
         "model": args.model,
         "context_window": args.window,
@@ -92,6 +103,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         "trigger": args.trigger,
     }
     report = _run(data, {k: v for k, v in options.items() if v is not None})
+    if report.window_error is not None:
+        # As compact says it: a report of the turns before would read as a result.
+        raise UsageError(str(report.window_error))
     if args.plot is not None:
         rendering.plot(report, args.plot)
     if args.html is not None:
@@ -108,7 +122,7 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     cmd = sub.add_parser(
         "replay", help="replay a history through the compactor and report the tokens saved"
     )
-    cmd.add_argument("file", help="a JSON or JSONL list of messages in any supported format")
+    cmd.add_argument("file", help="a JSON or JSONL history in any supported format")
     cmd.add_argument("--model", help="model id, for its tokenizer and context window")
     cmd.add_argument("--window", type=positive_int, help="context window in tokens")
     cmd.add_argument("--keep", help="the kept tail, e.g. 8, messages:8, tokens:4000, fraction:0.2")

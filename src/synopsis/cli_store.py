@@ -5,34 +5,40 @@ of :mod:`synopsis.cli`; their errors end, as every other, in one line and exit c
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from synopsis.cli_common import Parser, UsageError, known_window, load_file, positive_int
+from synopsis.cli_common import (
+    Parser,
+    UsageError,
+    known_window,
+    load_file,
+    positive_int,
+    warnings_to_stderr,
+)
 from synopsis.compaction import Compactor
 from synopsis.errors import BudgetUnreachableError, StoreError
-from synopsis.events import CompactionCompleted, CompactionFailed
+from synopsis.events import CompactionCompleted
 from synopsis.formats import FORMATS
 from synopsis.stores import SQLiteStore, export_markdown
 from synopsis.summarizers import render
 from synopsis.validation import validate
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from synopsis.compaction import CompactionResult
 
 __all__ = ["register"]
 
 _SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
+_SESSIONS_SHOWN = 5
+"""Sessions an error names when the one asked for is not in the store."""
 _SYSTEM_KEY = {"anthropic": ("system", "messages"), "gemini": ("systemInstruction", "contents")}
 
 
@@ -45,29 +51,6 @@ def _whole(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {value}")
     return value
-
-
-class _Warnings(logging.Handler):
-    """synopsis's log warnings as ``synopsis: warning: ...`` lines; a failed compaction is
-    left out, since the error line that follows says the same."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if not isinstance(getattr(record, "synopsis_event", None), CompactionFailed):
-            print(f"synopsis: warning: {record.getMessage()}", file=sys.stderr)
-
-
-@contextlib.contextmanager
-def _warnings_to_stderr() -> Iterator[None]:
-    logger = logging.getLogger("synopsis")
-    handler = _Warnings()
-    logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
 
 
 def _provider(fmt: str) -> str:
@@ -132,9 +115,10 @@ def _report(args: argparse.Namespace, result: CompactionResult, provider: str) -
 def _print_compact(report: dict[str, Any]) -> None:
     console = Console()
     verb = "compacted" if report["compacted"] else "left as it was"
+    # The reason is not wrapped in parentheses: it often ends in its own, the trigger's.
     console.print(
-        f"[bold]{report['file']}[/]: {report['format']} history {verb} "
-        f"({report['code']}: {report['reason']})",
+        f"[bold]{escape(report['file'])}[/]: {report['format']} history {verb}: "
+        + escape(f"{report['reason']} [{report['code']}]"),
         highlight=False,
     )
     table = Table(title="Before and after")
@@ -170,7 +154,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     try:
         store = SQLiteStore(args.store) if args.store else None
         try:
-            with _warnings_to_stderr():
+            with warnings_to_stderr():
                 compactor = Compactor(store=store, **_compactor_options(args))
                 result = compactor.compact(data, format=args.format, force=args.force)
         finally:
@@ -200,11 +184,26 @@ def _open(path: str) -> SQLiteStore:
         raise UsageError(str(exc)) from None
 
 
+def _known(store: SQLiteStore, args: argparse.Namespace) -> None:
+    """Refuse a session the store does not hold: reading it would print nothing, as if the
+    session had nothing saved, when the name is most likely mistyped."""
+    sessions = store.sessions()
+    if args.session in sessions:
+        return
+    if not sessions:
+        raise UsageError(f"no session {args.session!r} in {args.store}: it holds no sessions")
+    shown = ", ".join(repr(s) for s in sessions[:_SESSIONS_SHOWN])
+    more = f" and {len(sessions) - _SESSIONS_SHOWN} more" if len(sessions) > _SESSIONS_SHOWN else ""
+    raise UsageError(f"no session {args.session!r} in {args.store}; its sessions: {shown}{more}")
+
+
 def _cmd_recall(args: argparse.Namespace) -> int:
     ids = [i for i in args.ids.split(",") if i] if args.ids is not None else None
     store = _open(args.store)
     try:
         found = store.recall(args.session, ids=ids, start=args.start, stop=args.stop)
+        if not found:
+            _known(store, args)
     finally:
         store.close()
     if args.json:
@@ -226,6 +225,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
     store = _open(args.store)
     try:
         hits = store.search(args.session, args.query, limit=args.limit)
+        if not hits:
+            _known(store, args)
     finally:
         store.close()
     if args.json:
@@ -252,6 +253,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     store = _open(args.store)
     try:
+        _known(store, args)
         text = export_markdown(store, args.session)
     finally:
         store.close()

@@ -9,17 +9,20 @@ it summarized, which it kept, and where the store keeps the originals it replace
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction import Compactor
+from synopsis.compaction.offload import wire_items
 from synopsis.errors import BudgetUnreachableError
 from synopsis.formats import decode
 from synopsis.messages import (
     MediaPart,
     Message,
     ReasoningPart,
+    Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -32,11 +35,19 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from synopsis.compaction import CompactionResult
+    from synopsis.compaction.setup import Setup
     from synopsis.formats import FormatName
 
 __all__ = ["ReplayReport", "Shown", "Turn", "replay"]
 
 SESSION = "replay"
+
+# Where a request body holds its system prompt apart from the items, read as decode() reads
+# it (for Gemini the later key wins).
+_SYSTEM_KEYS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("system",),
+    "gemini": ("systemInstruction", "system_instruction"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +138,9 @@ class ReplayReport:
     turns: list[Turn] = field(default_factory=list)
     unreachable: str | None = None
     """Why the replay stopped early: the history could not be made to fit."""
+    window_error: BudgetUnreachableError | None = None
+    """The error that stopped the replay when the system prompt alone took all the window
+    leaves after the reserve: no turn could fit, so the turns before it prove nothing."""
 
     @property
     def compactions(self) -> list[Turn]:
@@ -304,39 +318,62 @@ def _detailed(
     )
 
 
+def _split(data: object, fmt: FormatName, system: object) -> tuple[list[Any], object]:
+    """The items of ``data`` (a list, or a request body as ``compact`` takes it) and the
+    system prompt the body holds apart from them."""
+    if not isinstance(data, Mapping):
+        return list(cast("Sequence[Any]", data)), system
+    for key in _SYSTEM_KEYS.get(fmt, ()):
+        system = data.get(key, system)
+    return list(wire_items(data, fmt)), system
+
+
+def _system_alone(setup: Setup, history: list[Any], fmt: FormatName, system: object) -> bool:
+    """Whether the system prompt alone takes all the window leaves after the reserve: the
+    test the compactor makes before it gives up, so that no later turn can fit either."""
+    messages = decode(history, fmt, system=system).messages
+    prompt = sum(setup.counter.count_message(m) for m in messages if m.role is Role.SYSTEM)
+    return prompt >= setup.window - setup.reserve
+
+
 def replay(
-    items: Sequence[Any],
+    items: object,
     *,
     fmt: FormatName | None = None,
     system: object = None,
     progress: Callable[[int, int], None] | None = None,
     **compactor_options: Any,  # noqa: ANN401 - Compactor validates each option
 ) -> ReplayReport:
-    """Play ``items`` one by one through one :class:`~synopsis.Compactor` (built from
-    ``compactor_options``; a memory store and one session by default, so the governor's memory
-    carries from turn to turn). ``progress(done, total)`` is called after each turn. A
-    history that cannot be made to fit ends the replay, recorded in the report."""
+    """Play ``items`` (a list of messages, or a request body holding one) one by one through
+    one :class:`~synopsis.Compactor` (built from ``compactor_options``; a memory store and one
+    session by default, so the governor's memory carries from turn to turn).
+    ``progress(done, total)`` is called after each turn. A history that cannot be made to fit
+    ends the replay, recorded in the report."""
     compactor_options.setdefault("store", "memory")
     compactor_options.setdefault("session_id", SESSION)
     compactor = Compactor(**compactor_options)
     setup = compactor.setup
+    # Decoding the whole input first refuses what compact would refuse, before any turn.
+    fmt = decode(items, fmt, system=system).format
+    wire, system = _split(items, fmt, system)
     report = ReplayReport(
         model=compactor.settings.model,
         window=setup.window,
         reserve=setup.reserve,
         trigger_tokens=setup.trigger.token_threshold(setup.window),
-        items=len(items),
+        items=len(wire),
     )
-    fmt = fmt or decode(list(items)).format
     history: list[Any] = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(wire):
         history.append(item)
-        raw = decode(list(items[: index + 1]), fmt, system=system).messages
+        raw = decode(wire[: index + 1], fmt, system=system).messages
         without = setup.counter.count_messages(raw)
         try:
             result = compactor.compact(history, system=system, format=fmt)
         except BudgetUnreachableError as error:
             report.unreachable = f"turn {index}: {error}"
+            if _system_alone(setup, history, fmt, system):
+                report.window_error = error
             break
         record = result.record if result.compacted else None
         turn = Turn(
@@ -358,5 +395,5 @@ def replay(
         history = list(result.messages)
         system = result.system if result.system is not None else system
         if progress is not None:
-            progress(index + 1, len(items))
+            progress(index + 1, len(wire))
     return report

@@ -108,6 +108,37 @@ def test_an_emergency_ignores_the_cooldown() -> None:
     assert decide(at(0.99, 14), state=state).code == "cooldown"
 
 
+def test_an_emergency_says_the_cooldown_gives_way_only_when_one_is_running() -> None:
+    first = decide(at(1.0))
+    assert first.code == "emergency"
+    assert first.reason == (
+        "10,000 of 10,000 tokens (100%) reaches 100% of the window: the next request would not fit"
+    )
+    state = compacted(GovernorState(), 0.5, messages=14)
+    cooling = decide(at(1.0, 15), state=state)
+    assert cooling.code == "emergency"
+    assert cooling.reason.endswith("would not fit, so the cooldown gives way")
+    cooled = decide(at(1.0, 18), state=state)
+    assert cooled.code == "emergency"
+    assert "cooldown" not in cooled.reason
+
+
+@pytest.mark.parametrize(
+    ("trigger", "shown"),
+    [
+        (Trigger.fraction(0.8), "(80% of the window)"),
+        (Trigger.tokens(8000), "(8,000 tokens)"),
+        (Trigger.fraction(0.8) | Trigger.messages(200), "(80% of the window or 200 messages)"),
+        (Trigger.tokens(8000) & Trigger.messages(20), "(8,000 tokens and 20 messages)"),
+    ],
+)
+def test_the_trigger_is_named_in_one_pair_of_parentheses(trigger: Trigger, shown: str) -> None:
+    under = decide(at(0.5), trigger=trigger)
+    assert under.reason == f"5,000 of 10,000 tokens (50%) is under the trigger {shown}"
+    over = decide(at(0.9), trigger=trigger)
+    assert over.reason == f"9,000 of 10,000 tokens (90%) reached the trigger {shown}"
+
+
 def test_an_emergency_still_respects_the_breaker_the_cap_and_the_minimum() -> None:
     failing = replace(GovernorState(), consecutive_failures=3)
     assert decide(at(1.0), state=failing).code == "breaker-open"

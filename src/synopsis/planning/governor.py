@@ -187,6 +187,12 @@ def turn_key(messages: Sequence[Message]) -> str | None:
     return None
 
 
+def _bracketed(trigger: Trigger) -> str:
+    """``trigger`` in parentheses once: a combined trigger describes itself in its own."""
+    text = str(trigger)
+    return text if trigger.kind in ("any", "all") else f"({text})"
+
+
 def decide(
     measure: Measure,
     *,
@@ -229,7 +235,7 @@ def decide(
     )
     fires = trigger.fires(measure)
     if not (fires or refresh or emergency):
-        return no("under-trigger", f"{usage} is under the trigger ({trigger})")
+        return no("under-trigger", f"{usage} is under the trigger {_bracketed(trigger)}")
     if turn is not None and state.turn_compactions >= config.max_per_turn:
         return no(
             "per-turn-cap",
@@ -256,10 +262,13 @@ def decide(
                 f"{usage}, but the last compaction could not get under the trigger and the "
                 f"history is the same but for {waiting}",
             )
+        # Only claim the cooldown gave way when one was running: on a first compaction, or
+        # once its messages arrived, there was nothing to give way.
+        overrides = ", so the cooldown gives way" if cooling else ""
         return yes(
             "emergency",
             f"{usage} reaches {config.emergency_ratio:.0%} of the window: the next request "
-            "would not fit, so the cooldown gives way",
+            f"would not fit{overrides}",
         )
     if cooling:
         return no("cooldown", waiting)
@@ -271,7 +280,7 @@ def decide(
         )
     if refresh and not fires:
         return yes("refresh", f"{since} new messages since the last compaction (refresh)")
-    return yes("triggered", f"{usage} reached the trigger ({trigger})")
+    return yes("triggered", f"{usage} reached the trigger {_bracketed(trigger)}")
 
 
 def record_compaction(
