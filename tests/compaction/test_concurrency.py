@@ -118,4 +118,4 @@ def test_a_cancelled_acompact_leaves_nothing_half_done(at: float) -> None:
     assert json.dumps(result.messages) == json.dumps(expected.messages)
     offloaded = store.recall("busy")
     assert [m.position for m in offloaded] == list(range(len(offloaded)))
-    assert len(offloaded) == len(alone.setup.store.recall("busy"))  # type: ignore[union-attr]
+    assert len(offloaded) == len(alone.setup.store.recall("busy"))
