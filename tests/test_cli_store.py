@@ -235,7 +235,7 @@ def test_the_report_lists_problems(capsys: pytest.CaptureFixture[str]) -> None:
             "file": "h.json", "format": "openai", "compacted": False, "code": "under-trigger",
             "reason": "small", "tokens_before": 10, "tokens_after": 10, "messages_before": 2,
             "messages_after": 2, "summarized": 0, "kept": 2, "summary": None, "offloaded": [],
-            "session": None, "provider": "openai-strict", "out": None,
+            "session": None, "provider": "openai-strict", "out": None, "fixes": [],
             "problems": [{"index": 1, "message": "System message must be first.", "rule": "r"}],
         }
     )  # fmt: skip
@@ -328,3 +328,30 @@ def test_library_warnings_are_one_line_each(
     assert err
     assert all(line.startswith("synopsis: warning: ") for line in err)
     assert any("fell back to rules" in line for line in err)
+
+
+def test_a_repaired_history_says_so_in_the_report_and_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "orphan.json"
+    src.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "gone", "content": "orphaned output"},
+                {"role": "user", "content": [{"type": "text", "text": "again"}]},
+                {"role": "assistant", "content": "hello"},
+            ]
+        )
+    )
+    assert main(["compact", str(src)]) == 0
+    said = capsys.readouterr().out
+    assert "repaired first (1 fix(es)):" in said
+    assert "message 1: dropped orphaned result: no earlier call" in said
+    assert main(["compact", str(src), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["messages_before"] == 4
+    assert report["messages_after"] == 3
+    assert report["fixes"] == [
+        {"index": 1, "action": "dropped orphaned result", "detail": "no earlier call"}
+    ]

@@ -24,6 +24,7 @@ from synopsis.cli_common import (
     warnings_to_stderr,
 )
 from synopsis.compaction import Compactor
+from synopsis.compaction.offload import wire_items
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
 from synopsis.formats import FORMATS
@@ -87,7 +88,10 @@ def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _report(args: argparse.Namespace, result: CompactionResult, provider: str) -> dict[str, Any]:
+def _report(
+    args: argparse.Namespace, result: CompactionResult, provider: str, given: int
+) -> dict[str, Any]:
+    """``given`` is how many messages the file held: a repair may have changed the count."""
     done = next((e for e in result.events if isinstance(e, CompactionCompleted)), None)
     count = len(result.messages) + (result.system is not None)
     problems = validate(result.messages, provider, system=result.system)
@@ -99,7 +103,7 @@ def _report(args: argparse.Namespace, result: CompactionResult, provider: str) -
         "reason": result.reason,
         "tokens_before": result.tokens_before,
         "tokens_after": result.tokens_after,
-        "messages_before": done.messages_before if done else count,
+        "messages_before": done.messages_before if done else given,
         "messages_after": done.messages_after if done else count,
         "summarized": done.summarized if done else 0,
         "kept": done.kept if done else count,
@@ -108,6 +112,7 @@ def _report(args: argparse.Namespace, result: CompactionResult, provider: str) -
         "session": result.session_id,
         "provider": provider,
         "problems": [asdict(p) for p in problems],
+        "fixes": [asdict(f) for f in result.fixes],
         "out": args.out,
     }
 
@@ -128,6 +133,12 @@ def _print_compact(report: dict[str, Any]) -> None:
     table.add_row("messages", str(report["messages_before"]), str(report["messages_after"]))
     console.print(table)
     console.print(f"{report['summarized']} message(s) summarized, {report['kept']} kept")
+    if report["fixes"]:
+        # A repaired history is never reported as left as it was without saying so.
+        console.print(f"[yellow]repaired first ({len(report['fixes'])} fix(es)):[/]")
+        for f in report["fixes"]:
+            where = "new message" if f["index"] is None else f"message {f['index']}"
+            console.print(f"  {where}: {f['action']}: {f['detail']}", markup=False)
     if report["offloaded"]:
         console.print(
             f"{len(report['offloaded'])} original(s) saved to the store "
@@ -144,6 +155,16 @@ def _print_compact(report: dict[str, Any]) -> None:
         console.print(f"[green]valid for {report['provider']}[/]")
     if report["out"]:
         console.print(f"written to {report['out']}", highlight=False)
+
+
+def _count(data: object, result: CompactionResult) -> int:
+    """How many messages the caller's history held, a system prompt kept apart from the list
+    (a request body's) included, as the compactor counts them."""
+    apart = isinstance(data, dict) and any(
+        data.get(key) for key in ("system", "systemInstruction", "system_instruction")
+    )
+    fmt = next(f for f in FORMATS if f == result.format)
+    return len(wire_items(data, fmt)) + apart
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
@@ -166,7 +187,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         out = Path(args.out)
         _write(result, out, jsonl=out.suffix == ".jsonl" or (jsonl and out.suffix != ".json"))
     provider = compactor.settings.provider or _provider(result.format)
-    report = _report(args, result, provider)
+    report = _report(args, result, provider, _count(data, result))
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
