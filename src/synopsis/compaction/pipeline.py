@@ -246,10 +246,9 @@ def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
     """How many leading messages of ``cut`` the summary chain already covers (by content),
     when it covers them all: a caller that sends its uncompacted history again (a retry, a
     stateless proxy) gets the summary it already has, not a second one of the same prefix."""
-    if not chain or len(chain) > len(cut):
-        return 0
+    # A chain longer than the cut compares unequal with the cut's hashes: nothing covered.
     hashes = [content_hash(m) for m in cut[: len(chain)]]
-    return len(chain) if hashes == list(chain) else 0
+    return len(chain) if chain and hashes == list(chain) else 0
 
 
 def _summarize_step(

@@ -212,6 +212,14 @@ def _settle_calls(
     for loc in pairing.orphans:
         fixes.append(Fix(items[loc[0]][0], "dropped orphaned result", "no earlier call"))
     pending: dict[int, list[ToolResultPart]] = {}
+
+    def answer(loc: tuple[int, int], text: str, action: str, what: str) -> None:
+        """A synthetic result of ``text`` for the call at ``loc``, after the message it is in."""
+        waiting = pairing.call_part(msgs, loc)
+        synthetic = ToolResultPart(waiting.call_id, text, is_error=True, name=waiting.name)
+        pending.setdefault(loc[0], []).append(synthetic)
+        fixes.append(Fix(items[loc[0]][0], action, f"{waiting.call_id!r} with {what} result"))
+
     if profile.results_adjacent:
         blocks: dict[int, range] = {}
         for call, results in pairing.result_of.items():
@@ -238,21 +246,10 @@ def _settle_calls(
             if close_trailing_calls:
                 closing.append(loc)
             continue
-        waiting = pairing.call_part(msgs, loc)
         if dangling == "drop":
             drop_calls.add(loc)
         else:
-            synthetic = ToolResultPart(
-                waiting.call_id, NOT_COMPLETED, is_error=True, name=waiting.name
-            )
-            pending.setdefault(loc[0], []).append(synthetic)
-            fixes.append(
-                Fix(
-                    items[loc[0]][0],
-                    "answered dangling call",
-                    f"{waiting.call_id!r} with a 'not completed' result",
-                )
-            )
+            answer(loc, NOT_COMPLETED, "answered dangling call", "a 'not completed'")
     if not remove and not pending and not drop_calls and not closing:
         return items
     if drop_calls:
@@ -270,16 +267,7 @@ def _settle_calls(
     for loc in closing:
         # Its results (those that came) already sit right after it: the synthetic ones join
         # them there, so each open call gets exactly one answer in its own turn.
-        waiting = pairing.call_part(msgs, loc)
-        synthetic = ToolResultPart(waiting.call_id, INTERRUPTED, is_error=True, name=waiting.name)
-        pending.setdefault(loc[0], []).append(synthetic)
-        fixes.append(
-            Fix(
-                items[loc[0]][0],
-                "closed interrupted call",
-                f"{waiting.call_id!r} with an 'interrupted' result",
-            )
-        )
+        answer(loc, INTERRUPTED, "closed interrupted call", "an 'interrupted'")
     # Only result parts go here; a message left empty by that goes too, so renumber.
     kept: list[Item] = []
     new_index: dict[int, int] = {}
