@@ -26,9 +26,14 @@ def _module(name: str) -> Any:
     return importlib.import_module(MODULES[name])
 
 
+VARIANTS = {"synopsis+sqlite": ("synopsis", "create_sqlite")}
+"""Measured beside a system, not as a peer: synopsis with a SQLite store (speed only)."""
+
+
 def create(name: str) -> System:
-    """The system with the shared fake summarizer."""
-    system: System = _module(name).create()
+    """The system with the shared fake summarizer (or a variant of one)."""
+    base, factory = VARIANTS.get(name, (name, "create"))
+    system: System = getattr(_module(base), factory)()
     return system
 
 

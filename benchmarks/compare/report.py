@@ -50,6 +50,41 @@ def speed_table(results: dict[str, Any], mode: str) -> list[str]:
     return lines
 
 
+SQLITE_TARGET = 2.0
+"""Deciding with a SQLite store should cost at most this many times the store-less path."""
+
+
+def sqlite_lines(results: dict[str, Any]) -> list[str]:
+    """Deciding with a session in a SQLite file beside the store-less path, and the issue's
+    target at 10k and 100k messages."""
+    speed = results["speed"]
+    stored = speed.get("sqlite")
+    if not stored:
+        return []
+    sizes = [str(s) for s in speed["sizes"]]
+    ours = speed["systems"].get("synopsis", {}).get("decide", {})
+    cells = [_cell(stored.get(size, {}), _ms(ours.get(size, {}))) for size in sizes]
+    lines = [
+        "With a session in a SQLite file (ratio: against synopsis without a store):",
+        "",
+        "| system | " + " | ".join(f"{int(s):,} msgs" for s in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+        "| synopsis Compactor, SQLite store | " + " | ".join(cells) + " |",
+        "",
+    ]
+    for size in ("10000", "100000"):
+        base, with_store = _ms(ours.get(size, {})), _ms(stored.get(size, {}))
+        if base is None or with_store is None:
+            continue
+        ratio = with_store / base
+        met = "met" if ratio <= SQLITE_TARGET else "NOT met"
+        lines.append(
+            f"- at {int(size):,} messages, {with_store:.2f} ms with the store against "
+            f"{base:.2f} ms without: {ratio:.2f}× (target ≤ {SQLITE_TARGET:.0f}×: {met})"
+        )
+    return lines
+
+
 def decide_verdict(results: dict[str, Any]) -> tuple[str, float | None]:
     """The 10k decide ratio against the fastest peer, and whether it meets the target."""
     systems = results["speed"]["systems"]
@@ -375,6 +410,8 @@ def markdown(results: dict[str, Any]) -> str:
             *speed_table(results, "decide"),
             "",
             f"**{verdict}.**",
+            "",
+            *sqlite_lines(results),
             "",
             "## Deciding and planning a compaction, per call (history over the trigger)",
             "",

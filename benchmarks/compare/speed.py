@@ -127,6 +127,17 @@ def run(names: list[str], progress: Callable[[str], None]) -> dict[str, Any]:
                 )
         per["memory"] = in_child(name, MEMORY_SIZE, "memory")
         out["systems"][name] = per
+    if "synopsis" in names:
+        # Deciding with a session in a SQLite file, against synopsis without one.
+        stored: dict[str, Any] = {}
+        for size in SIZES:
+            stored[str(size)] = found = in_child("synopsis+sqlite", size, "decide")
+            shown = found.get("median_ms")
+            progress(
+                f"speed: synopsis with a SQLite store decide {size:,}: "
+                + (f"{shown:,.2f} ms" if shown is not None else json.dumps(found))
+            )
+        out["sqlite"] = stored
     return out
 
 

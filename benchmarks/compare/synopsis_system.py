@@ -4,7 +4,9 @@ conversion at all)."""
 
 from __future__ import annotations
 
+import tempfile
 from importlib.metadata import version
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import synopsis
@@ -48,21 +50,32 @@ class SynopsisSystem:
 
     name = "synopsis"
 
-    def __init__(self, summarizer: str = "fake") -> None:
+    def __init__(self, summarizer: str = "fake", *, sqlite: bool = False) -> None:
         self.summarizer = summarizer
+        self.sqlite = sqlite
         self.label = f"synopsis {version('synopsis')} Compactor"
         if summarizer == "rules":
             self.label += " (rule-based summarizer)"
+        if sqlite:
+            self.label += ", SQLite store"
         self._compactors: dict[Budget, synopsis.Compactor] = {}
+        self._files: list[tempfile.TemporaryDirectory[str]] = []
 
     def compactor(self, budget: Budget) -> synopsis.Compactor:
         found = self._compactors.get(budget)
         if found is None:
+            stored: dict[str, Any] = {}
+            if self.sqlite:
+                # A session in a SQLite file, as a long-running agent keeps one.
+                self._files.append(tempfile.TemporaryDirectory())
+                where = Path(self._files[-1].name) / "sessions.db"
+                stored = {"store": synopsis.SQLiteStore(where), "session_id": "bench"}
             found = synopsis.Compactor(
                 context_window=budget.window,
                 trigger=synopsis.Trigger.tokens(budget.trigger),
                 keep=synopsis.Keep.tokens(budget.keep),
                 summarizer=FakeSummarizer() if self.summarizer == "fake" else "rules",
+                **stored,
             )
             self._compactors[budget] = found
         return found
@@ -84,3 +97,8 @@ def create() -> SynopsisSystem:
 
 def create_non_llm() -> SynopsisSystem:
     return SynopsisSystem("rules")
+
+
+def create_sqlite() -> SynopsisSystem:
+    """synopsis with a session in a SQLite file: what deciding costs with a store."""
+    return SynopsisSystem("fake", sqlite=True)

@@ -284,3 +284,28 @@ def test_no_path_is_counted_inside_a_run_longer_than_any_real_path():
     blob = "/" + "yOVV5u8FeUFsDyQG6fWI2TLTl2gMmq2d" * 6 + "/x.js"
     text = f"edit src/app/main.py then {bundle} and {blob}"
     assert anchors.paths(text) == {"src/app/main.py"}
+
+
+def test_deciding_with_a_sqlite_store_is_measured_and_judged():
+    found = speed.measure("synopsis+sqlite", 100, "decide")
+    assert found["calls"] > 0
+    assert found["compacted"] == 0
+    assert registry.create("synopsis+sqlite").label.endswith(", SQLite store")
+
+    def cell(ms: float) -> dict[str, Any]:
+        return {"median_ms": ms}
+
+    results = {
+        "labels": {"synopsis": "synopsis"},
+        "speed": {
+            "sizes": [10_000, 100_000],
+            "systems": {"synopsis": {"decide": {"10000": cell(0.5), "100000": cell(5.0)}}},
+            "sqlite": {"10000": cell(0.75), "100000": cell(12.0)},
+        },
+    }
+    lines = report.sqlite_lines(results)
+    assert "| synopsis Compactor, SQLite store | 0.75 ms (1.5×) | 12.00 ms (2.4×) |" in lines
+    assert any("1.50× (target ≤ 2×: met)" in line for line in lines)
+    assert any("2.40× (target ≤ 2×: NOT met)" in line for line in lines)
+    del results["speed"]["sqlite"]
+    assert report.sqlite_lines(results) == []

@@ -15,16 +15,18 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from synopsis.compaction import Compactor, compact
-from synopsis.errors import SynopsisError
+from synopsis.errors import StoreError, SynopsisError
 from synopsis.formats import encode
 from synopsis.messages import Message, Role, TextPart, ToolResultPart
 from synopsis.planning import Keep, Trigger
+from synopsis.stores import MemoryStore, SessionState, SQLiteStore
 from synopsis.tokens import Calibrated, HeuristicCounter, counter_for_model
 from tests.compaction.helpers import TRANSCRIPTS, load_items
 from tests.strategies import TEXT, Style, assistant, tool_turn, user, valid_history
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from synopsis.compaction import CompactionResult
     from synopsis.compaction.incremental import Memo
@@ -80,8 +82,10 @@ class Counting(Compactor):
 
     fast = 0
 
-    def _skip(self, setup: Setup, request: Request) -> CompactionResult | None:
-        result = super()._skip(setup, request)
+    def _skip(
+        self, setup: Setup, request: Request, *, blocking: bool = True
+    ) -> CompactionResult | None:
+        result = super()._skip(setup, request, blocking=blocking)
         self.fast += result is not None
         return result
 
@@ -534,7 +538,6 @@ def test_an_equal_system_text_is_the_same_system() -> None:
 
 def test_what_is_not_remembered() -> None:
     cases: dict[str, tuple[Compactor, Any, dict[str, Any]]] = {
-        "a store": (big(session_id="s"), load_items(CLEAN), {}),
         "gemini": (big(), [{"role": "user", "parts": [{"text": "hi"}]}], {}),
         "a request body": (big(), {"messages": load_items(CLEAN)}, {}),
         "a calibrated counter": (big(counter=Calibrated(counter_for_model("gpt-4o"))), [], {}),
@@ -628,4 +631,78 @@ def test_a_deep_copy_after_an_edit_in_place_is_read_again() -> None:
     compactor.compact(history)
     history[1]["content"] = "edited " * 3_000
     both(big, compactor, [*copy.deepcopy(history), ask()])
+    assert compactor.fast == 0
+
+
+def _store_compactor(store: Any) -> Counting:
+    return Counting(
+        model="gpt-4o", context_window=10**9, summarizer="rules", store=store,
+        session_id="s", environ={},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_with_a_store_the_fast_path_gives_what_the_full_path_gives(
+    kind: str, tmp_path: Path
+) -> None:
+    def store() -> Any:
+        return MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / f"{len(made)}.db")
+
+    made: list[Any] = []
+    history = load_items(CLEAN)
+    fast = _store_compactor(store())
+    made.append(fast)
+    fast.compact(history)
+    for n in range(3):
+        history = [*history, ask(), {"role": "assistant", "content": f"done {n}"}]
+        got = fast.compact(history)
+        full = _store_compactor(store())
+        made.append(full)
+        full.compact(history[: len(load_items(CLEAN))])
+        expected = full.compact(history)
+        assert view(got) == view(expected)
+        assert got.session_id == "s"
+    assert fast.fast == 3
+
+
+def test_a_session_another_call_changed_is_read_again() -> None:
+    store = MemoryStore()
+    one, other = _store_compactor(store), _store_compactor(store)
+    history = load_items(CLEAN)
+    one.compact(history)
+    history = [*history, ask()]
+    other.compact(history)  # saves the session: one's memo no longer holds
+    grown = [*history, {"role": "assistant", "content": "ok"}]
+    one.compact(grown)
+    assert one.fast == 0
+    one.compact([*grown, ask()])
+    assert one.fast == 1
+
+
+def test_an_awaiting_call_does_not_read_the_store_the_fast_way() -> None:
+    compactor = _store_compactor(MemoryStore())
+    history = load_items(CLEAN)
+    asyncio.run(compactor.acompact(history))
+    asyncio.run(compactor.acompact([*history, ask()]))
+    assert compactor.fast == 0
+    compactor.compact([*history, ask(), ask()])
+    assert compactor.fast == 0  # the async call's memo is no session's
+
+
+def test_a_store_that_fails_on_reading_back_sends_the_call_the_full_way() -> None:
+    class Flaky(MemoryStore):
+        fail = False
+
+        def session(self, session_id: str) -> SessionState | None:
+            if self.fail:
+                raise OSError("gone")
+            return super().session(session_id)
+
+    store = Flaky()
+    compactor = _store_compactor(store)
+    history = load_items(CLEAN)
+    compactor.compact(history)
+    store.fail = True
+    with pytest.raises(StoreError):
+        compactor.compact([*history, ask()])
     assert compactor.fast == 0

@@ -222,7 +222,7 @@ class Compactor:
                 return await self._acompact(setup, request)
 
     async def _acompact(self, setup: Setup, request: Request) -> CompactionResult:
-        fast = self._skip(setup, request)
+        fast = self._skip(setup, request, blocking=False)
         if fast is not None:
             return fast
         memos: list[Memo] = []
@@ -233,11 +233,15 @@ class Compactor:
 
     # -- the incremental skip (see synopsis.compaction.incremental) ------------------------
 
-    def _skip(self, setup: Setup, request: Request) -> CompactionResult | None:
+    def _skip(
+        self, setup: Setup, request: Request, *, blocking: bool = True
+    ) -> CompactionResult | None:
         """The skip the last call's memo proves, else None. The memo is dropped first, so
-        that whatever happens next (an error, a compaction) leaves none behind."""
+        that whatever happens next (an error, a compaction) leaves none behind. A memo of a
+        session reads the store to check it: not from an event loop (``blocking`` false)."""
         memo, self._memo = self._memo, None
-        found = skip(memo, setup, request) if memo is not None else None
+        usable = memo is not None and (blocking or memo.session is None)
+        found = skip(memo, setup, request) if usable and memo is not None else None
         if found is None:
             return None
         result, self._memo = found

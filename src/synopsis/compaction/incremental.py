@@ -11,17 +11,19 @@ and ``tools`` arguments, the resolved format, the number of decoded messages, th
 token count, and the decoded messages from a boundary ``b`` on: the last user message a
 person wrote (not a summary, no tool results) before which every tool call is answered
 (``b = 0``, the whole history, when there is none). A memo is made only when the full path
-skipped on a history that broke no rule, had no summary to take out of a merged turn, came
-as a plain list in a format whose items decode one by one, with no store, and with a
-counter whose count is a sum over messages.
+skipped on a history that broke no rule, had no summary to take out of a merged turn and
+took no projection (see :mod:`.projection`), came as a plain list in a format whose items
+decode one by one, with no store or a blocking one, and with a counter whose count is a sum
+over messages. With a store it keeps the session as the call saved it.
 
 A later call :func:`skip` takes only when it is the same request grown at its end:
 
-* the same setup, no store, no ``force``, no ``instructions``, the same ``format`` argument,
+* the same setup and session, no ``force``, no ``instructions``, the same ``format`` argument,
   the same ``system`` (equal text, or the same object still equal to the memo's copy of it,
   so a list of blocks changed in place is noticed) and ``tools`` (the same definition
   objects in the same order, so their count is the same); the governor then starts from a
-  fresh state, as the full path's does with no store;
+  fresh state, as the full path's does with no store, or with a store from the session read
+  back, which must be the very state the memo's call saved (no other call moved it on);
 * the list starts with the memo's very items (by identity: an equal copy may still decode or
   count differently, ``1 == True``; an item the caller changed in place is not noticed, see
   the Compactor's docstring);
@@ -48,7 +50,9 @@ A later call :func:`skip` takes only when it is the same request grown at its en
   from the end would otherwise stop at, or is the whole history when ``b = 0``.
 
 Then the governor decides as :func:`~.pipeline.compaction` does (:func:`~.pipeline.govern`).
-A decision to compact goes the full path: a compaction is never made from the memo. A skip
+A decision to compact goes the full path: a compaction is never made from the memo; so does a
+decision that changes the session's governor state in a way a later call would see (the
+full path saves it), which leaves out only the turn last seen while it had no compaction. A skip
 returns the caller's items, the event and every field the full path would.
 """
 
@@ -57,7 +61,7 @@ from __future__ import annotations
 import copy
 import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.pipeline import govern, problems, skip_event
@@ -67,6 +71,7 @@ from synopsis.formats import decode, detect
 from synopsis.messages import TextPart, ToolCallPart, ToolResultPart
 from synopsis.planning import GovernorState, Measure, turn_key
 from synopsis.planning.units import is_real_user, is_summary, is_summary_text
+from synopsis.stores import SessionState, Store
 from synopsis.tokens import MessageCounter
 
 if TYPE_CHECKING:
@@ -103,6 +108,11 @@ class Memo:
     boundary: int
     window: tuple[Message, ...]
     """The decoded messages from ``boundary`` on."""
+    session_id: str | None = None
+    session: SessionState | None = None
+    """With a store: the session as the call saved it. The next call reads it back and goes
+    the fast way only while it is still that (no other call changed it) and the governor
+    would leave it as it is (so there is nothing to save)."""
 
 
 def _additive(counter: object) -> bool:
@@ -148,7 +158,8 @@ def remember(run: Run, before: Measure) -> Memo | None:
     """The memo of a call that skipped, when the next call may take the fast path from it."""
     setup, request = run.setup, run.request
     if (
-        setup.store is not None
+        (setup.store is not None and not isinstance(setup.store, Store))
+        or run.projected
         or type(request.data) is not list
         or (request.tools is not None and not isinstance(request.tools, list | tuple))
         or run.format not in _ITEMWISE
@@ -171,6 +182,8 @@ def remember(run: Run, before: Measure) -> Memo | None:
         tokens=before.tokens,
         boundary=b,
         window=run.given[b:],
+        session_id=run.session_id if setup.store is not None else None,
+        session=run.state if setup.store is not None else None,
     )
 
 
@@ -204,8 +217,7 @@ def _same_tools(tools: object, memo: Memo) -> bool:
 def _same_request(memo: Memo, setup: Setup, request: Request) -> bool:
     return (
         setup is memo.setup
-        and setup.store is None
-        and request.session_id is None
+        and request.session_id == memo.session_id
         and not request.force
         and request.instructions is None
         and type(request.data) is list
@@ -248,15 +260,21 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     window = (*memo.window, *fresh)
     if problems(window, setup.profile_for(memo.format)):
         return None
+    session = _unchanged(memo, setup)
+    if memo.session is not None and session is None:
+        return None
+    governor = GovernorState.from_json(session.governor) if session else GovernorState()
     tokens = memo.tokens + sum(map(setup.counter.count_message, fresh))
     before = Measure(tokens, memo.count + len(fresh), setup.window)
-    decision = govern(setup, before, GovernorState(), turn_key(window), force=False)
+    decision = govern(setup, before, governor, turn_key(window), force=False)
     if decision.compact:
         return None  # compactions are made from the caller's items, never from the memo
+    if session is not None and _material(decision.state) != _material(governor):
+        return None  # the governor's memory moves on: the full path saves it
     # Taken before the listeners hear of the skip: one that appends to the list must not put
     # an item nobody decoded or counted into the memo.
     items = list(data)
-    event = skip_event(None, decision)
+    event = skip_event(memo.session_id, decision)
     request.collected.append(event)
     emit(event, request.listeners)
     result = CompactionResult(
@@ -272,7 +290,7 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         format=memo.format,
         fixes=(),
         offloaded=(),
-        session_id=None,
+        session_id=memo.session_id,
     )
     moved = _boundary(window)
     grown = Memo(
@@ -287,5 +305,25 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         tokens=tokens,
         boundary=memo.boundary + moved,
         window=window[moved:],
+        session_id=memo.session_id,
+        session=session,
     )
     return result, grown
+
+
+def _material(state: GovernorState) -> GovernorState:
+    """``state`` less what need not be saved: the turn it last saw while that turn had no
+    compaction (a later call in any other turn starts its count at 0 all the same)."""
+    return replace(state, turn=None) if state.turn_compactions == 0 else state
+
+
+def _unchanged(memo: Memo, setup: Setup) -> SessionState | None:
+    """The session as the memo's call saved it, read back from the store, while it is still
+    that; None without a session, or when it is not (another call moved it on)."""
+    if memo.session is None or memo.session_id is None:
+        return None
+    try:
+        current = setup.store.session(memo.session_id)
+    except Exception:  # the full path reports a store that fails, as it always does
+        return None
+    return current if current == memo.session else None

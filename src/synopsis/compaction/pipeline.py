@@ -428,6 +428,7 @@ def _save(run: Run, governor: GovernorState) -> Generator[Effect, Outcome, None]
     outcome = yield StoreCall("save_session", (state,))
     if isinstance(outcome, BaseException):
         raise StoreError(f"could not save session {run.session_id!r}: {outcome}") from outcome
+    run.state = state
 
 
 def govern(
