@@ -622,7 +622,9 @@ def _compacted_state(
         governor = replace(governor, consecutive_failures=decision.state.consecutive_failures + 1)
     record = run.records[-1] if run.records else None
     summary_text = render(record) if record is not None else ""
-    projection = recorded(final, run.decoded, run.originals, run.format) if run.clean else None
+    # Only a session in a store is sent again and remembers where its summary stands.
+    kept = run.clean and setup.has_store and run.session_id is not None
+    projection = recorded(final, run.decoded, run.originals, run.format) if kept else None
     return replace(
         run.state,
         projection=projection.to_json() if projection is not None else {},
