@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 import synopsis
+from synopsis.compaction import Compactor
+from synopsis.formats import FormatName, decode, encode
 from synopsis.messages import (
     MediaPart,
     Message,
@@ -18,7 +20,7 @@ from synopsis.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from synopsis.replay import ReplayReport, _align, _parts, replay
+from synopsis.replay import ReplayReport, _align, _parts, _Without, replay
 from synopsis.report import write_html
 
 ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
@@ -349,3 +351,14 @@ def test_equal_messages_are_each_told_their_own_store_position() -> None:
         assert len(again) > 1
         stored = [m.stored for m in turn.summarized if not m.summary]
         assert stored == list(turn.positions)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses", "gemini"])
+def test_the_tokens_without_synopsis_are_each_prefix_counted_afresh(fmt: FormatName) -> None:
+    items = load("openhands-ponylang-ponyc-4593.jsonl")[:40]
+    wire = encode(decode(items, "openai").messages, fmt)
+    setup = Compactor(model="gpt-4o", environ={}).setup
+    running = _Without(setup, wire.messages, fmt, wire.system)
+    for n in range(1, len(wire.messages) + 1):
+        prefix = decode(list(wire.messages[:n]), fmt, system=wire.system).messages
+        assert running.tokens(n) == setup.counter.count_messages(prefix), n

@@ -15,6 +15,7 @@ from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction import Compactor
+from synopsis.compaction.incremental import additive
 from synopsis.compaction.offload import wire_items
 from synopsis.errors import BudgetUnreachableError
 from synopsis.formats import decode
@@ -336,6 +337,33 @@ def _system_alone(setup: Setup, history: list[Any], fmt: FormatName, system: obj
     return prompt >= setup.window - setup.reserve
 
 
+class _Without:
+    """The tokens of the transcript's first ``n`` items sent as they are, turn after turn,
+    in time linear in the transcript: the whole is decoded once and, where each item is one
+    message and the counter's total is a sum over messages, each turn adds the new
+    message's count. Otherwise each prefix is decoded and counted again."""
+
+    def __init__(self, setup: Setup, wire: Sequence[Any], fmt: FormatName, system: object) -> None:
+        self.setup, self.wire, self.fmt, self.system = setup, wire, fmt, system
+        self.messages = decode(list(wire), fmt, system=system).messages
+        self.lead = len(self.messages) - len(wire)
+        # OpenAI and Anthropic items decode one message each (after a system prompt kept
+        # apart), whatever follows them: a prefix's messages are the whole's first ones.
+        self.running = additive(setup.counter) and fmt in ("openai", "anthropic")
+        self.done = 0
+        self.total = setup.counter.count_messages(self.messages[: self.lead])
+
+    def tokens(self, n: int) -> int:
+        if not self.running:
+            raw = decode(list(self.wire[:n]), self.fmt, system=self.system).messages
+            return int(self.setup.counter.count_messages(raw))
+        count = self.setup.counter.count_message
+        for message in self.messages[self.lead + self.done : self.lead + n]:
+            self.total += count(message)
+        self.done = n
+        return int(self.total)
+
+
 def replay(
     items: object,
     *,
@@ -364,10 +392,10 @@ def replay(
         items=len(wire),
     )
     history: list[Any] = []
+    without_synopsis = _Without(setup, wire, fmt, system)
     for index, item in enumerate(wire):
         history.append(item)
-        raw = decode(wire[: index + 1], fmt, system=system).messages
-        without = setup.counter.count_messages(raw)
+        without = without_synopsis.tokens(index + 1)
         try:
             result = compactor.compact(history, system=system, format=fmt)
         except BudgetUnreachableError as error:

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from synopsis.formats import FormatName
     from synopsis.messages import Message
 
-__all__ = ["Memo", "remember", "skip"]
+__all__ = ["Memo", "additive", "remember", "skip"]
 
 _ITEMWISE: frozenset[str] = frozenset({"openai", "anthropic", "responses", "synopsis"})
 """Formats whose items decode one message each, whatever comes before them (but for the
@@ -115,7 +115,7 @@ class Memo:
     would leave it as it is (so there is nothing to save)."""
 
 
-def _additive(counter: object) -> bool:
+def additive(counter: object) -> bool:
     """Whether the counter's total is reply priming + each message's count + tools, so that
     an appended message adds its own count (a calibrated or foreign counter may not)."""
     if not isinstance(counter, MessageCounter):
@@ -164,7 +164,7 @@ def remember(run: Run, before: Measure) -> Memo | None:
         or (request.tools is not None and not isinstance(request.tools, list | tuple))
         or run.format not in _ITEMWISE
         or not run.clean
-        or not _additive(setup.counter)
+        or not additive(setup.counter)
         or len(run.messages) != len(run.given)
         or not all(map(operator.is_, run.messages, run.given))
     ):
