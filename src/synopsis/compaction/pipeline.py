@@ -242,6 +242,11 @@ def _offload_ref(run: Run) -> str | None:
     )
 
 
+def _chain_hashes(run: Run) -> list[str]:
+    """The content hashes of every message the session's summary chain covers, in order."""
+    return [c.sha256 for record in run.chain for c in record.covers]
+
+
 def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
     """How many leading messages of ``cut`` the summary chain already covers (by content),
     when it covers them all: a caller that sends its uncompacted history again (a retry, a
@@ -262,7 +267,7 @@ def _summarize_step(
         return cut[0], previous
     if previous is not None and earlier:
         source = tuple(m for m in cut if not is_summary(m))
-    elif previous is not None and (covered := _covered(cut, run.chain)):
+    elif previous is not None and (covered := _covered(cut, _chain_hashes(run))):
         source = tuple(cut[covered:])
     else:
         source, previous = tuple(cut), None
@@ -320,7 +325,7 @@ def _summarize_step(
     )
     run.stored += stored
     run.records.append(record)
-    run.chain = (*run.chain, *(c.sha256 for c in record.covers))
+    run.chain = (*run.chain, record)
     message = summary_for(
         record,
         profile=profile,
@@ -402,8 +407,8 @@ def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Messa
 
 
 def _previous(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
-    """The head of the session's summary chain; ``run.chain`` gets the hashes of every
-    message the chain covers, oldest first."""
+    """The head of the session's summary chain; ``run.chain`` gets the chain, oldest record
+    first."""
     if not (run.setup.has_store and run.session_id and run.state.summary_id):
         return None
     records = yield StoreCall("summaries", (run.session_id,))
@@ -417,7 +422,9 @@ def _previous(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
     while head is not None and len(chain) < len(records):
         chain.append(head)
         head = by_id.get(head.parent_id) if head.parent_id else None
-    run.chain = tuple(c.sha256 for r in reversed(chain) for c in r.covers)
+    # The covered messages' hashes are read only when needed (see _chain_hashes): a long
+    # session's chain covers tens of thousands of messages.
+    run.chain = tuple(reversed(chain))
     return chain[0] if chain else None
 
 

@@ -97,8 +97,9 @@ class Run:
     """Whether the history broke no rule, so that ``given`` is what was decoded, unrepaired."""
     stored: list[StoredMessage] = field(default_factory=list)
     records: list[SummaryRecord] = field(default_factory=list)
-    chain: tuple[str, ...] = ()
-    """The content hashes of every message the session's summary chain covers, in order."""
+    chain: tuple[SummaryRecord, ...] = ()
+    """The session's summary chain, oldest record first (what this compaction wrote last);
+    the pipeline reads the hashes of the messages it covers only when it needs them."""
     usage: list[Usage] = field(default_factory=list)
     overhead: int = 0
     """Tokens outside the messages: a system prompt sent apart, tool definitions, framing."""
