@@ -27,6 +27,8 @@ __all__ = ["MemoryStore"]
 class _Session:
     messages: list[tuple[int, StoredMessage, _query.Document]] = field(default_factory=list)
     keys: set[tuple[str, str]] = field(default_factory=set)
+    by_id: dict[str, list[int]] = field(default_factory=dict)
+    """Each message id's rows in ``messages``: a recall by ids reads those alone."""
     summaries: dict[str, SummaryRecord] = field(default_factory=dict)
     state: SessionState | None = None
 
@@ -70,6 +72,7 @@ class MemoryStore(StoreBase):
                 document = _query.Document.of(message.text)
                 self._corpus.add(document)
                 self._seq += 1
+                entry.by_id.setdefault(message.id, []).append(len(entry.messages))
                 entry.messages.append((self._seq, message, document))
             entry.state = state
 
@@ -107,10 +110,15 @@ class MemoryStore(StoreBase):
         _query.check_recall(ids, start, stop)
         with self._lock:
             self._check()
+            if ids is not None:
+                # A compaction's few originals out of a long session: those rows alone.
+                entry = self._sessions.get(session_id) or _Session()
+                rows = {i for wanted in set(ids) for i in entry.by_id.get(wanted, ())}
+                picked = sorted(
+                    (entry.messages[i] for i in rows), key=lambda row: (row[1].position, row[0])
+                )
+                return [row[1] for row in picked]
             timeline = [row[1] for row in self._timeline(session_id)]
-        if ids is not None:
-            wanted = set(ids)
-            return [m for m in timeline if m.id in wanted]
         return [m for m in timeline if _query.in_range(m.position, start, stop)]
 
     def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
