@@ -158,8 +158,8 @@ def test_a_directory_a_deeper_listed_path_lies_in_is_not_listed_on_its_own() -> 
     new = {
         "Edited": ["src/app/main.py"],
         "Read": ["src [read (3 entries)]"],
-        "Named": ["/work/repo", "/work/repo/src", "src/app", "docs"],
-        "Seen": ["/work/repo/src/lib/util.py", "src/app/"],
+        "Named": ["/srv/repo", "/srv/repo/src", "src/app", "docs"],
+        "Seen": ["/srv/repo/src/lib/util.py", "src/app/"],
     }
     lines = merge_file_lines([], new)
     # A directory that was only mentioned goes when a deeper path says it; one that was read
@@ -168,7 +168,7 @@ def test_a_directory_a_deeper_listed_path_lies_in_is_not_listed_on_its_own() -> 
         "Edited: src/app/main.py",
         "Read: src [read (3 entries)]",
         "Named: docs",
-        "Seen: /work/repo/src/lib/util.py",
+        "Seen: /srv/repo/src/lib/util.py",
     ]
 
 
