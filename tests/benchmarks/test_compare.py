@@ -295,7 +295,7 @@ def test_deciding_with_a_sqlite_store_is_measured_and_judged():
     def cell(ms: float) -> dict[str, Any]:
         return {"median_ms": ms}
 
-    results = {
+    results: dict[str, Any] = {
         "labels": {"synopsis": "synopsis"},
         "speed": {
             "sizes": [10_000, 100_000],

@@ -64,7 +64,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from synopsis.compaction.pipeline import govern, problems, skip_event
+from synopsis.compaction.opening import problems
+from synopsis.compaction.pipeline import govern, skip_event
 from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
 from synopsis.formats import decode, detect

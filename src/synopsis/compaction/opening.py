@@ -1,0 +1,148 @@
+"""The opening of a compaction: the caller's history decoded and repaired (every fix an
+event), the session read from the store, and the session's summary put in place of what it
+stands for when the caller sent that part again (:mod:`.projection`); and the session's
+summary chain, read when a compaction needs the record it updates."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from synopsis.compaction.offload import Originals, wire_items
+from synopsis.compaction.projection import Projection
+from synopsis.compaction.state import Effect, Outcome, Request, Run, StoreCall
+from synopsis.errors import ConversationError, StoreError
+from synopsis.events import ChainInvalidated, HistoryRepaired
+from synopsis.formats import decode
+from synopsis.messages import Message, TextPart
+from synopsis.planning.units import is_summary, is_summary_text
+from synopsis.stores import SessionState
+from synopsis.validation import check, repair_messages
+from synopsis.validation.rules import separate_system
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Sequence
+
+    from synopsis.compaction.setup import Setup
+    from synopsis.formats import FormatName
+    from synopsis.summarizers import SummaryRecord
+    from synopsis.validation import Problem, Profile
+
+__all__ = ["open_run", "previous_record", "problems"]
+
+_OPEN_END = ("G5", "last_user")
+"""Rules about how a history ends: the caller appends the next turn before sending, so a
+history between turns that ends with the model's answer is not at fault."""
+
+
+def problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
+    """What ``messages`` break for ``profile``, but for how a history between turns ends."""
+    return [p for p in check(messages, profile) if not p.rule.endswith(_OPEN_END)]
+
+
+def _normalise(
+    setup: Setup, request: Request
+) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any], bool]:
+    """The format, the messages to work on, the caller's items behind them, the fixes made,
+    and whether the history broke no rule (its messages are the decoded ones, unrepaired)."""
+    decoded = decode(request.data, request.format, system=request.system)
+    messages = decoded.messages
+    originals = Originals(messages, wire_items(request.data, decoded.format), decoded.format)
+    profile = setup.profile_for(decoded.format)
+    if not problems(messages, profile):
+        return decoded.format, messages, originals, [], True
+    repaired = repair_messages(messages, profile, offset=separate_system(messages, decoded.format))
+    left = problems(repaired.messages, profile)
+    if left:
+        first = left[0]
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        raise ConversationError(f"{first.message}{more}", index=first.index, rule=first.rule)
+    # A repaired message still stands for the caller's item it came from.
+    for message, origin in zip(repaired.messages, repaired.origins, strict=True):
+        if origin is not None and message is not messages[origin]:
+            originals.adopt(messages[origin], message, changed=False)
+    return decoded.format, repaired.messages, originals, list(repaired.fixes), False
+
+
+def open_run(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
+    fmt, messages, originals, fixes, clean = _normalise(setup, request)
+    # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
+    session_id = request.session_id or setup.default_session
+    state = SessionState(session_id or "")
+    if session_id is not None and setup.has_store:
+        found = yield StoreCall("session", (session_id,))
+        if isinstance(found, BaseException):
+            raise StoreError(f"could not read session {session_id!r}: {found}") from found
+        state = found or state
+    given = messages
+    messages = _unmerge(messages, originals)
+    run = Run(setup, request, fmt, messages, originals, fixes, session_id, state, given, clean)
+    if fixes:
+        run.emit(HistoryRepaired(session_id=session_id, fixes=tuple(str(f) for f in fixes)))
+    run.decoded = tuple(originals.decoded)
+    _project(run)
+    return run
+
+
+def _project(run: Run) -> None:
+    """The session's summary in place of the part of the history it stands for, when the
+    caller sent that part again as it was (see :mod:`.projection`); when it sent it changed,
+    the chain it belonged to is given up, saying why."""
+    found = Projection.of(run.state.projection)
+    if found is None or not run.clean or any(is_summary(m) for m in run.messages):
+        return
+    applied = found.apply(run.messages, run.format)
+    if isinstance(applied, str):
+        run.emit(ChainInvalidated(session_id=run.session_id, reason=applied))
+        run.state = replace(run.state, summary_id=None, projection={})
+        return
+    run.messages, swapped = applied
+    for original, smaller in swapped:
+        run.originals.adopt(original, smaller)
+        run.kept_before.add(id(smaller))
+    run.given = run.messages
+    run.projected = True
+
+
+def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Message, ...]:
+    """A summary that an earlier call merged into a user turn (for a provider that wants
+    alternation) taken out again as a message of its own, so that the next compaction can
+    replace it rather than keep it inside a protected turn, and never drops the user's words
+    with it. The pieces still stand for the caller's item."""
+    out: list[Message] = []
+    for message in messages:
+        flags = [isinstance(p, TextPart) and is_summary_text(p.text) for p in message.parts]
+        if not any(flags) or all(flags):
+            out.append(message)
+            continue
+        start = 0
+        for index in range(1, len(flags) + 1):
+            if index == len(flags) or flags[index] != flags[start]:
+                piece = replace(message, parts=message.parts[start:index])
+                if not flags[start]:
+                    originals.adopt(message, piece, changed=False)
+                out.append(piece)
+                start = index
+    return tuple(out)
+
+
+def previous_record(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
+    """The head of the session's summary chain; ``run.chain`` gets the chain, oldest record
+    first."""
+    if not (run.setup.has_store and run.session_id and run.state.summary_id):
+        return None
+    records = yield StoreCall("summaries", (run.session_id,))
+    if isinstance(records, BaseException):
+        raise StoreError(
+            f"could not read the summaries of {run.session_id!r}: {records}"
+        ) from records
+    by_id = {r.id: r for r in records}
+    chain: list[SummaryRecord] = []
+    head = by_id.get(run.state.summary_id)
+    while head is not None and len(chain) < len(records):
+        chain.append(head)
+        head = by_id.get(head.parent_id) if head.parent_id else None
+    # The covered messages' hashes are read only when needed (see _chain_hashes): a long
+    # session's chain covers tens of thousands of messages.
+    run.chain = tuple(reversed(chain))
+    return chain[0] if chain else None
