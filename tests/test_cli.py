@@ -207,3 +207,21 @@ def test_main_runs_with_streams_that_are_not_text_files(tmp_path: Path) -> None:
         assert main(["inspect", str(tmp_path / "missing.json")]) == 2
     assert json.loads(out.getvalue())["message_count"] == 1
     assert err.getvalue() == f"synopsis: error: no such file: {tmp_path / 'missing.json'}\n"
+
+
+def test_inspect_names_a_system_prompt_kept_apart_as_system(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = {
+        "system": "You follow the house rules. " * 200,
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+        ],
+    }
+    src = tmp_path / "body.json"
+    src.write_text(json.dumps(body))
+    assert main(["inspect", str(src), "--format", "anthropic", "--model", "claude-sonnet-4"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "house rules" in line]
+    assert rows
+    assert rows[0].split("│")[1].strip() == "system"

@@ -66,7 +66,8 @@ def _print_report(report: Report, top: int) -> None:
     for col in ("#", "role", "tokens", "preview"):
         largest.add_column(col, justify="right" if col in ("#", "tokens") else "left")
     for m in report.largest[:top]:
-        largest.add_row(str(m.index), m.role, f"{m.tokens:,}", m.preview)
+        where = "system" if m.index is None else str(m.index)  # a system prompt kept apart
+        largest.add_row(where, m.role, f"{m.tokens:,}", m.preview)
     console.print(largest)
     if report.problems:
         console.print(f"[red]{len(report.problems)} problem(s) for {report.provider}:[/]")
