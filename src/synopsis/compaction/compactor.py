@@ -67,11 +67,14 @@ class Compactor:
     ``tools``, no ``force`` or ``instructions``) it decodes, checks and counts only the
     appended items and the current turn, not the whole history; the result is the one the
     full path gives (see :mod:`synopsis.compaction.incremental`). The earlier items are
-    recognised by identity: an item the caller changed *in place* after passing it is not
-    read again, so its old token count stands (the result still holds the caller's item).
-    Call :meth:`reset` after changing a passed item in place, or pass the changed message as
-    a new object (a copy is not the item it saw, so the next call reads the whole history).
-    Any compaction or error forgets the call.
+    recognised by identity, or, in an OpenAI chat history of text and tool calls, as copies
+    equal to what it read (a client that decodes its history from JSON on every request).
+    An item the caller changed *in place* after passing it is not read again, so its old
+    token count stands (the result still holds the caller's item). Call :meth:`reset` after
+    changing a passed item in place, or pass the changed message as a new object (it is not
+    equal to what was read, so the next call reads the whole history). With a session whose
+    summary stands for the start of a history sent again whole, the same holds for the
+    projected history. Any compaction or error forgets the call.
     """
 
     def __init__(

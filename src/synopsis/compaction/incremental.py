@@ -11,10 +11,12 @@ and ``tools`` arguments, the resolved format, the number of decoded messages, th
 token count, and the decoded messages from a boundary ``b`` on: the last user message a
 person wrote (not a summary, no tool results) before which every tool call is answered
 (``b = 0``, the whole history, when there is none). A memo is made only when the full path
-skipped on a history that broke no rule, had no summary to take out of a merged turn and
-took no projection (see :mod:`.projection`), came as a plain list in a format whose items
-decode one by one, with no store or a blocking one, and with a counter whose count is a sum
-over messages. With a store it keeps the session as the call saved it.
+skipped on a history that broke no rule and had no summary to take out of a merged turn,
+came as a plain list in a format whose items decode one by one, with no store or a
+blocking one, and with a counter whose count is a sum over messages. With a store it keeps
+the session as the call saved it. When the session's summary took the place of the part of
+the history it stands for (a projection, see :mod:`.projection`; OpenAI chat only), the
+count, tokens and window are the projected history's, and the memo keeps the output too.
 
 A later call :func:`skip` takes only when it is the same request grown at its end:
 
@@ -24,9 +26,14 @@ A later call :func:`skip` takes only when it is the same request grown at its en
   objects in the same order, so their count is the same); the governor then starts from a
   fresh state, as the full path's does with no store, or with a store from the session read
   back, which must be the very state the memo's call saved (no other call moved it on);
-* the list starts with the memo's very items (by identity: an equal copy may still decode or
-  count differently, ``1 == True``; an item the caller changed in place is not noticed, see
-  the Compactor's docstring);
+* the list starts with the memo's very items (by identity; an item the caller changed in
+  place is not noticed, see the Compactor's docstring), or, for an OpenAI chat history of
+  text, calls with JSON text arguments and text results, with copies equal to the items as
+  they were read (the memo keeps their containers copied): what a client decoding its
+  history from JSON on every request sends. Anything else is recognised by identity only,
+  since an equal copy may still decode or count differently (``1 == True``);
+* with a projection, no appended message is a summary (the full path would then not
+  project), and the output is the memo's grown by the appended items themselves;
 * the appended items decode on their own into the messages the whole list would decode to:
   for ``openai``, ``anthropic`` (the leading system message is the memo's), ``responses``
   and ``synopsis`` a message depends on its own item only, save for the legacy OpenAI
@@ -65,7 +72,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.opening import problems
-from synopsis.compaction.pipeline import govern, skip_event
+from synopsis.compaction.pipeline import govern, output_items, skip_event
 from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
 from synopsis.formats import decode, detect
@@ -114,6 +121,14 @@ class Memo:
     """With a store: the session as the call saved it. The next call reads it back and goes
     the fast way only while it is still that (no other call changed it) and the governor
     would leave it as it is (so there is nothing to save)."""
+    snapshot: list[Any] | None = None
+    """The items as they were when read (their containers copied), for a history whose
+    items read the same from any equal copy (see :func:`_plain`): a history decoded afresh
+    from JSON is then recognised by equality with what was read, not by identity."""
+    output: tuple[list[Any], object] | None = None
+    """With a projection: the call's result (its items and system prompt), which a skip
+    grows by the appended items; ``count``, ``tokens`` and ``window`` are then those of the
+    projected history, ``items`` the caller's whole list."""
 
 
 def additive(counter: object) -> bool:
@@ -160,7 +175,7 @@ def remember(run: Run, before: Measure) -> Memo | None:
     setup, request = run.setup, run.request
     if (
         (setup.store is not None and not isinstance(setup.store, Store))
-        or run.projected
+        or (run.projected and run.format != "openai")
         or type(request.data) is not list
         or (request.tools is not None and not isinstance(request.tools, list | tuple))
         or run.format not in _ITEMWISE
@@ -185,7 +200,41 @@ def remember(run: Run, before: Measure) -> Memo | None:
         window=run.given[b:],
         session_id=run.session_id if setup.store is not None else None,
         session=run.state if setup.store is not None else None,
+        snapshot=(
+            list(map(_frozen, request.data))
+            if run.format == "openai" and all(map(_plain, run.decoded))
+            else None
+        ),
+        output=output_items(run, run.messages) if run.projected else None,
     )
+
+
+def _plain(message: Message) -> bool:
+    """Whether the message holds only what reads the same from any equal item: text, calls
+    whose arguments are JSON text and results that are text. Python's ``==`` does not tell
+    ``1``, ``1.0`` and ``True`` apart; such values in other places are read (arguments given
+    as an object are counted from their JSON, media from their fields), so a history that
+    holds one is recognised by identity only."""
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            if not isinstance(part.arguments, str):
+                return False
+        elif isinstance(part, ToolResultPart):
+            if not isinstance(part.content, str):
+                return False
+        elif not isinstance(part, TextPart):
+            return False
+    return True
+
+
+def _frozen(value: Any) -> Any:  # noqa: ANN401 - an item of JSON
+    """``value`` with its dicts and lists copied: what it is now, whatever the caller changes
+    in place later."""
+    if type(value) is dict:
+        return {k: _frozen(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_frozen(v) for v in value]
+    return value
 
 
 def _system_copy(system: object) -> object:
@@ -248,16 +297,17 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         return None
     data = request.data
     assert isinstance(data, list)
-    # By identity, not ==: an equal dict may still decode or count differently (1 == True).
-    if len(data) < len(memo.items) or not all(map(operator.is_, data, memo.items)):
-        return None
     n = len(memo.items)
+    if len(data) < n or not _same_items(data, memo):
+        return None
     try:
         fresh = _decode_new(memo, data[n:])
     except Exception:  # the full path says what is wrong, as it always does
         return None
     if fresh is None or any(_merged(m) for m in fresh):
         return None
+    if memo.output is not None and any(map(is_summary, fresh)):
+        return None  # the full path takes no projection over a history holding a summary
     window = (*memo.window, *fresh)
     if problems(window, setup.profile_for(memo.format)):
         return None
@@ -275,11 +325,14 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     # Taken before the listeners hear of the skip: one that appends to the list must not put
     # an item nobody decoded or counted into the memo.
     items = list(data)
+    output = memo.output
+    if output is not None:  # the projected history grown by the appended items, as they are
+        output = ([*output[0], *items[n:]], output[1])
     event = skip_event(memo.session_id, decision)
     request.collected.append(event)
     emit(event, request.listeners)
     result = CompactionResult(
-        messages=list(items),
+        messages=list(items) if output is None else list(output[0]),
         compacted=False,
         code=decision.code,
         reason=decision.reason,
@@ -287,7 +340,7 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         tokens_before=tokens,
         tokens_after=tokens,
         events=tuple(request.collected),
-        system=request.system,
+        system=request.system if output is None else output[1],
         format=memo.format,
         fixes=(),
         offloaded=(),
@@ -296,7 +349,9 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     moved = _boundary(window)
     grown = Memo(
         setup=setup,
-        items=items,
+        # The objects the memo matched stay its own: an equal copy the caller sent is the
+        # caller's to let go of, outside this call.
+        items=[*memo.items, *items[n:]],
         system=request.system,
         system_copy=memo.system_copy,
         format_given=request.format,
@@ -308,8 +363,23 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         window=window[moved:],
         session_id=memo.session_id,
         session=session,
+        snapshot=(
+            [*memo.snapshot, *map(_frozen, items[n:])]
+            if memo.snapshot is not None and all(map(_plain, fresh))
+            else None
+        ),
+        output=output,
     )
     return result, grown
+
+
+def _same_items(data: list[Any], memo: Memo) -> bool:
+    """Whether ``data`` starts with the memo's items: the very objects, or (for a history
+    whose items read the same from any equal copy) copies equal to them as they were read,
+    as a client that decodes its history from JSON again sends them."""
+    if all(map(operator.is_, data, memo.items)):
+        return True
+    return memo.snapshot is not None and data[: len(memo.snapshot)] == memo.snapshot
 
 
 def _material(state: GovernorState) -> GovernorState:

@@ -86,6 +86,7 @@ __all__ = [
     "Summarize",
     "compaction",
     "govern",
+    "output_items",
     "problems",
     "skip_event",
 ]
@@ -96,7 +97,9 @@ DEFAULT_SESSION = "default"
 """The session a store keeps offloaded messages under when the caller names none."""
 
 
-def _output(run: Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
+def output_items(run: Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
+    """The caller's items for ``messages`` (its own where a message is kept as decoded) and
+    the system prompt to send apart."""
     if messages is run.messages and not run.fixes and not run.projected:
         items = wire_items(run.request.data, run.format)
         system = run.request.system
@@ -130,7 +133,7 @@ def _result(
     before: Measure,
     after: Measure,
 ) -> CompactionResult:
-    items, system = _output(run, messages)
+    items, system = output_items(run, messages)
     return CompactionResult(
         messages=items,
         compacted=compacted,

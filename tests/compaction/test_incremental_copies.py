@@ -1,0 +1,127 @@
+"""The incremental skip of a history sent as a new copy each time: a client that decodes its
+history from JSON on every request (a proxy, a per-request framework hook), and one that
+sends its whole uncompacted history again after a compaction (the session's projection)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from synopsis.stores import MemoryStore
+from tests.compaction.helpers import load_items
+from tests.compaction.test_incremental import CLEAN, Counting, ask, big, both, view
+
+
+def json_copy(items: list[Any]) -> list[Any]:
+    return list(json.loads(json.dumps(items)))
+
+
+def test_a_history_decoded_afresh_each_call_takes_the_fast_path() -> None:
+    history = load_items(CLEAN)
+    compactor = big()
+    compactor.compact(json_copy(history))
+    for n in range(3):
+        history = [*history, {"role": "assistant", "content": f"done {n}"}, ask()]
+        both(big, compactor, json_copy(history))
+    assert compactor.fast == 3
+
+
+def test_a_copy_of_what_was_changed_in_place_since_is_read_again() -> None:
+    history = [dict(item) for item in load_items(CLEAN)]
+    compactor = big()
+    compactor.compact(history)
+    history[1]["content"] = "rewritten " * 2_000  # after the memo read it
+    got = both(big, compactor, [*json_copy(history), ask()])
+    assert got[1] is not None
+    assert compactor.fast == 0
+
+
+def test_arguments_given_as_an_object_are_recognised_by_identity_only() -> None:
+    # 1 == True, but the two are counted from different JSON text.
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"n": 1}}}
+    history: list[Any] = [
+        ask("go"),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "done"},
+    ]
+    compactor = big()
+    compactor.compact(history)
+    assert compactor._memo is not None
+    assert compactor._memo.snapshot is None
+    changed = copy.deepcopy(history)
+    changed[1]["tool_calls"][0]["function"]["arguments"] = {"n": True}
+    assert changed == history
+    both(big, compactor, [*changed, ask()])
+    assert compactor.fast == 0
+    compactor.compact(history)
+    both(big, compactor, [*history, ask()])
+    assert compactor.fast == 1  # the very objects still take it
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}
+NOT_PLAIN: dict[str, dict[str, Any]] = {
+    "an image": {"role": "user", "content": [{"type": "text", "text": "see"}, IMAGE]},
+    "a result in parts": {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": [{"type": "text", "text": "ok"}],
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_PLAIN))
+def test_media_and_results_in_parts_are_recognised_by_identity_only(kind: str) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history: list[Any] = [
+        ask("go"),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "done"},
+    ]
+    if kind == "an image":
+        history.insert(0, NOT_PLAIN[kind])
+    else:
+        history[2] = NOT_PLAIN[kind]
+    compactor = big()
+    compactor.compact(history)
+    assert compactor._memo is not None
+    assert compactor._memo.snapshot is None
+    both(big, compactor, [*json_copy(history), ask()])
+    assert compactor.fast == 0
+
+
+def test_a_history_resent_whole_after_a_compaction_takes_the_fast_path() -> None:
+    def make(store: MemoryStore) -> Counting:
+        return Counting(
+            model="gpt-4o", context_window=16_000, summarizer="rules", store=store,
+            session_id="s", environ={},
+        )  # fmt: skip
+
+    # The same calls on two stores: one Compactor reused, and a new one for every call.
+    reused_store, fresh_store = MemoryStore(), MemoryStore()
+    history = load_items(CLEAN)
+    reused = make(reused_store)
+    for compactor in (reused, make(fresh_store)):
+        assert compactor.compact(history, force=True).compacted
+    grown = [*history, ask()]
+    first = reused.compact(json_copy(grown))  # the projection, remembered
+    make(fresh_store).compact(json_copy(grown))
+    assert not first.compacted
+    assert len(first.messages) < len(grown)
+    assert reused._memo is not None
+    assert reused._memo.output is not None
+    for n in range(3):
+        grown = [*grown, {"role": "assistant", "content": f"done {n}"}, ask()]
+        got = reused.compact(json_copy(grown))
+        expected = make(fresh_store).compact(json_copy(grown))
+        assert view(got) == view(expected)
+        assert got.messages[: len(first.messages)] == first.messages  # the cached prefix
+    assert reused.fast == 3
+    # A summary sent back inside the history is not projected over: the full path decides.
+    summary = next(m for m in first.messages if "<synopsis-summary" in str(m.get("content")))
+    reused.compact(json_copy([*grown, {"role": "assistant", "content": "x"}, summary]))
+    assert reused.fast == 3
