@@ -84,6 +84,17 @@ def test_values_hash_so_they_can_key_caches_and_sets() -> None:
     assert len({a, b, dataclasses.replace(a, id="other")}) == 2
 
 
+def test_what_a_message_remembers_of_its_hashes_is_never_part_of_it() -> None:
+    a, b = every_kind(), every_kind()
+    first = (hash(a), content_hash(a))
+    assert (hash(a), content_hash(a)) == first == (hash(b), content_hash(b))
+    assert a == b
+    assert "_hash" not in repr(a)
+    other = dataclasses.replace(a, name="other")  # worked out afresh, not copied
+    assert content_hash(other) != first[1]
+    assert hash(other) == hash((other.role, other.id, other.name, other.parts))
+
+
 @pytest.mark.parametrize(
     ("build", "rule"),
     [

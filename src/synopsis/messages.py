@@ -288,6 +288,10 @@ class Message:
     name: str | None = None
     extra: Mapping[str, Any] = field(default_factory=_empty)
     wire: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+    # Both read for every message on every call (the counter's cache, the chain's hashes):
+    # worked out once per message, which never changes.
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _sha256: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role):
@@ -312,7 +316,11 @@ class Message:
         object.__setattr__(self, "wire", _frozen(self.wire))
 
     def __hash__(self) -> int:
-        return hash((self.role, self.id, self.name, self.parts))
+        found = self._hash
+        if found is None:
+            found = hash((self.role, self.id, self.name, self.parts))
+            object.__setattr__(self, "_hash", found)
+        return found
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
@@ -392,6 +400,9 @@ def _part_key(part: Part) -> list[object]:
 
 def content_hash(message: Message) -> str:
     """sha256 (hex) of a canonical JSON form of the message: equal messages hash equal."""
+    found = message._sha256
+    if found is not None:
+        return found
     key = [
         message.role.value,
         message.name,
@@ -400,7 +411,9 @@ def content_hash(message: Message) -> str:
         _thaw(message.extra),
     ]
     blob = json.dumps(key, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+    found = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+    object.__setattr__(message, "_sha256", found)
+    return found
 
 
 def message_id(message: Message, position: int) -> str:
