@@ -26,8 +26,14 @@ def _module(name: str) -> Any:
     return importlib.import_module(MODULES[name])
 
 
-VARIANTS = {"synopsis+sqlite": ("synopsis", "create_sqlite")}
-"""Measured beside a system, not as a peer: synopsis with a SQLite store (speed only)."""
+VARIANTS = {
+    "synopsis+sqlite": ("synopsis", "create_sqlite"),
+    "synopsis+fresh": ("synopsis", "create_fresh"),
+    "synopsis+resent": ("synopsis", "create_resent"),
+}
+"""Measured beside a system, not as a peer (speed only): synopsis with a SQLite store, given
+the history decoded from JSON on each call, and given the whole history again after a
+compaction."""
 
 
 def create(name: str) -> System:

@@ -50,6 +50,19 @@ def speed_table(results: dict[str, Any], mode: str) -> list[str]:
     return lines
 
 
+def _variant_table(speed: dict[str, Any], heading: str, row: str, cells: list[str]) -> list[str]:
+    """One way of calling synopsis besides appending to one list, as a table of one row."""
+    sizes = speed["sizes"]
+    return [
+        heading,
+        "",
+        "| system | " + " | ".join(f"{int(s):,} msgs" for s in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+        f"| synopsis Compactor, {row} | " + " | ".join(cells) + " |",
+        "",
+    ]
+
+
 SQLITE_TARGET = 2.0
 """Deciding with a SQLite store should cost at most this many times the store-less path."""
 
@@ -64,14 +77,12 @@ def sqlite_lines(results: dict[str, Any]) -> list[str]:
     sizes = [str(s) for s in speed["sizes"]]
     ours = speed["systems"].get("synopsis", {}).get("decide", {})
     cells = [_cell(stored.get(size, {}), _ms(ours.get(size, {}))) for size in sizes]
-    lines = [
+    lines = _variant_table(
+        speed,
         "With a session in a SQLite file (ratio: against synopsis without a store):",
-        "",
-        "| system | " + " | ".join(f"{int(s):,} msgs" for s in sizes) + " |",
-        "|---|" + "---:|" * len(sizes),
-        "| synopsis Compactor, SQLite store | " + " | ".join(cells) + " |",
-        "",
-    ]
+        "SQLite store",
+        cells,
+    )
     for size in ("10000", "100000"):
         base, with_store = _ms(ours.get(size, {})), _ms(stored.get(size, {}))
         if base is None or with_store is None:
@@ -83,6 +94,98 @@ def sqlite_lines(results: dict[str, Any]) -> list[str]:
             f"{base:.2f} ms without: {ratio:.2f}× (target ≤ {SQLITE_TARGET:.0f}×: {met})"
         )
     return lines
+
+
+FRESH_TARGET = 5.0
+"""Deciding on a history decoded afresh from JSON should be at least this many times faster
+than LangChain's SummarizationMiddleware deciding (the peer the issue names)."""
+
+
+def _faster(cell: dict[str, Any], peer: float | None) -> str:
+    """``cell`` with how many times faster it is than ``peer`` milliseconds: peer / synopsis,
+    as every ratio of the main table is."""
+    ms = _ms(cell)
+    return _cell(cell, None) + (f" ({peer / ms:,.1f}×)" if peer and ms else "")
+
+
+def fresh_lines(results: dict[str, Any]) -> list[str]:
+    """Deciding on a history decoded afresh from JSON on every call beside LangChain's
+    SummarizationMiddleware deciding, and the issue's target at 10k messages."""
+    speed = results["speed"]
+    fresh = speed.get("fresh")
+    if not fresh:
+        return []
+    sizes = [str(s) for s in speed["sizes"]]
+    theirs = speed["systems"].get("langchain", {}).get("decide", {})
+    cells = [_faster(fresh.get(size, {}), _ms(theirs.get(size, {}))) for size in sizes]
+    lines = _variant_table(
+        speed,
+        "With the history decoded from JSON on every call, as an HTTP proxy or a per-request "
+        "hook passes it (ratio: LangChain SummarizationMiddleware / synopsis):",
+        "history decoded from JSON each call",
+        cells,
+    )
+    ms, peer = _ms(fresh.get("10000", {})), _ms(theirs.get("10000", {}))
+    target = f"target: at least {FRESH_TARGET:.0f}× faster than LangChain SummarizationMiddleware"
+    if ms is None:
+        return lines
+    if peer is None:
+        lines.append(
+            f"- at 10,000 messages, {ms:.2f} ms; LangChain SummarizationMiddleware has no time "
+            f"at that size in this run, so the ratio could not be judged ({target})"
+        )
+        return lines
+    ratio = peer / ms
+    met = "met" if ratio >= FRESH_TARGET else "NOT met"
+    lines.append(
+        f"- at 10,000 messages, {ms:.2f} ms against {peer:.2f} ms for LangChain "
+        f"SummarizationMiddleware: {ratio:,.1f}× faster ({target}: {met})"
+    )
+    return lines
+
+
+RESENT_TARGET = 3.0
+"""Deciding on a whole history sent again after a compaction should cost under this many
+times deciding on the appended list."""
+
+
+def resent_lines(results: dict[str, Any]) -> list[str]:
+    """Deciding on a whole uncompacted history sent again after a compaction beside deciding
+    on the appended list, and the issue's target at 10k messages."""
+    speed = results["speed"]
+    resent = speed.get("resent")
+    if not resent:
+        return []
+    sizes = [str(s) for s in speed["sizes"]]
+    ours = speed["systems"].get("synopsis", {}).get("decide", {})
+    cells = [_cell(resent.get(size, {}), _ms(ours.get(size, {}))) for size in sizes]
+    lines = _variant_table(
+        speed,
+        "With a client that sends its whole uncompacted history again after a compaction, the "
+        "session's summary put in place of the part it covers (ratio: against the appended "
+        "list):",
+        "whole history resent after a compaction",
+        cells,
+    )
+    base, ms = _ms(ours.get("10000", {})), _ms(resent.get("10000", {}))
+    if base is None or ms is None:
+        return lines
+    ratio = ms / base
+    met = "met" if ratio < RESENT_TARGET else "NOT met"
+    lines.append(
+        f"- at 10,000 messages, {ms:.2f} ms with the whole history resent against {base:.2f} ms "
+        f"for the appended list: {ratio:.2f}× (target: under {RESENT_TARGET:.0f}× the "
+        f"appended-list path: {met})"
+    )
+    return lines
+
+
+def _separated(*blocks: list[str]) -> list[str]:
+    """The blocks that have lines, a blank line between each two."""
+    out: list[str] = []
+    for block in filter(None, blocks):
+        out += ["", *block] if out else block
+    return out
 
 
 def decide_verdict(results: dict[str, Any]) -> tuple[str, float | None]:
@@ -411,7 +514,7 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             f"**{verdict}.**",
             "",
-            *sqlite_lines(results),
+            *_separated(sqlite_lines(results), fresh_lines(results), resent_lines(results)),
             "",
             "## Deciding and planning a compaction, per call (history over the trigger)",
             "",

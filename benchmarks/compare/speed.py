@@ -6,7 +6,12 @@ hours can be stopped. Modes:
 
 - ``decide``: the history is under the trigger, as on most turns of an agent loop. Each timed
   call gets the history grown by one new user message (converted to the system's own objects
-  outside the timing), after one untimed warm-up call.
+  outside the timing), after one untimed warm-up call. Beside synopsis, three variants of it
+  decide too (see :data:`VARIANTS`): with a session in a SQLite file (``synopsis+sqlite``);
+  with the history decoded afresh from JSON on every call, as an HTTP proxy or a per-request
+  hook passes it (``synopsis+fresh``); and with a session whose summary was made by a forced
+  compaction in the warm-up call, the client sending its whole uncompacted history again on
+  every call after it (``synopsis+resent``).
 - ``plan``: the history is over the trigger: the system decides, picks the cut, summarizes
   with the instant fake summarizer and rebuilds the history. A fresh copy each call.
 - ``memory``: one ``plan`` call at 10k messages under ``tracemalloc``: the peak of Python
@@ -38,6 +43,13 @@ SIZES = (100, 1_000, 10_000, 100_000)
 LIMIT = 60.0
 REPEATS = {"decide": 7, "plan": 3}
 MEMORY_SIZE = 10_000
+VARIANTS = (
+    ("sqlite", "synopsis+sqlite", "with a SQLite store"),
+    ("fresh", "synopsis+fresh", "with the history decoded from JSON each call"),
+    ("resent", "synopsis+resent", "with the whole history resent after a compaction"),
+)
+"""synopsis deciding in the ways an agent may call it besides appending to one list: the key
+in the results, the registry's name, and what the progress line says."""
 
 
 def measure(name: str, size: int, mode: str, limit: float = LIMIT) -> dict[str, Any]:
@@ -128,17 +140,21 @@ def run(names: list[str], progress: Callable[[str], None]) -> dict[str, Any]:
         per["memory"] = in_child(name, MEMORY_SIZE, "memory")
         out["systems"][name] = per
     if "synopsis" in names:
-        # Deciding with a session in a SQLite file, against synopsis without one.
-        stored: dict[str, Any] = {}
-        for size in SIZES:
-            stored[str(size)] = found = in_child("synopsis+sqlite", size, "decide")
-            shown = found.get("median_ms")
-            progress(
-                f"speed: synopsis with a SQLite store decide {size:,}: "
-                + (f"{shown:,.2f} ms" if shown is not None else json.dumps(found))
-            )
-        out["sqlite"] = stored
+        for key, variant, what in VARIANTS:
+            out[key] = _variant(variant, what, progress)
     return out
+
+
+def _variant(name: str, what: str, progress: Callable[[str], None]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for size in SIZES:
+        found[str(size)] = cell = in_child(name, size, "decide")
+        shown = cell.get("median_ms")
+        progress(
+            f"speed: synopsis {what} decide {size:,}: "
+            + (f"{shown:,.2f} ms" if shown is not None else json.dumps(cell))
+        )
+    return found
 
 
 def main() -> None:

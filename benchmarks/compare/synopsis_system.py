@@ -4,6 +4,7 @@ conversion at all)."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -50,14 +51,27 @@ class SynopsisSystem:
 
     name = "synopsis"
 
-    def __init__(self, summarizer: str = "fake", *, sqlite: bool = False) -> None:
+    def __init__(
+        self,
+        summarizer: str = "fake",
+        *,
+        sqlite: bool = False,
+        fresh: bool = False,
+        resent: bool = False,
+    ) -> None:
         self.summarizer = summarizer
         self.sqlite = sqlite
+        self.fresh = fresh
+        self.resent = resent
         self.label = f"synopsis {version('synopsis')} Compactor"
         if summarizer == "rules":
             self.label += " (rule-based summarizer)"
         if sqlite:
             self.label += ", SQLite store"
+        if fresh:
+            self.label += ", history decoded from JSON each call"
+        if resent:
+            self.label += ", whole history resent after a compaction"
         self._compactors: dict[Budget, synopsis.Compactor] = {}
         self._files: list[tempfile.TemporaryDirectory[str]] = []
 
@@ -70,6 +84,9 @@ class SynopsisSystem:
                 self._files.append(tempfile.TemporaryDirectory())
                 where = Path(self._files[-1].name) / "sessions.db"
                 stored = {"store": synopsis.SQLiteStore(where), "session_id": "bench"}
+            if self.resent:
+                # The session keeps the summary and where it lies in the caller's history.
+                stored = {"store": synopsis.MemoryStore(), "session_id": "bench"}
             found = synopsis.Compactor(
                 context_window=budget.window,
                 trigger=synopsis.Trigger.tokens(budget.trigger),
@@ -81,10 +98,21 @@ class SynopsisSystem:
         return found
 
     def native(self, items: Items) -> Any:
+        if self.fresh:
+            # New objects with the same content, as an HTTP proxy or a per-request hook
+            # decodes them: the earlier items are no longer the ones synopsis read.
+            return json.loads(json.dumps(list(items)))
         return list(items)
 
     def step(self, history: Any, budget: Budget) -> Any | None:
-        result = self.compactor(budget).compact(history, format="openai")
+        """With ``resent``, the first call for a budget is forced to compact, so that the later
+        calls, which send the whole uncompacted history again, find a summary in the session
+        to put in place of the part it covers. A call that only puts the summary in place
+        compacts nothing and returns ``None``, so that the speed run counts it as deciding."""
+        first = budget not in self._compactors
+        result = self.compactor(budget).compact(
+            history, format="openai", force=self.resent and first
+        )
         return result.messages if result.compacted else None
 
     def items(self, history: Any) -> Items:
@@ -102,3 +130,15 @@ def create_non_llm() -> SynopsisSystem:
 def create_sqlite() -> SynopsisSystem:
     """synopsis with a session in a SQLite file: what deciding costs with a store."""
     return SynopsisSystem("fake", sqlite=True)
+
+
+def create_fresh() -> SynopsisSystem:
+    """synopsis given the history decoded afresh from JSON on every call: equal copies, not
+    the objects it read the call before."""
+    return SynopsisSystem("fake", fresh=True)
+
+
+def create_resent() -> SynopsisSystem:
+    """synopsis with a session in memory, after one compaction, given the whole uncompacted
+    history again on every call."""
+    return SynopsisSystem("fake", resent=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from benchmarks.compare import anchors, registry, replay, report, retention, speed, validity
-from benchmarks.compare.inputs import build_history, leading_system, load_transcripts
+from benchmarks.compare.inputs import build_history, leading_system, load_transcripts, next_item
 from benchmarks.compare.judge import Tally, problems, rejected, tokens
 from benchmarks.compare.synopsis_system import SynopsisSystem
 from benchmarks.compare.systems import Budget, fake_summary
@@ -309,3 +309,176 @@ def test_deciding_with_a_sqlite_store_is_measured_and_judged():
     assert any("2.40× (target ≤ 2×: NOT met)" in line for line in lines)
     del results["speed"]["sqlite"]
     assert report.sqlite_lines(results) == []
+
+
+def test_deciding_on_a_history_decoded_from_json_each_call_is_measured_and_judged():
+    found = speed.measure("synopsis+fresh", 100, "decide")
+    assert found["calls"] > 0
+    assert found["compacted"] == 0
+    system = registry.create("synopsis+fresh")
+    assert system.label.endswith(", history decoded from JSON each call")
+    items = [{"role": "user", "content": "hi"}]
+    decoded = system.native(items)
+    assert decoded == items
+    assert decoded[0] is not items[0]
+
+    def cell(ms: float) -> dict[str, Any]:
+        return {"median_ms": ms}
+
+    fresh = {"1000": cell(0.5), "10000": cell(4.0)}
+    results: dict[str, Any] = {
+        "labels": {"synopsis": "synopsis", "langchain": "LangChain"},
+        "speed": {
+            "sizes": [1_000, 10_000],
+            "systems": {
+                "synopsis": {"decide": {"1000": cell(0.2), "10000": cell(0.4)}},
+                "langchain": {"decide": {"1000": cell(10.0), "10000": cell(40.0)}},
+            },
+            "fresh": fresh,
+        },
+    }
+    row = (
+        "| synopsis Compactor, history decoded from JSON each call "
+        "| 0.50 ms (20.0×) | 4.00 ms (10.0×) |"
+    )
+    target = "target: at least 5× faster than LangChain SummarizationMiddleware"
+    lines = report.fresh_lines(results)
+    assert row in lines
+    assert lines[-1].endswith(f"10.0× faster ({target}: met)")
+    fresh["10000"] = cell(10.0)
+    assert report.fresh_lines(results)[-1].endswith(f"4.0× faster ({target}: NOT met)")
+    # without LangChain's time there is nothing to judge against
+    del results["speed"]["systems"]["langchain"]
+    lines = report.fresh_lines(results)
+    assert (
+        "| synopsis Compactor, history decoded from JSON each call | 0.50 ms | 10.00 ms |" in lines
+    )
+    assert "could not be judged" in lines[-1]
+    assert lines[-1].endswith(f"({target})")
+    del fresh["10000"]
+    assert not report.fresh_lines(results)[-1].startswith("- at")
+    del results["speed"]["fresh"]
+    assert report.fresh_lines(results) == []
+
+
+def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_and_judged(
+    transcripts,
+):
+    found = speed.measure("synopsis+resent", 100, "decide")
+    assert found["calls"] > 0
+    assert found["compacted"] == 0
+    system = registry.create("synopsis+resent")
+    assert isinstance(system, SynopsisSystem)
+    assert system.label.endswith(", whole history resent after a compaction")
+    items = build_history(transcripts, 100)
+    size = tokens(items)
+    budget = Budget(10 * size, size // 10, 20 * size)
+    assert system.step(system.native(items), budget) is not None  # the first call is forced
+    resent = [*items, next_item(transcripts, 0)]
+    assert system.step(system.native(resent), budget) is None
+    compactor = system.compactor(budget)
+    store = compactor.setup.store
+    assert isinstance(store, synopsis.MemoryStore)
+    assert len(store.summaries("bench")) == 1
+    state = store.session("bench")
+    assert state is not None
+    assert state.projection
+    # the summary stands in for the part it covers: what is measured and sent is small
+    again = [*resent, next_item(transcripts, 1)]
+    result = compactor.compact(again, format="openai")
+    assert not result.compacted
+    assert result.tokens_before < tokens(again) // 2
+    assert len(result.messages) < len(again)
+    assert any(fake_summary(0).split(" 0 ")[0] in str(m.get("content")) for m in result.messages)
+
+    def cell(ms: float) -> dict[str, Any]:
+        return {"median_ms": ms}
+
+    resent_cells = {"1000": cell(0.5), "10000": cell(1.0)}
+    results: dict[str, Any] = {
+        "labels": {"synopsis": "synopsis"},
+        "speed": {
+            "sizes": [1_000, 10_000],
+            "systems": {"synopsis": {"decide": {"1000": cell(0.25), "10000": cell(0.5)}}},
+            "resent": resent_cells,
+        },
+    }
+    row = (
+        "| synopsis Compactor, whole history resent after a compaction "
+        "| 0.50 ms (2.0×) | 1.00 ms (2.0×) |"
+    )
+    lines = report.resent_lines(results)
+    assert row in lines
+    assert lines[-1].endswith("2.00× (target: under 3× the appended-list path: met)")
+    resent_cells["10000"] = cell(1.5)  # exactly three times is not under it
+    lines = report.resent_lines(results)
+    assert lines[-1].endswith("3.00× (target: under 3× the appended-list path: NOT met)")
+    del resent_cells["10000"]
+    assert not report.resent_lines(results)[-1].startswith("- at")
+    del results["speed"]["resent"]
+    assert report.resent_lines(results) == []
+
+
+def test_the_report_shows_each_way_of_calling_synopsis_after_the_decide_verdict():
+    def cell(ms: float) -> dict[str, Any]:
+        return {"median_ms": ms}
+
+    decide = {"10000": cell(0.5)}
+    results: dict[str, Any] = {
+        "meta": {
+            "date": "today",
+            "machine": "here",
+            "python": "3",
+            "command": "pytest",
+            "seconds": 1.0,
+            "versions": {"synopsis": "dev"},
+        },
+        "labels": {"synopsis": "synopsis", "langchain": "LangChain"},
+        "speed": {
+            "sizes": [10_000],
+            "systems": {
+                "synopsis": {"decide": decide, "plan": decide, "memory": {"peak_mib": 1.0}},
+                "langchain": {"decide": {"10000": cell(50.0)}, "plan": {}, "memory": {}},
+            },
+            "sqlite": {"10000": cell(0.75)},
+            "resent": {"10000": cell(1.0)},
+        },
+    }
+    text = report.markdown(results)
+    sqlite = text.index("With a session in a SQLite file")
+    resent = text.index("With a client that sends its whole uncompacted history")
+    assert text.index("(target ≥ 10×: met).**") < sqlite < resent
+    assert "(target ≤ 2×: met)\n\nWith a client" in text  # one blank line between tables
+    assert "decoded from JSON" not in text  # not measured: no table
+    results["speed"]["fresh"] = {"10000": cell(2.0)}
+    text = report.markdown(results)
+    assert sqlite < text.index("decoded from JSON on every call") < text.index("With a client")
+
+
+def test_a_run_measures_the_ways_of_calling_synopsis_only_beside_synopsis(monkeypatch):
+    # Each child process is replaced by its answer: the run's bookkeeping is what is tested,
+    # and a real run takes an hour.
+    asked: list[tuple[str, int, str]] = []
+
+    def in_child(name: str, size: int, mode: str) -> dict[str, Any]:
+        asked.append((name, size, mode))
+        return {"timeout": 60.0} if size == 1_000 else {"median_ms": 1.5}
+
+    monkeypatch.setattr(speed, "in_child", in_child)
+    shown: list[str] = []
+    out = speed.run(["synopsis"], shown.append)
+    assert out["systems"]["synopsis"]["decide"]["10000"] == {
+        "skipped": "a smaller size ran out of time"
+    }
+    timed, stopped = {"median_ms": 1.5}, {"timeout": 60.0}
+    for key, name, what in speed.VARIANTS:
+        # a variant measures every size: one that runs out of time at 1k is no reason to stop
+        assert out[key] == {"100": timed, "1000": stopped, "10000": timed, "100000": timed}
+        assert [(n, m) for n, _, m in asked if n == name] == [(name, "decide")] * 4
+        assert f"speed: synopsis {what} decide 100: 1.50 ms" in shown
+        assert f'speed: synopsis {what} decide 1,000: {{"timeout": 60.0}}' in shown
+    assert "speed: synopsis with a SQLite store decide 100,000: 1.50 ms" in shown
+    asked.clear()
+    out = speed.run(["langchain"], shown.append)
+    assert not {"sqlite", "fresh", "resent"} & set(out)
+    assert {name for name, _, _ in asked} == {"langchain"}
