@@ -186,13 +186,18 @@ class SynopsisKitCompactor:
     every round): the cap in tokens is ``B = budget_chars * tokens / chars`` of the round-1
     input (synopsis's own counter over the messages, the kit's text for the characters). Then
     ``context_window = ceil(B / 0.7)``, ``trigger = Trigger.tokens(B)``,
-    ``keep = Keep.tokens(B // 4)`` and ``target_ratio=0.7``: the kit's budget is where a
-    compaction must land, and the target is how a synopsis user says where one lands (with
-    the trigger and the reset line at ``B``, 0.7 puts it at 0.9 of ``B``, a target being a
-    little below that line; the default 0.5 would land at 0.71 of it, leaving the rest of
-    the budget unused). When synopsis refuses with ``BudgetUnreachableError``
-    (what it must keep, the system prompt, the first user turn, the newest turns and a summary
-    of at least 256 tokens, does not fit), the window is widened by 25% until it succeeds;
+    ``keep = Keep.tokens(B // 16)``, ``min_summary_tokens = B // 2`` (between 64 and the
+    default 256) and ``target_ratio=0.7``: the kit's budget is where a compaction must land,
+    and the target is how a synopsis user says where one lands (with the trigger and the
+    reset line at ``B``, 0.7 puts it at 0.9 of ``B``, a target being a little below that
+    line; the default 0.5 would land at 0.71 of it, leaving the rest of the budget unused).
+    The tail and the floor are what a user with a window of a few hundred tokens sets: the
+    newest turn kept verbatim (the tail never goes below it), and a summary allowed under
+    the default floor, which alone would be more than ``B`` at 10%. The kit's own
+    compactors drop their recent-activity tail first when over budget. When synopsis refuses
+    with ``BudgetUnreachableError`` (what it must keep, the system prompt, the first user
+    turn, the newest turn and a summary of at least its floor, does not fit), the window is
+    widened by 25% until it succeeds;
     ``log`` says so, the output is over the cap and the kit marks the round non-compliant.
     Without a budget (the kit's unbudgeted run), a forcing budget like the validity check's:
     window four times the round-1 input's tokens, trigger at half of them, keep a fifth.
@@ -218,13 +223,14 @@ class SynopsisKitCompactor:
             window, trigger, keep = max(4 * tokens, 64), max(1, tokens // 2), max(1, tokens // 5)
         else:
             cap = max(1, budget * tokens // max(1, chars))
-            window, trigger, keep = max(2, math.ceil(cap / 0.7)), cap, max(1, cap // 4)
+            window, trigger, keep = max(2, math.ceil(cap / 0.7)), cap, max(1, cap // 16)
         self._options = {
             "budget_tokens": cap,
             "window": window,
             "trigger": trigger,
             "keep": keep,
             "target_ratio": 0.7 if cap is not None else 0.5,
+            "min_summary": max(64, min(256, cap // 2)) if cap is not None else 256,
         }
         self._compactor = None
 
@@ -235,6 +241,7 @@ class SynopsisKitCompactor:
             trigger=synopsis.Trigger.tokens(o["trigger"]),
             keep=synopsis.Keep.tokens(o["keep"]),
             target_ratio=o["target_ratio"],
+            min_summary_tokens=o["min_summary"],
         )
 
     def compact(self, turns: list[Any], round_num: int = 1, budget_chars: int | None = None) -> Any:
@@ -382,8 +389,9 @@ def conformance_canaries(
         "budget_mapping": (
             "one synopsis.Compactor per run, rules summarizer, force=True; B = budget_chars * "
             "tokens / chars of the round-1 input, context_window = ceil(B / 0.7), trigger = "
-            "Trigger.tokens(B), keep = Keep.tokens(B // 4), target_ratio = 0.7 (a compaction "
-            "lands at 0.9 B), the window widened by 25% while "
+            "Trigger.tokens(B), keep = Keep.tokens(B // 16), min_summary_tokens = B // 2 "
+            "within [64, 256], target_ratio = 0.7 (a compaction lands at 0.9 B), the window "
+            "widened by 25% while "
             "synopsis raises BudgetUnreachableError; unbudgeted: window 4x the input's tokens, "
             "trigger half, keep a fifth; each round re-compacts synopsis's own output messages"
         ),

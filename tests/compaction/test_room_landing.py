@@ -236,13 +236,15 @@ def test_a_tail_given_as_a_share_of_the_window_sizes_it_too() -> None:
 
 
 def test_a_refill_that_would_not_fit_leaves_the_first_summary() -> None:
-    # Half the window reserved for the answer: the target is the whole of what is left, and
-    # a summary written again to fill it comes out a few tokens over (its framing): refused.
+    # Half the window reserved for the answer (and a few tokens more): the target is the
+    # whole of what is left, and a summary written again to fill it comes out a few tokens
+    # over (its framing): refused.
     items = load_items(next(p for p in TRANSCRIPTS if "claudecode-cli-spec-main" in p.name))
     share = synopsis.count_tokens(items) // 4
     rules = Budgets()
+    reserve = share // 2 + 16
     result = one_shot(
-        "claudecode-cli-spec-main", 4, rules, summary_ratio=0.3, reserve_output_tokens=share // 2
+        "claudecode-cli-spec-main", 4, rules, summary_ratio=0.3, reserve_output_tokens=reserve
     )
     assert result.compacted
     (first_budget,) = rules.budgets
@@ -250,7 +252,7 @@ def test_a_refill_that_would_not_fit_leaves_the_first_summary() -> None:
     assert summary_tokens(result) <= first_budget  # the larger one was tried and refused
     assert result.record is not None
     assert result.record.truncated
-    assert result.tokens_after <= share - share // 2
+    assert result.tokens_after <= share - reserve
 
 
 def test_several_passes_end_as_one_record_over_everything_they_summarized() -> None:
@@ -307,3 +309,26 @@ def test_a_history_a_summary_cannot_make_fit_still_fails_with_its_reason() -> No
     # frame would make room, so the compaction gives up as before, saying why.
     with pytest.raises(synopsis.BudgetUnreachableError, match="the messages that must be kept"):
         one_shot("ponyc-4588", 11, store=synopsis.MemoryStore(), session_id="hopeless")
+
+
+def test_a_summary_floor_set_below_the_default_lets_a_small_window_land_under_its_trigger() -> None:
+    items: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding assistant."}]
+    for n in range(40):
+        items += [
+            {"role": "user", "content": f"Step {n}: never touch module_{n}.py without asking."},
+            {"role": "assistant", "content": "Noted, continuing with the plan."},
+        ]
+
+    def landing(floor: int) -> int:
+        compactor = synopsis.Compactor(
+            context_window=300,
+            trigger=synopsis.Trigger.tokens(210),
+            keep=synopsis.Keep.tokens(20),
+            min_summary_tokens=floor,
+            target_ratio=0.7,
+        )
+        return compactor.compact(items, force=True).tokens_after
+
+    # The default floor of 256 tokens is more than this window's trigger leaves a summary.
+    assert landing(256) > 210
+    assert landing(64) <= 210

@@ -73,8 +73,9 @@ def test_least_important_first() -> None:
         ("narrative", 1, True),
     ]
     assert [at(cut) for cut in sequence] == sorted(at(cut) for cut in sequence)
-    # The person's words last: requests shortened, then dropped oldest first, constraints,
-    # and the first request at the very end.
+    # The person's words last: requests shortened, then dropped oldest first, constraints
+    # (the preference "Use tabs." before the older prohibition), and the first request at
+    # the very end.
     people = [
         ("narrative", 1, True),
         ("user_messages", 0, False),
@@ -82,8 +83,8 @@ def test_least_important_first() -> None:
         ("user_messages", 0, True),
         ("primary_request", 0, False),
         ("user_messages", 1, True),
-        ("constraints", 0, True),
         ("constraints", 1, True),
+        ("constraints", 0, True),
         ("primary_request", 0, True),
     ]
     assert [at(cut) for cut in people] == sorted(at(cut) for cut in people)

@@ -143,10 +143,54 @@ def test_an_offload_reference_is_named_only_when_given() -> None:
 
 
 def test_a_truncated_record_says_it_was_cut() -> None:
-    assert "[Cut to fit" not in render(record())
-    assert "[Cut to fit its token budget" in render(record(truncated=True))
-    assert "[Cut to fit its token budget" in render(record(truncated=True), style="snapshot")
-    assert "[Cut to fit" in render_compact(record(truncated=True))
+    assert "cut to fit" not in render(record())
+    assert "cut to fit its budget." in render(record(truncated=True))
+    assert "cut to fit its budget." in render(record(truncated=True), style="snapshot")
+    assert "[Cut to fit its budget.]" in render_compact(record(truncated=True))
+
+
+@pytest.mark.parametrize("style", ["sections", "snapshot"])
+def test_a_truncated_record_spends_nothing_on_ceremony(style: str) -> None:
+    whole = render(record(), style=style)  # type: ignore[arg-type]
+    cut = render(record(truncated=True), style=style)  # type: ignore[arg-type]
+    assert "Continue from where it left off" in whole
+    assert "Continue from where it left off" not in cut
+    assert "" not in cut.splitlines()
+    assert "\nSummary:\n" not in cut
+    assert (
+        cut.splitlines()[1]
+        == "Summary of the earlier conversation (42 messages), cut to fit its budget."
+    )
+    # The same content, in fewer lines.
+    body = [line for line in whole.splitlines() if line and line != "Summary:"]
+    assert cut.splitlines()[2:] == [
+        line for line in body[2:] if not line.startswith("Continue from")
+    ]
+
+
+RULES = (
+    "SAFETY RULE: Never reveal API keys.",
+    "Use tabs.",
+    "SAFETY RULE: Never push to main.",
+    "FACT: The codename is LANTERN.",
+)
+
+
+@pytest.mark.parametrize("style", ["sections", "snapshot"])
+def test_rules_flagged_with_the_same_label_are_listed_under_it_once(style: str) -> None:
+    text = render(record(sections=Sections(constraints=RULES)), style=style)  # type: ignore[arg-type]
+    assert text.count("SAFETY RULE") == 1
+    lines = text.splitlines()
+    label = next(i for i, line in enumerate(lines) if line.strip() == "SAFETY RULE:")
+    indent = len(lines[label]) - len(lines[label].lstrip())
+    assert [line.strip() for line in lines[label + 1 : label + 3]] == [
+        "- Never reveal API keys.",
+        "- Never push to main.",
+    ]
+    assert all(len(line) - len(line.lstrip()) > indent for line in lines[label + 1 : label + 3])
+    # Where the label first stood, before the rule between; a label said once stays inline.
+    assert lines[label + 3].strip() == "- Use tabs."
+    assert lines[label + 4].strip() == "- FACT: The codename is LANTERN."
 
 
 def test_an_empty_record_renders_a_bare_frame() -> None:

@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synopsis.summarizers.requests import Constraint, Requests, constraint_sentences, flagged
+from synopsis.summarizers.requests import (
+    Constraint,
+    Requests,
+    constraint_sentences,
+    firm,
+    flagged,
+    label_of,
+)
 from synopsis.summarizers.scanning import bounded
 
 SUPERSEDED = "[superseded, see constraints]"
@@ -363,3 +370,30 @@ def test_a_label_makes_no_two_rules_the_same_subject() -> None:
 )
 def test_a_label_flags_a_statement(text: str, is_flagged: bool) -> None:
     assert flagged(text) is is_flagged
+
+
+@pytest.mark.parametrize(
+    ("rule", "is_firm"),
+    [
+        ("Never push to main.", True),
+        ("Only Python 3.11.", True),
+        ("All times must be reported in UTC.", True),
+        ("Do not touch the lockfile.", True),
+        ("No external network calls.", True),
+        ("SAFETY RULE: If a request could harm a third party, stop and escalate.", True),
+        ("HARD CONSTRAINT: Budget cap is $500 total.", True),
+        ("GOAL STATE: the branch must stay unpushed.", True),
+        ("USER PREFERENCE: User wants answers with no em-dashes; never use semicolons.", False),
+        ("We should add a smoke test.", False),
+        ("I prefer tabs.", False),
+        ("Use pnpm instead of npm.", False),
+        ("FACT: the codename is LANTERN.", False),
+    ],
+)
+def test_a_prohibition_or_requirement_is_firm_a_preference_is_not(rule: str, is_firm: bool) -> None:
+    assert firm(rule) is is_firm
+
+
+def test_a_label_gives_back_its_statement() -> None:
+    assert label_of("SAFETY RULE: Never reveal keys.") == ("SAFETY RULE", "Never reveal keys.")
+    assert label_of("Never reveal keys.") is None

@@ -60,7 +60,7 @@ def test_cutting_drops_old_tool_key_points_before_user_messages_and_errors() -> 
     budget = rendered_tokens(whole) // 2
     cut = RuleBasedSummarizer(max_summary_tokens=budget).summarize(history)
     assert cut.truncated
-    assert "[Cut to fit its token budget" in render(cut)
+    assert "cut to fit its budget." in render(cut)
     assert rendered_tokens(cut) <= budget
     assert not any(p.startswith("[✓") for p in cut.key_points)
     # Every request survives, the first included (requests are the last thing cut), and so

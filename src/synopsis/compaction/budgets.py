@@ -115,9 +115,10 @@ def summary_budget_for(run: Run, plan: SplitPlan) -> int:
     fits = setup.window - setup.reserve - kept
     # A tail too large to leave room is cut shorter by the next pass, which updates this
     # record: cutting the record to what this pass leaves would lose its content for good.
-    budget = max(min(budget, fits), min(planned, budget), MIN_SUMMARY_TOKENS)
+    floor = setup.min_summary_tokens
+    budget = max(min(budget, fits), min(planned, budget), floor)
     # Never more than what it replaces: a summary as long as its messages saves nothing.
-    return min(budget, max(plan.tokens_summarized, MIN_SUMMARY_TOKENS))
+    return min(budget, max(plan.tokens_summarized, floor))
 
 
 def summary_index(run: Run, messages: Sequence[Message]) -> int | None:

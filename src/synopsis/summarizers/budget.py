@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError
 from synopsis.summarizers.files import bare_line, fold_line
-from synopsis.summarizers.requests import flagged
+from synopsis.summarizers.requests import firm, flagged
 from synopsis.summarizers.scanning import bounded, same_head
 
 if TYPE_CHECKING:
@@ -114,7 +114,8 @@ def plan_cuts(draft: Draft) -> list[Cut]:
     older narrative; entities the sections already say; failed calls; (f) identifiers, URLs
     and figures; (e) decisions, the plan and the work in progress; (d) failures; (c) the
     files, paths a tool only showed first; and only when nothing else is left, the person's
-    requests (shortened, then the oldest dropped), their constraints and the first request.
+    requests (shortened, then the oldest dropped), their constraints (preferences before
+    prohibitions and requirements) and the first request.
     Within a list the oldest item goes first, except entities, whose first entries are the
     anchors carried from earlier summaries."""
     plan = _Plan(draft.lists)
@@ -178,9 +179,13 @@ def _people(plan: _Plan) -> None:
     plan.drop("user_messages", (i for i in older if flagged(users[i])))
     plan.shorten("primary_request", plan.oldest("primary_request"), _SHORT_USER)
     plan.drop("user_messages", range(max(first, len(users) - 1), len(users)))
-    plan.drop("constraints", range(plan.size("constraints") - 1))
+    # Preferences and suggestions before prohibitions and requirements, each oldest first.
+    rules = lists["constraints"]
+    order = [i for i in range(len(rules)) if not firm(rules[i])]
+    order += [i for i in range(len(rules)) if firm(rules[i])]
+    plan.drop("constraints", order[:-1])
     plan.shorten("primary_request", plan.oldest("primary_request"), _SHORT_REQUEST)
-    plan.drop("constraints", range(max(0, plan.size("constraints") - 1), plan.size("constraints")))
+    plan.drop("constraints", order[-1:])
     plan.drop("primary_request", plan.oldest("primary_request"))
 
 

@@ -8,10 +8,12 @@ continuation summary (seed 002) or one ``<state_snapshot>`` block (seed 000).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
 from synopsis.messages import Message, Role, TextPart
 from synopsis.planning.units import SUMMARY_TAG
+from synopsis.summarizers.requests import label_of
 from synopsis.summarizers.scanning import same_head
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ keeps its number even when an earlier one is empty, so "section 7" means the sam
 every summary."""
 
 _CLOSE = "</synopsis-summary>"
-_CUT_NOTE = "[Cut to fit its token budget: less important older details were dropped.]"
+_CUT_NOTE = "cut to fit its budget."
 _ENTITY_LABELS = (
     ("files", "Files"),
     ("symbols", "Symbols"),
@@ -75,6 +77,24 @@ def _bullets(items: tuple[str, ...], indent: str) -> list[str]:
     return [f"{indent}- {_defuse(item).replace(chr(10), nested)}" for item in items]
 
 
+def _grouped(items: tuple[str, ...], indent: str) -> list[str]:
+    """Bullets, with statements a person flagged with the same label (``SAFETY RULE: …``)
+    listed under it once, where it first appears: a label said again for every rule costs a
+    summary under a tight budget one rule in four."""
+    labels = [label_of(item) for item in items]
+    counts = Counter(found[0] for found in labels if found)
+    lines: list[str] = []
+    done: set[str] = set()
+    for item, found in zip(items, labels, strict=True):
+        if found is None or counts[found[0]] < 2:
+            lines += _bullets((item,), indent)
+        elif found[0] not in done:
+            done.add(found[0])
+            group = tuple(f[1] for f in labels if f and f[0] == found[0])
+            lines += [f"{indent}{found[0]}:", *_bullets(group, indent + "  ")]
+    return lines
+
+
 def _other_facts(record: SummaryRecord, shown: str) -> list[str]:
     """Facets the body has not already said: an item whose exact text appears above (a path
     quoted in a section, a decision that is also a reasoning step) costs nothing twice."""
@@ -107,7 +127,7 @@ def _sections_body(record: SummaryRecord) -> list[str]:
     for number, (name, title) in enumerate(SECTION_TITLES, start=1):
         items = _items(record, name)
         if items:
-            numbered += [f"{number}. {title}:", *_bullets(items, "   ")]
+            numbered += [f"{number}. {title}:", *_grouped(items, "   ")]
     if numbered:
         lines += ["", "Summary:", *numbered]
     facts = _other_facts(record, "\n".join(lines))
@@ -124,7 +144,7 @@ def _snapshot_body(record: SummaryRecord) -> list[str]:
     blocks += [(name, _items(record, name)) for name, _ in SECTION_TITLES]
     for tag, items in blocks:
         if items:
-            lines += [f"<{tag}>", *_bullets(items, ""), f"</{tag}>"]
+            lines += [f"<{tag}>", *_grouped(items, ""), f"</{tag}>"]
     facts = _other_facts(record, "\n".join(lines))
     if facts:
         lines += ["<other_facts>", *facts, "</other_facts>"]
@@ -135,22 +155,28 @@ def _snapshot_body(record: SummaryRecord) -> list[str]:
 def render(
     record: SummaryRecord, *, style: Style = "sections", offload_ref: str | None = None
 ) -> str:
-    """The summary text; ``offload_ref`` names where the replaced messages can be fetched."""
+    """The summary text; ``offload_ref`` names where the replaced messages can be fetched.
+
+    A record cut to fit its budget spends nothing on ceremony (no blank lines, no closing
+    advice): under a tight budget those lines would cost one of the person's rules."""
     count = record.messages_covered
+    opening = f"Summary of the earlier conversation ({count} messages), "
     lines = [
         f'{SUMMARY_TAG} depth="{record.depth}" messages="{count}">',
-        f"Summary of the earlier conversation ({count} messages), replaced to save context.",
+        opening + (_CUT_NOTE if record.truncated else "replaced to save context."),
     ]
     if offload_ref:
         lines.append(f"The replaced messages are stored under reference {_defuse(offload_ref)}.")
+    body = _snapshot_body(record) if style == "snapshot" else _sections_body(record)
     if record.truncated:
-        lines.append(_CUT_NOTE)
-    lines += _snapshot_body(record) if style == "snapshot" else _sections_body(record)
-    lines += [
-        "",
-        "Continue from where it left off; do not ask the user to repeat what is summarized.",
-        _CLOSE,
-    ]
+        lines += [line for line in body if line and line != "Summary:"]
+    else:
+        lines += body
+        lines += [
+            "",
+            "Continue from where it left off; do not ask the user to repeat what is summarized.",
+        ]
+    lines.append(_CLOSE)
     return "\n".join(lines)
 
 
@@ -170,7 +196,7 @@ def render_compact(record: SummaryRecord) -> str:
         if items:
             lines.append(f"{title}: {' | '.join(items)}")
     if record.truncated:
-        lines.append(_CUT_NOTE)
+        lines.append(f"[{_CUT_NOTE.capitalize()}]")
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from synopsis.summarizers.scanning import bounded
 
-__all__ = ["Constraint", "Requests", "constraint_sentences", "flagged"]
+__all__ = ["Constraint", "Requests", "constraint_sentences", "firm", "flagged", "label_of"]
 
 _MARKER = re.compile(
     r"\b(?:never|must(?:n't| not)?|always|only|instead|avoid|prefer(?:s|red)?"
@@ -134,6 +134,35 @@ def flagged(text: str) -> bool:
     """Whether a person flagged ``text`` with a label (``FACT:``, ``GOAL:``, ``IMPORTANT:``):
     what they marked to be remembered outranks their other words."""
     return _LABEL.match(text) is not None
+
+
+def label_of(text: str) -> tuple[str, str] | None:
+    """``(label, statement)`` of a flagged ``text`` (``"SAFETY RULE"``, ``"Never …"``)."""
+    found = _LABEL.match(text)
+    return (found.group(1), text[found.end() :]) if found else None
+
+
+_FIRM = re.compile(
+    r"\b(?:never|must|always|only|forbidden|not allowed|no more than|at most|at least|"
+    r"required|do not|don't|cannot|can't)\b|^\s*no\b",
+    re.IGNORECASE,
+)
+_FIRM_LABEL = re.compile(r"RULE|CONSTRAINT|REQUIREMENT|POLICY", re.I)
+_SOFT_LABEL = re.compile(r"PREFERENCE|GUIDELINE", re.I)
+
+
+def firm(rule: str) -> bool:
+    """Whether a constraint forbids or requires (``never``, ``must``, ``only``, a label
+    saying RULE or CONSTRAINT) rather than states a preference or a suggestion: under a
+    tight budget a prohibition outlasts a preference about style."""
+    found = label_of(rule)
+    if found is not None:
+        if _FIRM_LABEL.search(found[0]):
+            return True
+        if _SOFT_LABEL.search(found[0]):
+            return False
+        rule = found[1]
+    return _FIRM.search(rule) is not None
 
 
 def _rule_lines(text: str) -> list[str]:
