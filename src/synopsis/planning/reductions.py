@@ -16,7 +16,6 @@ nothing. Messages that are not touched keep their identity (token caches stay wa
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
@@ -231,10 +230,15 @@ def _truncate_args(out: list[Message], cfg: TruncateArgs, applied: list[Reductio
 
 
 def _dedupe_results(out: list[Message], config: Reductions, applied: list[Reduction]) -> None:
+    # Keyed by the text itself: a string keeps its hash, and equal texts are compared only
+    # when their hashes meet, where a digest would read every result in full.
     first: dict[str, str] = {}
     limit = max(0, len(out) - config.dedupe_keep_messages)
     for i, message in enumerate(out):
+        if not any(isinstance(p, ToolResultPart) for p in message.parts):
+            continue
         parts = list(message.parts)
+        changed = False
         for j, part in enumerate(parts):
             if not isinstance(part, ToolResultPart):
                 continue
@@ -245,16 +249,17 @@ def _dedupe_results(out: list[Message], config: Reductions, applied: list[Reduct
                 or text.startswith(DUPLICATE_MARKER)
             ):
                 continue
-            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-            if digest not in first:
-                first[digest] = part.call_id
+            origin = first.get(text)
+            if origin is None:
+                first[text] = part.call_id
                 continue
             if i >= limit:
                 continue
-            note = f"{DUPLICATE_MARKER} {first[digest]!r}; {len(text):,} characters]"
+            note = f"{DUPLICATE_MARKER} {origin!r}; {len(text):,} characters]"
             parts[j] = replace(part, content=note)
-            applied.append(Reduction("dedupe_result", i, j, len(text), len(note), first[digest]))
-        if parts != list(message.parts):
+            changed = True
+            applied.append(Reduction("dedupe_result", i, j, len(text), len(note), origin))
+        if changed:
             out[i] = replace(message, parts=tuple(parts))
 
 
