@@ -367,13 +367,16 @@ def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_a
     found = speed.measure("synopsis+resent", 100, "decide")
     assert found["calls"] > 0
     assert found["compacted"] == 0
+    assert found["first_ms"] > 0  # the one full read after the compaction, apart
     system = registry.create("synopsis+resent")
     assert isinstance(system, SynopsisSystem)
     assert system.label.endswith(", whole history resent after a compaction")
     items = build_history(transcripts, 100)
     size = tokens(items)
     budget = Budget(10 * size, size // 10, 20 * size)
+    assert system.first_resent_ms is None
     assert system.step(system.native(items), budget) is not None  # the first call is forced
+    assert system.first_resent_ms is not None  # and the same history sent once more
     resent = [*items, next_item(transcripts, 0)]
     assert system.step(system.native(resent), budget) is None
     compactor = system.compactor(budget)
@@ -413,6 +416,12 @@ def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_a
     resent_cells["10000"] = cell(1.5)  # exactly three times is not under it
     lines = report.resent_lines(results)
     assert lines[-1].endswith("3.00× (target: under 3× the appended-list path: NOT met)")
+    resent_cells["10000"] = {"median_ms": 1.5, "first_ms": 480.0}
+    lines = report.resent_lines(results)
+    assert lines[-1] == (
+        "- the first request after a compaction reads the whole history once (not in the "
+        "table): 10,000 messages 480 ms"
+    )
     del resent_cells["10000"]
     assert not report.resent_lines(results)[-1].startswith("- at")
     del results["speed"]["resent"]

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from synopsis.stores import MemoryStore
+from synopsis.errors import StoreError
+from synopsis.stores import MemoryStore, SessionState
 from tests.compaction.helpers import load_items
 from tests.compaction.test_incremental import CLEAN, Counting, ask, big, both, view
 
@@ -125,3 +126,62 @@ def test_a_history_resent_whole_after_a_compaction_takes_the_fast_path() -> None
     summary = next(m for m in first.messages if "<synopsis-summary" in str(m.get("content")))
     reused.compact(json_copy([*grown, {"role": "assistant", "content": "x"}, summary]))
     assert reused.fast == 3
+
+
+# -- a new turn after a compaction: the governor's memory moves on --------------------------
+
+
+class FailingSaves(MemoryStore):
+    fail = False
+
+    def save_session(self, state: SessionState) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        super().save_session(state)
+
+
+def _turns_after_a_compaction(store: MemoryStore) -> tuple[Counting, list[Any]]:
+    """A Compactor that compacted, then saw the same turn go on (so it remembers a session
+    whose turn made a compaction), and the history it was last given."""
+    compactor = Counting(
+        model="gpt-4o", context_window=16_000, summarizer="rules", store=store,
+        session_id="s", environ={},
+    )  # fmt: skip
+    result = compactor.compact(load_items(CLEAN), force=True)
+    assert result.compacted
+    history = [*result.messages, {"role": "assistant", "content": "still on it"}]
+    compactor.compact(history)
+    assert compactor._memo is not None
+    return compactor, history
+
+
+def test_a_new_turn_after_a_compaction_saves_the_governors_memory_the_fast_way() -> None:
+    reused_store, fresh_store = MemoryStore(), MemoryStore()
+    reused, history = _turns_after_a_compaction(reused_store)
+    _turns_after_a_compaction(fresh_store)
+    turn = [*history, ask("next task")]
+    got = reused.compact(turn)
+    full = Counting(
+        model="gpt-4o", context_window=16_000, summarizer="rules", store=fresh_store,
+        session_id="s", environ={},
+    )  # fmt: skip
+    expected = full.compact(turn)
+    assert reused.fast == 1
+    assert view(got) == view(expected)
+    saved, wanted = reused_store.session("s"), fresh_store.session("s")
+    assert saved is not None
+    assert wanted is not None
+    assert saved.governor == wanted.governor
+    assert saved.governor != SessionState("s").governor  # the new turn is remembered
+    # And the call after it reads the session it saved back, the fast way again.
+    reused.compact([*turn, {"role": "assistant", "content": "ok"}])
+    assert reused.fast == 2
+
+
+def test_a_store_that_fails_to_save_the_new_turn_sends_the_call_the_full_way() -> None:
+    store = FailingSaves()
+    compactor, history = _turns_after_a_compaction(store)
+    store.fail = True
+    with pytest.raises(StoreError, match="disk full"):
+        compactor.compact([*history, ask("next task")])
+    assert compactor.fast == 0

@@ -57,10 +57,11 @@ A later call :func:`skip` takes only when it is the same request grown at its en
   from the end would otherwise stop at, or is the whole history when ``b = 0``.
 
 Then the governor decides as :func:`~.pipeline.compaction` does (:func:`~.pipeline.govern`).
-A decision to compact goes the full path: a compaction is never made from the memo; so does a
-decision that changes the session's governor state in a way a later call would see (the
-full path saves it), which leaves out only the turn last seen while it had no compaction. A skip
-returns the caller's items, the event and every field the full path would.
+A decision to compact goes the full path: a compaction is never made from the memo. A
+decision that changes the session's governor state in a way a later call would see (a new
+turn after one that compacted) saves that state, as the full path does; only the turn last
+seen while it had no compaction is left unsaved. A skip returns the caller's items (or the
+projected history), the event and every field the full path would.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ import copy
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.opening import problems
@@ -321,7 +323,10 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     if decision.compact:
         return None  # compactions are made from the caller's items, never from the memo
     if session is not None and _material(decision.state) != _material(governor):
-        return None  # the governor's memory moves on: the full path saves it
+        # The governor's memory moves on: saved as the full path saves it.
+        session = _saved(setup, session, decision.state)
+        if session is None:
+            return None
     # Taken before the listeners hear of the skip: one that appends to the list must not put
     # an item nobody decoded or counted into the memo.
     items = list(data)
@@ -386,6 +391,17 @@ def _material(state: GovernorState) -> GovernorState:
     """``state`` less what need not be saved: the turn it last saw while that turn had no
     compaction (a later call in any other turn starts its count at 0 all the same)."""
     return replace(state, turn=None) if state.turn_compactions == 0 else state
+
+
+def _saved(setup: Setup, session: SessionState, state: GovernorState) -> SessionState | None:
+    """``session`` with the governor's new ``state``, saved; None when the store fails (the
+    full path then reports it, as it always does)."""
+    moved = replace(session, governor=state.to_json(), updated_at=datetime.now(UTC))
+    try:
+        setup.store.save_session(moved)
+    except Exception:
+        return None
+    return moved
 
 
 def _unchanged(memo: Memo, setup: Setup) -> SessionState | None:
