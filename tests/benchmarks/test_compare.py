@@ -17,6 +17,21 @@ from benchmarks.compare.systems import Budget, fake_summary
 
 import synopsis
 
+META: dict[str, Any] = {
+    "date": "today",
+    "machine": "here",
+    "python": "3",
+    "command": "pytest",
+    "seconds": 1.0,
+    "versions": {"synopsis": "dev"},
+}
+"""The run's description, as a report under test needs one."""
+
+
+def cell(ms: float) -> dict[str, Any]:
+    """A measured speed cell of ``ms`` milliseconds."""
+    return {"median_ms": ms}
+
 
 @pytest.fixture(scope="module")
 def transcripts():
@@ -165,14 +180,7 @@ def test_synopsis_system_compacts_valid_and_reports_through_the_harness(transcri
     small = {k: v for k, v in transcripts.items() if k.startswith(("aider", "claudecode-cov"))}
     points = validity.cut_points(small)
     results: dict[str, Any] = {
-        "meta": {
-            "date": "today",
-            "machine": "here",
-            "python": "3",
-            "command": "pytest",
-            "seconds": 1.0,
-            "versions": {"synopsis": "dev"},
-        },
+        "meta": META,
         "labels": {"synopsis": system.label},
         "validity": {
             "cut_points": len(points),
@@ -292,9 +300,6 @@ def test_deciding_with_a_sqlite_store_is_measured_and_judged():
     assert found["compacted"] == 0
     assert registry.create("synopsis+sqlite").label.endswith(", SQLite store")
 
-    def cell(ms: float) -> dict[str, Any]:
-        return {"median_ms": ms}
-
     results: dict[str, Any] = {
         "labels": {"synopsis": "synopsis"},
         "speed": {
@@ -321,9 +326,6 @@ def test_deciding_on_a_history_decoded_from_json_each_call_is_measured_and_judge
     decoded = system.native(items)
     assert decoded == items
     assert decoded[0] is not items[0]
-
-    def cell(ms: float) -> dict[str, Any]:
-        return {"median_ms": ms}
 
     fresh = {"1000": cell(0.5), "10000": cell(4.0)}
     results: dict[str, Any] = {
@@ -394,9 +396,6 @@ def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_a
     assert len(result.messages) < len(again)
     assert any(fake_summary(0).split(" 0 ")[0] in str(m.get("content")) for m in result.messages)
 
-    def cell(ms: float) -> dict[str, Any]:
-        return {"median_ms": ms}
-
     resent_cells = {"1000": cell(0.5), "10000": cell(1.0)}
     results: dict[str, Any] = {
         "labels": {"synopsis": "synopsis"},
@@ -429,19 +428,9 @@ def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_a
 
 
 def test_the_report_shows_each_way_of_calling_synopsis_after_the_decide_verdict():
-    def cell(ms: float) -> dict[str, Any]:
-        return {"median_ms": ms}
-
     decide = {"10000": cell(0.5)}
     results: dict[str, Any] = {
-        "meta": {
-            "date": "today",
-            "machine": "here",
-            "python": "3",
-            "command": "pytest",
-            "seconds": 1.0,
-            "versions": {"synopsis": "dev"},
-        },
+        "meta": META,
         "labels": {"synopsis": "synopsis", "langchain": "LangChain"},
         "speed": {
             "sizes": [10_000],
