@@ -108,24 +108,26 @@ def test_a_history_resent_whole_after_a_compaction_takes_the_fast_path() -> None
     reused = make(reused_store)
     for compactor in (reused, make(fresh_store)):
         assert compactor.compact(history, force=True).compacted
-    grown = [*history, ask()]
-    first = reused.compact(json_copy(grown))  # the projection, remembered
-    make(fresh_store).compact(json_copy(grown))
-    assert not first.compacted
-    assert len(first.messages) < len(grown)
+    # The compaction itself is remembered: the first request after it is read alone too.
     assert reused._memo is not None
     assert reused._memo.output is not None
+    grown = [*history, ask()]
+    first = reused.compact(json_copy(grown))
+    assert view(first) == view(make(fresh_store).compact(json_copy(grown)))
+    assert reused.fast == 1
+    assert not first.compacted
+    assert len(first.messages) < len(grown)
     for n in range(3):
         grown = [*grown, {"role": "assistant", "content": f"done {n}"}, ask()]
         got = reused.compact(json_copy(grown))
         expected = make(fresh_store).compact(json_copy(grown))
         assert view(got) == view(expected)
         assert got.messages[: len(first.messages)] == first.messages  # the cached prefix
-    assert reused.fast == 3
+    assert reused.fast == 4
     # A summary sent back inside the history is not projected over: the full path decides.
     summary = next(m for m in first.messages if "<synopsis-summary" in str(m.get("content")))
     reused.compact(json_copy([*grown, {"role": "assistant", "content": "x"}, summary]))
-    assert reused.fast == 3
+    assert reused.fast == 4
 
 
 # -- a new turn after a compaction: the governor's memory moves on --------------------------
@@ -185,3 +187,24 @@ def test_a_store_that_fails_to_save_the_new_turn_sends_the_call_the_full_way() -
     with pytest.raises(StoreError, match="disk full"):
         compactor.compact([*history, ask("next task")])
     assert compactor.fast == 0
+
+
+def test_only_a_compaction_a_resent_history_can_project_onto_is_remembered() -> None:
+    def make() -> Counting:
+        return Counting(
+            model="gpt-4o", context_window=16_000, summarizer="rules", store=MemoryStore(),
+            session_id="s", environ={},
+        )  # fmt: skip
+
+    history = load_items(CLEAN)
+    resent = make()
+    result = resent.compact(history, force=True)
+    assert resent._memo is not None  # the projection saved gives back this output
+    # A client that keeps the output sends a summary back: nothing is projected onto that.
+    kept = make()
+    kept.compact([*result.messages, ask()], force=True)
+    assert kept._memo is None
+    # Nor with no session to hold the projection.
+    alone = Counting(model="gpt-4o", context_window=16_000, summarizer="rules", environ={})
+    alone.compact(history, force=True)
+    assert alone._memo is None

@@ -74,7 +74,8 @@ class Compactor:
     changing a passed item in place, or pass the changed message as a new object (it is not
     equal to what was read, so the next call reads the whole history). With a session whose
     summary stands for the start of a history sent again whole, the same holds for the
-    projected history. Any compaction or error forgets the call.
+    projected history, and right after the compaction that made the summary. Any other
+    compaction, and any error, forgets the call.
     """
 
     def __init__(

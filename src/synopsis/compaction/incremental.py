@@ -16,7 +16,10 @@ came as a plain list in a format whose items decode one by one, with no store or
 blocking one, and with a counter whose count is a sum over messages. With a store it keeps
 the session as the call saved it. When the session's summary took the place of the part of
 the history it stands for (a projection, see :mod:`.projection`; OpenAI chat only), the
-count, tokens and window are the projected history's, and the memo keeps the output too.
+count, tokens and window are the projected history's, and the memo keeps the output too. A
+compaction of such a history (OpenAI chat, a session, no summary in what the caller sent)
+leaves a memo of the same kind, when the projection it saved, applied to that very history,
+gives back its output: the first request after it is read alone as well.
 
 A later call :func:`skip` takes only when it is the same request grown at its end:
 
@@ -75,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.opening import problems
 from synopsis.compaction.pipeline import govern, output_items, skip_event
+from synopsis.compaction.projection import Projection
 from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
 from synopsis.formats import decode, detect
@@ -173,7 +177,10 @@ def _boundary(messages: Sequence[Message]) -> int:
 
 
 def remember(run: Run, before: Measure) -> Memo | None:
-    """The memo of a call that skipped, when the next call may take the fast path from it."""
+    """The memo of a call that skipped, or of one that compacted (see
+    :func:`_after_compaction`), when the next call may take the fast path from it."""
+    if run.final is not None:
+        return _after_compaction(run, run.final)
     setup, request = run.setup, run.request
     if (
         (setup.store is not None and not isinstance(setup.store, Store))
@@ -208,6 +215,50 @@ def remember(run: Run, before: Measure) -> Memo | None:
             else None
         ),
         output=output_items(run, run.messages) if run.projected else None,
+    )
+
+
+def _after_compaction(run: Run, final: tuple[Message, ...]) -> Memo | None:
+    """The memo of a compaction of an OpenAI chat history with a session, for a client that
+    sends its whole uncompacted history again: its next call, that history grown, is the
+    compaction's output grown by the same items once the session's projection is applied.
+    Made only when applying the projection just saved to this very history gives back the
+    output message for message, as the full path would find it."""
+    setup, request = run.setup, run.request
+    if (
+        not isinstance(setup.store, Store)
+        or run.session_id is None
+        or run.format != "openai"
+        or type(request.data) is not list
+        or request.system is not None
+        or (request.tools is not None and not isinstance(request.tools, list | tuple))
+        or not run.clean
+        or not additive(setup.counter)
+        or len(request.data) != len(run.decoded)
+        or any(map(is_summary, run.decoded))
+    ):
+        return None
+    found = Projection.of(run.state.projection)
+    applied = found.apply(run.decoded, run.format) if found is not None else None
+    if applied is None or isinstance(applied, str) or applied[0] != final:
+        return None
+    b = _boundary(final)
+    return Memo(
+        setup=setup,
+        items=list(request.data),
+        system=None,
+        system_copy=None,
+        format_given=request.format,
+        format=run.format,
+        tools=_snapshot(request.tools),
+        count=len(final),
+        tokens=run.measure(final).tokens,
+        boundary=b,
+        window=final[b:],
+        session_id=run.session_id,
+        session=run.state,
+        snapshot=(list(map(_frozen, request.data)) if all(map(_plain, run.decoded)) else None),
+        output=output_items(run, final),
     )
 
 

@@ -345,7 +345,8 @@ def govern(
 
 
 Observer: TypeAlias = "Callable[[Run, Measure], None]"
-"""Told the run and its size when a call ends in a skip of a history as the caller gave it."""
+"""Told the run and its size when a call ends in a skip of a history as the caller gave it,
+and the run when a compaction completed (its ``final`` set)."""
 
 
 def compaction(
@@ -402,6 +403,8 @@ def compaction(
             # the breaker counts (a history that cannot fit would fail the same way again).
             yield from _save(run, record_failure(decision.state))
         raise
+    if observe is not None and run.final is not None:
+        observe(run, before)
     return result
 
 
@@ -611,6 +614,7 @@ def _compact(
                 f"the compaction was not saved, so it is not applied: {outcome}"
             ) from outcome
     run.state = state
+    run.final = final
     usage = Usage(**{k: sum(getattr(u, k) for u in run.usage) for k in Usage.model_fields})
     summaries = sum(1 for m in final if is_summary(m))
     run.emit(

@@ -115,6 +115,8 @@ class Run:
     gave_way: bool = False
     """Whether the passes summarized into the tail the keep policy asked for (only in an
     emergency, or with the automatic tail)."""
+    final: tuple[Message, ...] | None = None
+    """What a compaction that completed returns, as messages."""
     projected: bool = False
     """Whether the session's summary took the place of the part of the caller's history it
     stands for (see :mod:`synopsis.compaction.projection`)."""
