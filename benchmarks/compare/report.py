@@ -180,7 +180,7 @@ def resent_lines(results: dict[str, Any]) -> list[str]:
     shown = [f"{int(size):,} messages {first:,.0f} ms" for size, first in firsts if first]
     if shown:
         lines.append(
-            "- the first request after a compaction reads the whole history once (not in the "
+            "- the first request after the compaction, sent in the warm-up (not in the "
             "table): " + ", ".join(shown)
         )
     return lines

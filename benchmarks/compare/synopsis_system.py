@@ -110,9 +110,8 @@ class SynopsisSystem:
         """With ``resent``, the first call for a budget is forced to compact, so that the later
         calls, which send the whole uncompacted history again, find a summary in the session
         to put in place of the part it covers; it then sends that history once more, as the
-        client's next request would: that request reads the whole history (the full path,
-        once per compaction, timed in :attr:`first_resent_ms`), and the ones after it read
-        what was appended. A call that only puts the summary in place compacts nothing and
+        client's next request would (timed in :attr:`first_resent_ms`, apart from the
+        table). A call that only puts the summary in place compacts nothing and
         returns ``None``, so that the speed run counts it as deciding."""
         first = budget not in self._compactors
         compactor = self.compactor(budget)

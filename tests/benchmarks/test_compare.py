@@ -418,7 +418,7 @@ def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_a
     resent_cells["10000"] = {"median_ms": 1.5, "first_ms": 480.0}
     lines = report.resent_lines(results)
     assert lines[-1] == (
-        "- the first request after a compaction reads the whole history once (not in the "
+        "- the first request after the compaction, sent in the warm-up (not in the "
         "table): 10,000 messages 480 ms"
     )
     del resent_cells["10000"]
