@@ -100,7 +100,7 @@ def measure(name: str, size: int, mode: str, limit: float = LIMIT) -> dict[str, 
     if mode == "memory":
         out["peak_mib"] = peak / 2**20
     first = getattr(system, "first_resent_ms", None)
-    if first is not None:  # the one full read after a compaction, made in the warm-up
+    if first is not None:  # the request right after the compaction, made in the warm-up
         out["first_ms"] = first
     return out
 
