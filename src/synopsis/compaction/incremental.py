@@ -194,28 +194,8 @@ def remember(run: Run, before: Measure) -> Memo | None:
         or not all(map(operator.is_, run.messages, run.given))
     ):
         return None
-    b = _boundary(run.given)
-    return Memo(
-        setup=setup,
-        items=list(request.data),
-        system=request.system,
-        system_copy=_system_copy(request.system),
-        format_given=request.format,
-        format=run.format,
-        tools=_snapshot(request.tools),
-        count=len(run.given),
-        tokens=before.tokens,
-        boundary=b,
-        window=run.given[b:],
-        session_id=run.session_id if setup.store is not None else None,
-        session=run.state if setup.store is not None else None,
-        snapshot=(
-            list(map(_frozen, request.data))
-            if run.format == "openai" and all(map(_plain, run.decoded))
-            else None
-        ),
-        output=output_items(run, run.messages) if run.projected else None,
-    )
+    output = output_items(run, run.messages) if run.projected else None
+    return _memo(run, run.given, before.tokens, output)
 
 
 def _after_compaction(run: Run, final: tuple[Message, ...]) -> Memo | None:
@@ -242,23 +222,38 @@ def _after_compaction(run: Run, final: tuple[Message, ...]) -> Memo | None:
     applied = found.apply(run.decoded, run.format) if found is not None else None
     if applied is None or isinstance(applied, str) or applied[0] != final:
         return None
-    b = _boundary(final)
+    return _memo(run, final, run.measure(final).tokens, output_items(run, final))
+
+
+def _memo(
+    run: Run, messages: tuple[Message, ...], tokens: int, output: tuple[list[Any], object] | None
+) -> Memo:
+    """The memo of ``run``, whose history as measured is ``messages`` of ``tokens``."""
+    setup, request = run.setup, run.request
+    data = request.data
+    assert isinstance(data, list)  # both callers take only a plain list
+    stored = setup.store is not None
+    b = _boundary(messages)
     return Memo(
         setup=setup,
-        items=list(request.data),
-        system=None,
-        system_copy=None,
+        items=list(data),
+        system=request.system,
+        system_copy=_system_copy(request.system),
         format_given=request.format,
         format=run.format,
         tools=_snapshot(request.tools),
-        count=len(final),
-        tokens=run.measure(final).tokens,
+        count=len(messages),
+        tokens=tokens,
         boundary=b,
-        window=final[b:],
-        session_id=run.session_id,
-        session=run.state,
-        snapshot=(list(map(_frozen, request.data)) if all(map(_plain, run.decoded)) else None),
-        output=output_items(run, final),
+        window=messages[b:],
+        session_id=run.session_id if stored else None,
+        session=run.state if stored else None,
+        snapshot=(
+            list(map(_frozen, data))
+            if run.format == "openai" and all(map(_plain, run.decoded))
+            else None
+        ),
+        output=output,
     )
 
 
