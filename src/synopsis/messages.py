@@ -292,6 +292,9 @@ class Message:
     # worked out once per message, which never changes.
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
     _sha256: str | None = field(default=None, init=False, repr=False, compare=False)
+    _counted: tuple[object, int] | None = field(default=None, init=False, repr=False, compare=False)
+    """The last count a counter gave (that counter's token, the count): a history read once
+    is counted several times per call, and a cache lookup by value compares whole messages."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role):

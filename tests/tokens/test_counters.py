@@ -240,15 +240,32 @@ def test_cache_is_lru_bounded() -> None:
     counter = TiktokenCounter(cache_size=2)
     a, b, c = (text_message(x) for x in "abc")
     counter.count_messages([a, b])
-    counter.count_message(a)  # a is now the most recent
+    counter.count_message(text_message("a"))  # a's value is now the most recent
     counter.count_message(c)  # evicts b
     assert counter.cache_info().size == 2
     misses = counter.cache_info().misses
-    counter.count_message(a)
+    counter.count_message(text_message("a"))  # an equal copy finds a in the cache
     assert counter.cache_info().misses == misses
-    counter.count_message(b)
+    counter.count_message(text_message("b"))  # b's value was evicted
     assert counter.cache_info().misses == misses + 1
     assert counter.cache_info().maxsize == 2
+
+
+def test_a_message_keeps_its_count_for_its_counter_until_cleared() -> None:
+    counter = TiktokenCounter(cache_size=1)
+    other = TiktokenCounter(cache_size=1)
+    a, b = text_message("alpha beta"), text_message("b")
+    n = counter.count_message(a)
+    counter.count_message(b)  # a's value is evicted from the LRU
+    hits = counter.cache_info().hits
+    assert counter.count_message(a) == n  # the very object still has its count
+    assert counter.cache_info().hits == hits + 1
+    misses = other.cache_info().misses
+    assert other.count_message(a) == n  # another counter does not take it
+    assert other.cache_info().misses == misses + 1
+    counter.clear_cache()
+    assert counter.count_message(a) == n
+    assert counter.cache_info()[:2] == (0, 1)  # counted again after a clear
 
 
 def test_cache_disabled_and_cleared() -> None:

@@ -4,7 +4,11 @@ A history's count is ``reply priming + sum(count_message(m)) + tool definitions`
 additive over messages: ``count(a + b) == count(a) + count(b) - count([])``. Each message's
 count is cached by the message's value (messages are frozen and hashable; equal ones count
 the same), so recounting a history after an append tokenizes only the new message, even when
-the history was decoded afresh from the caller's items.
+the history was decoded afresh from the caller's items. A message also keeps the last count
+it was given, with the counter that gave it: the same message object, read again by the next
+call or by another step of the same call, then needs no lookup by value (which compares whole
+messages). The cache's bound is on the counter's own memory; a message that carries its count
+does not refresh its place in it.
 """
 
 from __future__ import annotations
@@ -125,6 +129,9 @@ class MessageCounter:
         # Keyed by the message's value: equal messages have the same count, and a history
         # decoded afresh on every call (what compact() does) still hits.
         self._cache: OrderedDict[Message, int] = OrderedDict()
+        # What a message keeps of its count is this counter's only while it holds this very
+        # token: a cleared cache takes a new one.
+        self._token = object()
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
@@ -141,9 +148,13 @@ class MessageCounter:
 
     def _cached(self, message: Message) -> int | None:
         """The cached count of ``message``, if any; the caller holds the lock."""
+        kept = message._counted
+        if kept is not None and kept[0] is self._token:
+            return kept[1]
         count = self._cache.get(message)
         if count is not None:
             self._cache.move_to_end(message)
+            object.__setattr__(message, "_counted", (self._token, count))
         return count
 
     def count_message(self, message: Message) -> int:
@@ -219,6 +230,7 @@ class MessageCounter:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._token = object()
             self._hits = self._misses = 0
 
     # ------------------------------------------------------------ internals
@@ -230,6 +242,7 @@ class MessageCounter:
             return
         self._cache[message] = count
         self._cache.move_to_end(message)
+        object.__setattr__(message, "_counted", (self._token, count))
         if len(self._cache) > self._maxsize:
             self._cache.popitem(last=False)
 
