@@ -26,6 +26,7 @@ from synopsis.compaction.pipeline import (
     Summarize,
     compaction,
 )
+from synopsis.compaction.prefix import Prefix
 from synopsis.compaction.setup import build_setup
 from synopsis.config import Settings
 from synopsis.errors import ConfigurationError, SummarizerError
@@ -76,6 +77,12 @@ class Compactor:
     summary stands for the start of a history sent again whole, the same holds for the
     projected history, and right after the compaction that made the summary. Any other
     compaction, and any error, forgets the call.
+
+    A call that compacts, or that the memo cannot answer, still does not decode again the
+    items of an OpenAI chat list that the last such call read (the very same objects, at the
+    start of the list): it keeps their messages (about 0.6 KiB a message beside the
+    caller's own items) and checks the rules only from the last turn of a person on (see
+    :mod:`synopsis.compaction.prefix`). The same caution about items changed in place holds.
     """
 
     def __init__(
@@ -119,10 +126,12 @@ class Compactor:
         self.listeners = tuple(listeners)
         self._incremental = True
         self._memo: Memo | None = None
+        self._prefix: Prefix | None = None
 
     def reset(self) -> None:
         """Forget the last call, so that the next one reads the whole history again."""
         self._memo = None
+        self._prefix = None
 
     def __repr__(self) -> str:
         s = self.setup
@@ -187,7 +196,8 @@ class Compactor:
             if fast is not None:
                 return fast
             memos: list[Memo] = []
-            result = _run(compaction(setup, request, observe=self._observer(memos)), setup)
+            plan = compaction(setup, request, observe=self._observer(memos), prefix=self._prefix)
+            result = _run(plan, setup)
             self._memo = memos[0] if memos else None
             return result
 
@@ -230,7 +240,7 @@ class Compactor:
         if fast is not None:
             return fast
         memos: list[Memo] = []
-        plan = compaction(setup, request, observe=self._observer(memos))
+        plan = compaction(setup, request, observe=self._observer(memos), prefix=self._prefix)
         result = await _arun(plan, setup)
         self._memo = memos[0] if memos else None
         return result
@@ -252,7 +262,8 @@ class Compactor:
         return result
 
     def _observer(self, memos: list[Memo]) -> Callable[[Run, Measure], None] | None:
-        """What the full path tells of a call that skipped: its memo, into ``memos``."""
+        """What the full path tells of a call that skipped or compacted: its memo, into
+        ``memos``, and what it decoded, for the next full call (see :mod:`.prefix`)."""
         if not self._incremental:
             return None
 
@@ -260,6 +271,8 @@ class Compactor:
             memo = remember(run, before)
             if memo is not None:
                 memos.append(memo)
+            if run.clean:
+                self._prefix = Prefix.of(run.setup, run.request, run.format, run.decoded)
 
         return observe
 

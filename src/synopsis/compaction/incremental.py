@@ -47,8 +47,8 @@ A later call :func:`skip` takes only when it is the same request grown at its en
 * no appended message holds a summary merged into other text (the full path would take it
   out, and the turn key reads the result);
 * the window ``messages[b:]`` breaks no rule (the same filter as the full path). The earlier
-  history broke none, and :func:`_boundary` picks ``b`` so that each rule decides the same on
-  the window as on the whole: no tool call is open across ``b``, so the pairing restarts
+  history broke none, and :func:`~.prefix.boundary` picks ``b`` so that each rule decides
+  the same on the window as on the whole: no tool call is open across ``b``, so the pairing restarts
   there; a user message without tool results starts a turn for every turn-based rule (A6,
   R4, G4), stops a tool loop, ends any answer block before it and opens the window with a
   user (first-user, alternation, system placement and G1 see the same neighbours); and what
@@ -71,24 +71,25 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.opening import problems
 from synopsis.compaction.pipeline import govern, output_items, skip_event
+from synopsis.compaction.prefix import boundary, decode_appended
 from synopsis.compaction.projection import Projection
 from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
-from synopsis.formats import decode, detect
 from synopsis.messages import TextPart, ToolCallPart, ToolResultPart
 from synopsis.planning import GovernorState, Measure, turn_key
-from synopsis.planning.units import is_real_user, is_summary, is_summary_text
+from synopsis.planning.units import is_summary, is_summary_text
 from synopsis.stores import SessionState, Store
 from synopsis.tokens import MessageCounter
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from synopsis.compaction.setup import Setup
     from synopsis.compaction.state import Request, Run
     from synopsis.formats import FormatName
@@ -98,7 +99,7 @@ __all__ = ["Memo", "additive", "remember", "skip"]
 
 _ITEMWISE: frozenset[str] = frozenset({"openai", "anthropic", "responses", "synopsis"})
 """Formats whose items decode one message each, whatever comes before them (but for the
-legacy OpenAI ``function`` message, see :func:`_decode_new`)."""
+legacy OpenAI ``function`` message, see :func:`~.prefix.decode_appended`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,27 +154,6 @@ def _merged(message: Message) -> bool:
     """Whether the full path would take a summary out of this message (``_unmerge``)."""
     flags = [isinstance(p, TextPart) and is_summary_text(p.text) for p in message.parts]
     return any(flags) and not all(flags)
-
-
-def _boundary(messages: Sequence[Message]) -> int:
-    """The last index of a user message a person wrote (no tool results, not a summary)
-    before which every tool call is answered, counting as :func:`~synopsis.pairing.
-    pair_tool_calls` pairs: a result takes an open call of its id. 0 when there is none:
-    ``messages`` starts at a boundary itself (the history's start, or the last boundary)."""
-    waiting: dict[str, int] = {}
-    open_calls = 0
-    found = 0
-    for i, message in enumerate(messages):
-        if not open_calls and is_real_user(message) and not is_summary(message):
-            found = i
-        for part in message.parts:
-            if isinstance(part, ToolCallPart):
-                waiting[part.call_id] = waiting.get(part.call_id, 0) + 1
-                open_calls += 1
-            elif isinstance(part, ToolResultPart) and waiting.get(part.call_id):
-                waiting[part.call_id] -= 1
-                open_calls -= 1
-    return found
 
 
 def remember(run: Run, before: Measure) -> Memo | None:
@@ -233,7 +213,7 @@ def _memo(
     data = request.data
     assert isinstance(data, list)  # both callers take only a plain list
     stored = setup.store is not None
-    b = _boundary(messages)
+    b = boundary(messages)
     return Memo(
         setup=setup,
         items=list(data),
@@ -325,19 +305,6 @@ def _same_request(memo: Memo, setup: Setup, request: Request) -> bool:
     )
 
 
-def _decode_new(memo: Memo, items: list[Any]) -> tuple[Message, ...] | None:
-    """The appended items decoded as the whole list would decode them, or None."""
-    if not items:
-        return ()
-    fmt = memo.format
-    if fmt == "openai":
-        if memo.format_given is None and detect(items) != "openai":
-            return None  # the whole list would be read as another format
-        if any(isinstance(i, Mapping) and i.get("role") == "function" for i in items):
-            return None  # its id is that of an earlier function_call
-    return decode(items, fmt).messages
-
-
 def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, Memo] | None:
     """The full path's result for ``request`` and the memo to keep, when the call is a skip
     that the memo proves the full path would make (see the module docstring); else None."""
@@ -349,7 +316,7 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     if len(data) < n or not _same_items(data, memo):
         return None
     try:
-        fresh = _decode_new(memo, data[n:])
+        fresh = decode_appended(memo.format, memo.format_given, data[n:])
     except Exception:  # the full path says what is wrong, as it always does
         return None
     if fresh is None or any(_merged(m) for m in fresh):
@@ -397,7 +364,7 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         offloaded=(),
         session_id=memo.session_id,
     )
-    moved = _boundary(window)
+    moved = boundary(window)
     grown = Memo(
         setup=setup,
         # The objects the memo matched stay its own: an equal copy the caller sent is the

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.offload import Originals, wire_items
+from synopsis.compaction.prefix import Prefix, reread
 from synopsis.compaction.projection import Projection
 from synopsis.compaction.state import Effect, Outcome, Request, Run, StoreCall
 from synopsis.errors import ConversationError, StoreError
@@ -41,17 +42,23 @@ def problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
 
 
 def _normalise(
-    setup: Setup, request: Request
+    setup: Setup, request: Request, prefix: Prefix | None
 ) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any], bool]:
     """The format, the messages to work on, the caller's items behind them, the fixes made,
-    and whether the history broke no rule (its messages are the decoded ones, unrepaired)."""
-    decoded = decode(request.data, request.format, system=request.system)
-    messages = decoded.messages
-    originals = Originals(messages, wire_items(request.data, decoded.format), decoded.format)
-    profile = setup.profile_for(decoded.format)
-    if not problems(messages, profile):
-        return decoded.format, messages, originals, [], True
-    repaired = repair_messages(messages, profile, offset=separate_system(messages, decoded.format))
+    and whether the history broke no rule (its messages are the decoded ones, unrepaired).
+    What ``prefix`` already read is not decoded or checked again."""
+    known = reread(prefix, setup, request)
+    if known is not None:
+        fmt: FormatName = "openai"
+        messages, start = known
+    else:
+        decoded = decode(request.data, request.format, system=request.system)
+        fmt, messages, start = decoded.format, decoded.messages, 0
+    originals = Originals(messages, wire_items(request.data, fmt), fmt)
+    profile = setup.profile_for(fmt)
+    if not problems(messages[start:], profile):
+        return fmt, messages, originals, [], True
+    repaired = repair_messages(messages, profile, offset=separate_system(messages, fmt))
     left = problems(repaired.messages, profile)
     if left:
         first = left[0]
@@ -61,11 +68,13 @@ def _normalise(
     for message, origin in zip(repaired.messages, repaired.origins, strict=True):
         if origin is not None and message is not messages[origin]:
             originals.adopt(messages[origin], message, changed=False)
-    return decoded.format, repaired.messages, originals, list(repaired.fixes), False
+    return fmt, repaired.messages, originals, list(repaired.fixes), False
 
 
-def open_run(setup: Setup, request: Request) -> Generator[Effect, Outcome, Run]:
-    fmt, messages, originals, fixes, clean = _normalise(setup, request)
+def open_run(
+    setup: Setup, request: Request, prefix: Prefix | None = None
+) -> Generator[Effect, Outcome, Run]:
+    fmt, messages, originals, fixes, clean = _normalise(setup, request, prefix)
     # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
     session_id = request.session_id or setup.default_session
     state = SessionState(session_id or "")

@@ -75,6 +75,7 @@ from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render
 
 if TYPE_CHECKING:
+    from synopsis.compaction.prefix import Prefix
     from synopsis.compaction.setup import Setup
     from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
 
@@ -350,14 +351,18 @@ and the run when a compaction completed (its ``final`` set)."""
 
 
 def compaction(
-    setup: Setup, request: Request, *, observe: Observer | None = None
+    setup: Setup,
+    request: Request,
+    *,
+    observe: Observer | None = None,
+    prefix: Prefix | None = None,
 ) -> Generator[Effect, Outcome, CompactionResult]:
     """The plan of one ``compact`` call; see the module docstring. ``observe`` hears of a
     call that skips before anything started (the :class:`~.compactor.Compactor` remembers
-    such a call, see :mod:`.incremental`)."""
+    such a call, see :mod:`.incremental`); what ``prefix`` holds is not decoded again."""
     started = time.perf_counter()
     try:
-        run = yield from open_run(setup, request)
+        run = yield from open_run(setup, request, prefix)
     except Exception as error:
         # Nothing started, but the listeners still hear why nothing will.
         event = CompactionFailed(
