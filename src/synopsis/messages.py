@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from synopsis.errors import ConversationError
 
@@ -29,6 +29,7 @@ __all__ = [
     "ToolCallPart",
     "ToolResultPart",
     "content_hash",
+    "derived",
     "message_id",
     "message_ids",
     "message_text",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+_T = TypeVar("_T")
+_A = TypeVar("_A")
 
 
 def _empty() -> Mapping[str, Any]:
@@ -295,6 +298,10 @@ class Message:
     _counted: tuple[object, int] | None = field(default=None, init=False, repr=False, compare=False)
     """The last count a counter gave (that counter's token, the count): a history read once
     is counted several times per call, and a cache lookup by value compares whole messages."""
+    _derived: dict[object, Any] | None = field(default=None, init=False, repr=False, compare=False)
+    """Shortened copies the reductions made of this message, by what made them: the same
+    message reduced the same way on the next call is then the same object, whose count and
+    hash are already known (see :func:`derived`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role):
@@ -417,6 +424,20 @@ def content_hash(message: Message) -> str:
     found = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
     object.__setattr__(message, "_sha256", found)
     return found
+
+
+def derived(message: Message, key: Hashable, build: Callable[[Message, _A], _T], arg: _A) -> _T:
+    """``build(message, arg)``, made once per message and ``key``: for what is a function of
+    the message (which is frozen) and of ``key`` alone, ``arg`` being what ``key`` names."""
+    cache = message._derived
+    if cache is None:
+        cache = {}
+        object.__setattr__(message, "_derived", cache)
+    if key in cache:
+        found: _T = cache[key]
+        return found
+    made = cache[key] = build(message, arg)
+    return made
 
 
 def message_id(message: Message, position: int) -> str:

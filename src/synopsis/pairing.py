@@ -49,8 +49,10 @@ class Pairing:
 
 
 def pair_tool_calls(messages: Sequence[Message]) -> Pairing:
-    # id -> open calls in order of appearance; the nearest message's first call wins.
-    waiting: dict[str, list[Location]] = {}
+    # id -> open calls in order of appearance; the nearest message's first call wins. Most
+    # ids are open once at a time: one location stands alone, a list only when they pile up
+    # (a list per call was most of what a long history's pairing allocated).
+    waiting: dict[str, Location | list[Location]] = {}
     result_of: dict[Location, list[Location]] = {}
     call_of: dict[Location, Location] = {}
     orphans: list[Location] = []
@@ -58,23 +60,38 @@ def pair_tool_calls(messages: Sequence[Message]) -> Pairing:
     for mi, message in enumerate(messages):
         for pi, part in enumerate(message.parts):
             if isinstance(part, ToolCallPart):
-                waiting.setdefault(part.call_id, []).append((mi, pi))
-                result_of[(mi, pi)] = []
-                calls.append((mi, pi))
+                loc = (mi, pi)  # one tuple for every place that names it
+                queue = waiting.get(part.call_id)
+                if queue is None:
+                    waiting[part.call_id] = loc
+                elif isinstance(queue, tuple):
+                    waiting[part.call_id] = [queue, loc]
+                else:
+                    queue.append(loc)
+                result_of[loc] = []
+                calls.append(loc)
             elif isinstance(part, ToolResultPart):
                 queue = waiting.get(part.call_id)
                 if not queue:
                     orphans.append((mi, pi))
                     continue
-                # The open calls of the nearest message sit at the end of the queue; take the
-                # first of them. Scanning from the end keeps this independent of how many
-                # older calls with the same id were never answered.
-                latest = queue[-1][0]
-                pick = len(queue) - 1
-                while pick > 0 and queue[pick - 1][0] == latest:
-                    pick -= 1
-                call = queue.pop(pick)
+                if isinstance(queue, tuple):
+                    call = queue
+                    del waiting[part.call_id]
+                else:
+                    call = queue.pop(_nearest_first(queue))
                 result_of[call].append((mi, pi))
                 call_of[(mi, pi)] = call
     open_calls = tuple(c for c in calls if not result_of[c])
     return Pairing(result_of, call_of, tuple(orphans), open_calls, tuple(calls))
+
+
+def _nearest_first(queue: list[Location]) -> int:
+    """The open calls of the nearest message sit at the end of the queue: the index of the
+    first of them. Scanning from the end keeps this independent of how many older calls with
+    the same id were never answered."""
+    latest = queue[-1][0]
+    pick = len(queue) - 1
+    while pick > 0 and queue[pick - 1][0] == latest:
+        pick -= 1
+    return pick

@@ -94,6 +94,38 @@ def test_other_tools_short_values_and_non_json_arguments_are_left_alone() -> Non
     assert not run(msgs).changed
 
 
+def test_a_message_reduced_again_the_same_way_is_the_same_copy() -> None:
+    # A call with text and another tool beside it: only the configured tool's arguments go.
+    mixed = Message(
+        Role.ASSISTANT,
+        (
+            TextPart("writing it now"),
+            ToolCallPart("r9", "read_file", json.dumps({"p": BODY})),
+            *write("w9").parts,
+        ),
+    )
+    big = "line\n" * 100
+    # A result beside text (Anthropic's user turn): only the result gives way.
+    beside = Message(Role.USER, (TextPart("see"), ToolResultPart("b", big)))
+    msgs = [user("t"), mixed, tool("a", big), beside, *history()[1:]]
+    first, second = run(msgs), run(msgs)
+    assert [(r.kind, r.index, r.part) for r in first.applied] == [
+        ("truncate_args", 1, 2),
+        ("truncate_args", 4, 0),
+        ("truncate_args", 6, 0),
+        ("dedupe_result", 3, 1),
+    ]
+    assert first.messages[3].parts[0] == beside.parts[0]
+    assert first.applied == second.applied
+    cut = first.messages[1]
+    assert cut.parts[:2] == mixed.parts[:2]
+    assert cut.parts[2] != mixed.parts[2]
+    # The next call finds the very copies made before: their counts and hashes stand.
+    assert all(a is b for a, b in zip(first.messages, second.messages, strict=True))
+    other = run(msgs, config=Reductions(message_threshold=None, dedupe_min_chars=10_000))
+    assert other.messages[3] is msgs[3]  # another configuration, another answer
+
+
 def test_truncation_reaches_nested_strings_and_is_idempotent() -> None:
     nested = {"edits": [{"old": BODY, "new": "y"}], "path": "a.py"}
     call = ToolCallPart("e1", "edit_file", nested)

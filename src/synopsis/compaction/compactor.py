@@ -272,7 +272,7 @@ class Compactor:
             if memo is not None:
                 memos.append(memo)
             if run.clean:
-                self._prefix = Prefix.of(run.setup, run.request, run.format, run.decoded)
+                self._prefix = Prefix.of(run)
 
         return observe
 

@@ -213,7 +213,7 @@ def _memo(
     data = request.data
     assert isinstance(data, list)  # both callers take only a plain list
     stored = setup.store is not None
-    b = boundary(messages)
+    b = run.boundary if messages is run.decoded and run.boundary is not None else boundary(messages)
     return Memo(
         setup=setup,
         items=list(data),

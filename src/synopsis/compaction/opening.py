@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction.offload import Originals, wire_items
-from synopsis.compaction.prefix import Prefix, reread
+from synopsis.compaction.prefix import Prefix, boundary, reread
 from synopsis.compaction.projection import Projection
 from synopsis.compaction.state import Effect, Outcome, Request, Run, StoreCall
 from synopsis.errors import ConversationError, StoreError
@@ -43,10 +43,11 @@ def problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
 
 def _normalise(
     setup: Setup, request: Request, prefix: Prefix | None
-) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any], bool]:
+) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any], int | None]:
     """The format, the messages to work on, the caller's items behind them, the fixes made,
-    and whether the history broke no rule (its messages are the decoded ones, unrepaired).
-    What ``prefix`` already read is not decoded or checked again."""
+    and, when the history broke no rule (its messages are the decoded ones, unrepaired), its
+    last :func:`~.prefix.boundary`. What ``prefix`` already read is not decoded or checked
+    again."""
     known = reread(prefix, setup, request)
     if known is not None:
         fmt: FormatName = "openai"
@@ -57,7 +58,8 @@ def _normalise(
     originals = Originals(messages, wire_items(request.data, fmt), fmt)
     profile = setup.profile_for(fmt)
     if not problems(messages[start:], profile):
-        return fmt, messages, originals, [], True
+        # From the last one on: no call is open across it (see prefix.boundary).
+        return fmt, messages, originals, [], start + boundary(messages[start:])
     repaired = repair_messages(messages, profile, offset=separate_system(messages, fmt))
     left = problems(repaired.messages, profile)
     if left:
@@ -68,13 +70,13 @@ def _normalise(
     for message, origin in zip(repaired.messages, repaired.origins, strict=True):
         if origin is not None and message is not messages[origin]:
             originals.adopt(messages[origin], message, changed=False)
-    return fmt, repaired.messages, originals, list(repaired.fixes), False
+    return fmt, repaired.messages, originals, list(repaired.fixes), None
 
 
 def open_run(
     setup: Setup, request: Request, prefix: Prefix | None = None
 ) -> Generator[Effect, Outcome, Run]:
-    fmt, messages, originals, fixes, clean = _normalise(setup, request, prefix)
+    fmt, messages, originals, fixes, last = _normalise(setup, request, prefix)
     # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
     session_id = request.session_id or setup.default_session
     state = SessionState(session_id or "")
@@ -85,7 +87,10 @@ def open_run(
         state = found or state
     given = messages
     messages = _unmerge(messages, originals)
-    run = Run(setup, request, fmt, messages, originals, fixes, session_id, state, given, clean)
+    run = Run(
+        setup, request, fmt, messages, originals, fixes, session_id, state, given, last is not None
+    )
+    run.boundary = last
     if fixes:
         run.emit(HistoryRepaired(session_id=session_id, fixes=tuple(str(f) for f in fixes)))
     run.decoded = tuple(originals.decoded)

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from synopsis.compaction.prefix import Prefix
     from synopsis.compaction.setup import Setup
     from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
+    from synopsis.validation import Fix
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -469,14 +470,21 @@ def _unreachable(setup: Setup, tokens: int, limit: int, system: int) -> BudgetUn
     )
 
 
-def _verify(run: Run, kept: tuple[Message, ...], limit: int) -> tuple[tuple[Message, ...], Measure]:
+def _verify(
+    run: Run,
+    kept: tuple[Message, ...],
+    limit: int,
+    finished: tuple[tuple[Message, ...], tuple[Fix, ...]] | None = None,
+) -> tuple[tuple[Message, ...], Measure]:
     """The rebuilt history and its size, once it is valid for the provider and fits
-    ``limit`` (trimmed when it must be); otherwise the error that says why not."""
+    ``limit`` (trimmed when it must be); otherwise the error that says why not.
+    ``finished`` is :func:`finish` of ``kept``, when the caller has it already."""
     setup = run.setup
     profile = setup.profile_for(run.format)
     if profile.thinking_rules:
         kept = thin(run, kept)
-    final, fixes = finish(kept, profile, role=setup.summary_role)
+        finished = None
+    final, fixes = finished or finish(kept, profile, role=setup.summary_role)
     if run.measure(final).tokens > limit:
         kept = trim(run, kept, limit)
         final, fixes = finish(kept, profile, role=setup.summary_role)
@@ -530,6 +538,21 @@ def _compacted_state(
         offset=run.state.offset + len(run.stored),
         updated_at=datetime.now(UTC),
     )
+
+
+def _fitted(
+    run: Run, kept: tuple[Message, ...], limit: int, previous: SummaryRecord | None
+) -> Generator[
+    Effect, Outcome, tuple[tuple[Message, ...], tuple[tuple[Message, ...], tuple[Fix, ...]] | None]
+]:
+    """``kept``, given one last pass when even rebuilt it does not fit ``limit``, and its
+    rebuild (:func:`finish`) while that is still the one to verify."""
+    setup = run.setup
+    finished = finish(kept, setup.profile_for(run.format), role=setup.summary_role)
+    if run.measure(finished[0]).tokens <= limit:
+        return kept, finished
+    head = run.records[-1] if run.records else previous
+    return (yield from _last_pass(run, kept, head)), None
 
 
 def _compact(
@@ -588,16 +611,12 @@ def _compact(
             passes = yield from _drive(run, steps, first, cut, previous)
         else:
             steps.close()  # too little to summarize, but the reductions are worth keeping
-    kept = passes.messages if passes is not None else current
-    if (
-        run.measure(finish(kept, setup.profile_for(run.format), role=setup.summary_role)[0]).tokens
-        > limit
-    ):
-        head = run.records[-1] if run.records else previous
-        kept = yield from _last_pass(run, kept, head)
+    kept, finished = yield from _fitted(
+        run, passes.messages if passes is not None else current, limit, previous
+    )
     final, after = refill(
         run,
-        *_verify(run, kept, limit),
+        *_verify(run, kept, limit, finished),
         min(limit, before.tokens - 1),
         offload_ref=_offload_ref(run),
         valid=lambda history: not problems(history, setup.profile_for(run.format)),

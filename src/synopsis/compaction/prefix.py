@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from synopsis.compaction.setup import Setup
-    from synopsis.compaction.state import Request
+    from synopsis.compaction.state import Request, Run
     from synopsis.formats import FormatName
     from synopsis.messages import Message
 
@@ -51,16 +51,21 @@ class Prefix:
     """The caller's items (a shallow copy of the list): matched by identity."""
     messages: tuple[Message, ...]
     """One decoded message per item."""
+    boundary: int
+    """Their last :func:`boundary`."""
 
     @classmethod
-    def of(
-        cls, setup: Setup, request: Request, fmt: FormatName, messages: tuple[Message, ...]
-    ) -> Prefix | None:
-        """The prefix of a call whose history broke no rule, when a later one can use it."""
-        data = request.data
-        if fmt != "openai" or type(data) is not list or len(data) != len(messages):
+    def of(cls, run: Run) -> Prefix | None:
+        """The prefix of a run whose history broke no rule, when a later call can use it."""
+        data, messages = run.request.data, run.decoded
+        if (
+            run.boundary is None
+            or run.format != "openai"
+            or type(data) is not list
+            or len(data) != len(messages)
+        ):
             return None
-        return cls(setup, request.format, list(data), messages)
+        return cls(run.setup, run.request.format, list(data), messages, run.boundary)
 
 
 def reread(
@@ -85,7 +90,7 @@ def reread(
         return None
     if fresh is None:
         return None
-    return (*prefix.messages, *fresh), boundary(prefix.messages)
+    return (*prefix.messages, *fresh), prefix.boundary
 
 
 def decode_appended(

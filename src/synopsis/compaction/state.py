@@ -95,6 +95,8 @@ class Run:
     caller sends, so what its size is measured on."""
     clean: bool = False
     """Whether the history broke no rule, so that ``given`` is what was decoded, unrepaired."""
+    boundary: int | None = None
+    """With a ``clean`` history: its last :func:`~synopsis.compaction.prefix.boundary`."""
     stored: list[StoredMessage] = field(default_factory=list)
     records: list[SummaryRecord] = field(default_factory=list)
     chain: tuple[SummaryRecord, ...] = ()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from synopsis.errors import ConfigurationError
 from synopsis.messages import (
@@ -26,6 +26,7 @@ from synopsis.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    derived,
     thaw,
 )
 from synopsis.planning.triggers import Measure, Trigger
@@ -205,28 +206,35 @@ def reduce(
     return Reduced(tuple(out), tuple(applied), tuple(oversized))
 
 
+_Cuts: TypeAlias = "tuple[Message, tuple[tuple[int, int, int, str], ...]]"
+"""A message with its long arguments cut, and what was cut: part, characters before and
+after, and the call's name."""
+
+
 def _truncate_args(out: list[Message], cfg: TruncateArgs, applied: list[Reduction]) -> None:
     for i in range(max(0, len(out) - cfg.keep_messages)):
         message = out[i]
-        parts = list(message.parts)
-        for j, part in enumerate(parts):
-            if not isinstance(part, ToolCallPart) or part.name not in cfg.tools:
-                continue
-            cut = truncate_call(part, cfg)
-            if cut is not None:
-                parts[j] = cut
-                applied.append(
-                    Reduction(
-                        "truncate_args",
-                        i,
-                        j,
-                        len(part.arguments_text),
-                        len(cut.arguments_text),
-                        f"{part.name} arguments",
-                    )
-                )
-        if parts != list(message.parts):
-            out[i] = replace(message, parts=tuple(parts))
+        if not any(isinstance(p, ToolCallPart) and p.name in cfg.tools for p in message.parts):
+            continue
+        # Cut once per message and configuration: the next call finds the same copy.
+        cut, cuts = derived(message, ("truncate_args", cfg), _cut, cfg)
+        out[i] = cut
+        applied.extend(Reduction("truncate_args", i, *c) for c in cuts)
+
+
+def _cut(message: Message, cfg: TruncateArgs) -> _Cuts:
+    parts = list(message.parts)
+    cuts: list[tuple[int, int, int, str]] = []
+    for j, part in enumerate(parts):
+        if not isinstance(part, ToolCallPart) or part.name not in cfg.tools:
+            continue
+        cut = truncate_call(part, cfg)
+        if cut is not None:
+            parts[j] = cut
+            cuts.append(
+                (j, len(part.arguments_text), len(cut.arguments_text), f"{part.name} arguments")
+            )
+    return (replace(message, parts=tuple(parts)) if cuts else message), tuple(cuts)
 
 
 def _dedupe_results(out: list[Message], config: Reductions, applied: list[Reduction]) -> None:
@@ -237,9 +245,8 @@ def _dedupe_results(out: list[Message], config: Reductions, applied: list[Reduct
     for i, message in enumerate(out):
         if not any(isinstance(p, ToolResultPart) for p in message.parts):
             continue
-        parts = list(message.parts)
-        changed = False
-        for j, part in enumerate(parts):
+        notes: list[tuple[int, str]] = []
+        for j, part in enumerate(message.parts):
             if not isinstance(part, ToolResultPart):
                 continue
             text = _result_text(part)
@@ -256,11 +263,21 @@ def _dedupe_results(out: list[Message], config: Reductions, applied: list[Reduct
             if i >= limit:
                 continue
             note = f"{DUPLICATE_MARKER} {origin!r}; {len(text):,} characters]"
-            parts[j] = replace(part, content=note)
-            changed = True
+            notes.append((j, note))
             applied.append(Reduction("dedupe_result", i, j, len(text), len(note), origin))
-        if changed:
-            out[i] = replace(message, parts=tuple(parts))
+        if notes:
+            # The same notes on the same message give the same copy on the next call.
+            noted = tuple(notes)
+            out[i] = derived(message, ("dedupe_result", noted), _noted, noted)
+
+
+def _noted(message: Message, notes: tuple[tuple[int, str], ...]) -> Message:
+    parts = list(message.parts)
+    for j, note in notes:
+        part = parts[j]
+        assert isinstance(part, ToolResultPart)
+        parts[j] = replace(part, content=note)
+    return replace(message, parts=tuple(parts))
 
 
 def _oversized(
