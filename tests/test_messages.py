@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synopsis import messages as messages_module
 from synopsis.errors import ConversationError
 from synopsis.formats import decode
 from synopsis.messages import (
@@ -190,3 +191,47 @@ def test_ids_are_stable_across_decodes_and_unique_by_position(wire) -> None:
     derived = [message_id(m, i) for i, m in enumerate(once) if not m.id]
     assert len(set(derived)) == len(derived)
     assert [content_hash(m) for m in once] == [content_hash(m) for m in again]
+
+
+# -- small read-only mappings are shared --------------------------------------------------
+
+
+def test_equal_small_extras_are_one_shared_mapping() -> None:
+    first = ToolCallPart("a", "f", "{}", extra={"type": "function", "function": {}})
+    second = ToolCallPart("b", "g", "{}", extra={"type": "function", "function": {}})
+    assert first.extra is second.extra
+    assert first.extra["function"] is second.extra["function"]
+    one = Message(Role.USER, (TextPart("x"),), wire={"format": "openai", "content": "string"})
+    two = Message(Role.USER, (TextPart("y"),), wire={"format": "openai", "content": "string"})
+    assert one.wire is two.wire
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ({"n": 1}, {"n": True}),  # equal under ==, not the same JSON
+        ({"x": 0.0}, {"x": -0.0}),  # a float's sign is lost in ==: floats are never shared
+        ({"s": "k" * 65}, {"s": "k" * 65}),  # long text is the caller's own: copied
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),  # another order writes other JSON
+        ({"l": [1]}, {"l": [1]}),  # a list inside
+    ],
+)
+def test_mappings_that_may_write_other_json_are_not_shared(
+    a: dict[str, object], b: dict[str, object]
+) -> None:
+    first, second = TextPart("t", extra=a), TextPart("t", extra=b)
+    assert first.extra is not second.extra
+    assert list(first.extra.items()) == list(_plain(a).items())
+    assert list(second.extra.items()) == list(_plain(b).items())
+
+
+def _plain(value: dict[str, object]) -> dict[str, object]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+
+
+def test_no_more_mappings_are_shared_than_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(messages_module, "_SHARED_LIMIT", len(messages_module._SHARED))
+    first = TextPart("t", extra={"never seen before": "value"})
+    again = TextPart("t", extra={"never seen before": "value"})
+    assert first.extra == again.extra
+    assert first.extra is not again.extra

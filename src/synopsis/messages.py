@@ -45,13 +45,47 @@ def _empty() -> Mapping[str, Any]:
     return EMPTY
 
 
+_SHARED: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+"""Read-only mappings made once and shared, by their items: the converter's notes and the
+extras of a part repeat on nearly every message (``{"type": "function", "function": {}}``,
+``{"format": "openai", "content": "string"}``), and a copy each made a long history twice as
+many objects for the garbage collector to walk."""
+_SHARED_IDS: set[int] = {id(EMPTY)}
+_SHARED_LIMIT = 4096
+"""At most this many shared mappings are kept (the first ones seen); later ones are copies."""
+_SHAREABLE = frozenset({str, int, bool, type(None)})
+"""Values compared by type and value (``1 == True``, and a float's sign is lost in ``==``)."""
+_SHORT = 64
+
+
+def _shared(items: dict[str, Any]) -> Mapping[str, Any]:
+    """``items`` read-only: the shared mapping of the same items (in the same order, each value
+    of the same type) when the values are short scalars or shared mappings themselves."""
+    key: list[tuple[Any, ...]] = []
+    for name, value in items.items():
+        kind = type(value)
+        if kind in _SHAREABLE and (kind is not str or len(value) <= _SHORT):
+            key.append((name, kind, value))
+        elif kind is MappingProxyType and id(value) in _SHARED_IDS:
+            key.append((name, kind, id(value)))  # kept alive by the table: the id is its own
+        else:
+            return MappingProxyType(items)
+    found = _SHARED.get(made := tuple(key))
+    if found is None:
+        found = MappingProxyType(items)
+        if len(_SHARED) < _SHARED_LIMIT:
+            _SHARED[made] = found
+            _SHARED_IDS.add(id(found))
+    return found
+
+
 def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """A read-only copy, one level deep: for converter notes, which hold no caller data."""
     if not value:
         return EMPTY
     if isinstance(value, MappingProxyType):
         return value
-    return MappingProxyType(dict(value))
+    return _shared(dict(value))
 
 
 def _deep_frozen(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shape
@@ -61,7 +95,9 @@ def _deep_frozen(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shap
     input after decoding would change a message, its hash and its derived id.
     """
     if isinstance(value, Mapping):
-        return MappingProxyType({k: _deep_frozen(v) for k, v in value.items()})
+        if not value:
+            return EMPTY
+        return _shared({k: _deep_frozen(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(_deep_frozen(v) for v in value)
     return value
