@@ -23,6 +23,7 @@ from benchmarks.compare import (
     replay_retention,
     report,
     retention,
+    scale,
     speed,
     tradeoff_plot,
     validity,
@@ -30,7 +31,7 @@ from benchmarks.compare import (
 from benchmarks.compare.inputs import load_transcripts
 
 _KINDS = ("pending tail", "partial results", "reused ids", "defect")
-PARTS = ("speed", "replay", "validity", "retention", "replay-retention", "yardsticks")
+PARTS = ("speed", "replay", "scale", "validity", "retention", "replay-retention", "yardsticks")
 KEYS = {part: part.replace("-", "_") for part in PARTS}
 """Where each part's results sit in compare.json."""
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -190,6 +191,11 @@ def main() -> None:
         results["speed"] = speed.run(names, progress)
     if "replay" in parts:
         results["replay"] = replay.run(systems, transcripts, progress)
+    if "scale" in parts:
+        results["scale"] = scale.run(transcripts, progress)
+        ratio, met = scale.verdict(results)
+        if ratio is not None:
+            progress(f"synopsis, replay 100k / 10k: {ratio:.1f}×: {_verdict(met)}")
     tessera = None
     if "validity" in parts:
         if "yardsticks" in parts:

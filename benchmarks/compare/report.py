@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.compare import scale
+
 DECIDE_TARGET = 10.0
 """At 10k messages synopsis should decide at least this many times faster than any peer."""
 
@@ -194,25 +196,51 @@ def _separated(*blocks: list[str]) -> list[str]:
     return out
 
 
+def _fastest_peer(results: dict[str, Any], mode: str) -> tuple[float, str, float] | None:
+    """synopsis's 10k time in ``mode``, the fastest peer's name and its time."""
+    systems = results["speed"]["systems"]
+    ours = _ms(systems.get("synopsis", {}).get(mode, {}).get("10000", {}))
+    peers = {
+        name: per.get(mode, {}).get("10000", {})
+        for name, per in systems.items()
+        if name != "synopsis"
+    }
+    timed = {n: t for n, c in peers.items() if (t := _ms(c)) is not None}
+    if ours is None or not timed:
+        return None
+    fastest = min(timed, key=lambda n: timed[n])
+    return ours, fastest, timed[fastest]
+
+
 def decide_verdict(results: dict[str, Any]) -> tuple[str, float | None]:
     """The 10k decide ratio against the fastest peer, and whether it meets the target."""
-    systems = results["speed"]["systems"]
-    ours = _ms(systems.get("synopsis", {}).get("decide", {}).get("10000", {}))
-    peers = {
-        name: per["decide"].get("10000", {}) for name, per in systems.items() if name != "synopsis"
-    }
-    timed = {n: _ms(c) for n, c in peers.items() if _ms(c) is not None}
-    if ours is None or not timed:
+    found = _fastest_peer(results, "decide")
+    if found is None:
         return "not measured", None
-    fastest = min(timed, key=lambda n: timed[n] or 0.0)
-    ratio = (timed[fastest] or 0.0) / ours
+    ours, fastest, theirs = found
+    ratio = theirs / ours
     met = "met" if ratio >= DECIDE_TARGET else "NOT met"
     return (
         f"at 10k messages synopsis decides in {ours:.2f} ms; the fastest peer, "
-        f"{_labels(results)[fastest]}, in {timed[fastest]:.2f} ms: {ratio:,.1f}× "
+        f"{_labels(results)[fastest]}, in {theirs:.2f} ms: {ratio:,.1f}× "
         f"(target ≥ {DECIDE_TARGET:.0f}×: {met})",
         ratio,
     )
+
+
+def plan_verdict(results: dict[str, Any]) -> list[str]:
+    """One compaction at 10k messages against the fastest peer's (target: no slower)."""
+    found = _fastest_peer(results, "plan")
+    if found is None:
+        return []
+    ours, fastest, theirs = found
+    met = "met" if ours <= theirs else "NOT met"
+    return [
+        f"- one compaction at 10,000 messages: synopsis {ours:,.0f} ms, the fastest peer "
+        f"({_labels(results)[fastest]}) {theirs:,.0f} ms: {ours / theirs:.2f}× its time "
+        f"(target: no slower: {met})",
+        "",
+    ]
 
 
 def _pct(part: int, whole: int) -> str:
@@ -526,6 +554,7 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             *speed_table(results, "plan"),
             "",
+            *plan_verdict(results),
             *memory_table(results),
             "",
         ]
@@ -538,6 +567,8 @@ def markdown(results: dict[str, Any]) -> str:
             *replay_table(results),
             "",
         ]
+    if "scale" in results:
+        out += [*scale.lines(results), ""]
     if "validity" in results:
         v = results["validity"]
         every = v.get("all_cut_points")

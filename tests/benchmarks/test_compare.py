@@ -9,7 +9,16 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from benchmarks.compare import anchors, registry, replay, report, retention, speed, validity
+from benchmarks.compare import (
+    anchors,
+    registry,
+    replay,
+    report,
+    retention,
+    scale,
+    speed,
+    validity,
+)
 from benchmarks.compare.inputs import build_history, leading_system, load_transcripts, next_item
 from benchmarks.compare.judge import Tally, problems, rejected, tokens
 from benchmarks.compare.synopsis_system import SynopsisSystem
@@ -480,3 +489,57 @@ def test_a_run_measures_the_ways_of_calling_synopsis_only_beside_synopsis(monkey
     out = speed.run(["langchain"], shown.append)
     assert not {"sqlite", "fresh", "resent"} & set(out)
     assert {name for name, _, _ in asked} == {"langchain"}
+
+
+def test_one_compaction_is_judged_against_the_fastest_peer_that_finished():
+    results: dict[str, Any] = {
+        "labels": {"synopsis": "synopsis", "a": "peer a", "b": "peer b", "c": "peer c"},
+        "speed": {
+            "sizes": [10_000],
+            "systems": {
+                "synopsis": {"decide": {}, "plan": {"10000": cell(120.0)}},
+                "a": {"decide": {}, "plan": {"10000": cell(150.0)}},
+                "b": {"decide": {}, "plan": {"10000": cell(130.0)}},
+                "c": {"decide": {}, "plan": {"10000": {"timeout": 60.0}}},
+            },
+        },
+    }
+    line = report.plan_verdict(results)[0]
+    assert "synopsis 120 ms, the fastest peer (peer b) 130 ms: 0.92× its time" in line
+    assert line.endswith("(target: no slower: met)")
+    results["speed"]["systems"]["synopsis"]["plan"]["10000"] = cell(131.0)
+    assert report.plan_verdict(results)[0].endswith("NOT met)")
+    assert "no slower" in report.markdown({**results, "meta": META})
+    results["speed"]["systems"]["synopsis"]["plan"] = {}
+    assert report.plan_verdict(results) == []
+
+
+def test_the_replay_command_is_timed_on_a_file_and_judged_linear(transcripts, monkeypatch):
+    found = scale.replay_once(build_history(transcripts, 300))
+    assert found["messages"] == 300
+    assert found["seconds"] > 0
+    assert found["completed"] is True
+    assert found["compactions"] >= 0
+    assert 0 <= found["saved_share"] < 1
+    monkeypatch.setattr(scale, "WINDOW", 50)  # the system prompt alone does not fit
+    broken = scale.replay_once(build_history(transcripts, 50))
+    assert broken["error"].startswith("exit 2")
+
+    def timed(seconds: float) -> dict[str, Any]:
+        return {"seconds": seconds, "compactions": 10, "completed": True, "saved_share": 0.5}
+
+    results: dict[str, Any] = {
+        "scale": {
+            "window": 32_000,
+            "model": "gpt-4o",
+            "sizes": {"10000": timed(40.0), "100000": timed(390.0)},
+        }
+    }
+    assert scale.verdict(results) == (9.75, True)
+    text = "\n".join(scale.lines(results))
+    assert "| 100,000 | 390.0 s | 3.90 s | 10 | 50.0% |" in text
+    assert "9.8× the time of 10,000 (target: at most 10×, linear in the transcript: met)" in text
+    results["scale"]["sizes"]["100000"] = {"timeout": 3600.0}
+    assert scale.verdict(results) == (None, None)
+    assert "| 100,000 | > 3,600 s | | | |" in "\n".join(scale.lines(results))
+    assert "synopsis replay" in report.markdown({**results, "meta": META, "labels": {}})
