@@ -6,6 +6,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import synopsis
 from synopsis.errors import ConfigurationError, ConversationError
@@ -384,3 +386,73 @@ def test_no_tools_count_nothing_and_text_counts_as_text() -> None:
     assert counter.count_tools(None) == 0
     assert counter.count_tools([]) == 0
     assert synopsis.count_tokens("hello world", "gpt-4o") == counter.count_text("hello world")
+
+
+# -- long texts are counted line by line, exactly -------------------------------------------
+
+_PIECES = st.sampled_from(
+    [
+        "a",
+        "B",
+        "é",
+        "ß",
+        "1",
+        "½",
+        "²",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        ".",
+        "-",
+        "'s",
+        "'S",
+        "\r",
+        "\u0301",
+        "漢",
+        "😀",
+        "_",
+        "/",
+        "\r\n",
+        "—",
+        " \n",
+        "'",
+        '"',
+        ":",
+        "word ",
+        "- item",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=60), st.sampled_from(["o200k_base", "cl100k_base"]))
+def test_a_long_text_counted_line_by_line_counts_what_the_whole_encodes(
+    pieces: list[str], encoding: str
+) -> None:
+    counter = TiktokenCounter(encoding)
+    text = "".join(pieces) * (counters._PIECEWISE_FROM // max(1, len("".join(pieces))) + 1)
+    assert len(text) >= counters._PIECEWISE_FROM
+    whole = len(counter.encoding.encode_ordinary(text))
+    assert counter.count_text(text) == whole
+    assert counter.count_text(text) == whole  # again, from what it kept of each line
+
+
+def test_a_rendered_summary_is_counted_from_its_lines_and_the_kept_lines_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = TiktokenCounter(factor=1.1)
+    lines = [f"- line {i}: the file src/mod_{i}.py was read" for i in range(200)]
+    text = "Summary\n" + "\n".join(lines)
+    raw = len(counter.encoding.encode_ordinary(text))
+    assert counter.count_text(text) == math.ceil(round(raw * 1.1, 6))
+    assert len(counter._pieces) == 201
+    monkeypatch.setattr(counters, "_PIECES_KEPT", 50)
+    other = "Other\n" + "\n".join(reversed(lines))
+    assert counter.count_text(other) == math.ceil(
+        round(len(counter.encoding.encode_ordinary(other)) * 1.1, 6)
+    )
+    assert len(counter._pieces) <= 50
+    counter.clear_cache()
+    assert counter._pieces == {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -51,6 +52,13 @@ __all__ = [
 ]
 
 DEFAULT_CACHE_SIZE: Final[int] = 131_072
+_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+"""Where a line begins with anything but white space or a slash: no piece of o200k's or
+cl100k's pre-tokenizer spans it (a newline ends a piece, but for o200k's run of punctuation,
+which may take newlines and slashes after it)."""
+_PIECEWISE_FROM = 2_000
+"""Texts at least this long are counted line by line (see TiktokenCounter.count_text)."""
+_PIECES_KEPT = 16_384
 # Encrypted reasoning is base64 of ciphertext about as long as the reasoning's UTF-8 text:
 # 4 base64 characters per 3 bytes, about 4 bytes per token, so about 16/3 characters a token.
 ENCRYPTED_CHARS_PER_TOKEN: Final[float] = 16 / 3
@@ -232,6 +240,10 @@ class MessageCounter:
             self._cache.clear()
             self._token = object()
             self._hits = self._misses = 0
+        self._clear_texts()
+
+    def _clear_texts(self) -> None:
+        """Forget what a subclass keeps of the texts it counted (nothing here)."""
 
     # ------------------------------------------------------------ internals
 
@@ -310,6 +322,7 @@ class TiktokenCounter(MessageCounter):
         self.encoding_name = encoding
         self.factor = float(factor)
         self._encoding: tiktoken.Encoding | None = None
+        self._pieces: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -326,10 +339,36 @@ class TiktokenCounter(MessageCounter):
 
     def _count_texts(self, texts: Sequence[str]) -> int:
         encode = self.encoding.encode_ordinary
-        raw = sum(len(encode(t)) for t in texts if t)
+        return self._scaled(sum(len(encode(t)) for t in texts if t))
+
+    def _scaled(self, raw: int) -> int:
         if self.factor == 1.0:
             return raw
         return math.ceil(round(raw * self.factor, 6))
+
+    def _clear_texts(self) -> None:
+        self._pieces.clear()
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text``. A long text is counted line by line, each line's count kept:
+        a summarizer fitting a summary to its budget counts one rendering after another that
+        share most of their lines. The count is exact: the encoding's pre-tokenizer never
+        joins a newline to what follows it (see ``_LINE_START``), so the tokens of the pieces split
+        there add up to the tokens of the whole."""
+        if len(text) < _PIECEWISE_FROM:
+            return self._count_texts((text,))
+        encode = self.encoding.encode_ordinary
+        kept = self._pieces
+        raw = 0
+        for piece in _LINE_START.split(text):
+            count = kept.get(piece)
+            if count is None:
+                count = len(encode(piece))
+                if len(kept) >= _PIECES_KEPT:
+                    kept.clear()  # what the next renderings share is counted again, once
+                kept[piece] = count
+            raw += count
+        return self._scaled(raw)
 
 
 class HeuristicCounter(MessageCounter):
