@@ -5,6 +5,7 @@ apart, and the guard that refuses a rebuilt history no provider would accept."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import sys
@@ -28,6 +29,7 @@ from synopsis.formats import decode
 from synopsis.messages import Message, Role, TextPart
 from synopsis.planning.units import is_summary
 from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
+from synopsis.stores._base import StoreBase
 from synopsis.tokens import counter_for_model
 from synopsis.validation import validate
 from tests.compaction.helpers import (
@@ -565,6 +567,10 @@ class Failures(MemoryStore):
         self._fail("summaries")
         return super().summaries(session_id)
 
+    def summary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
+        self._fail("summary")
+        return super().summary(session_id, summary_id)
+
     def save_session(self, state: SessionState) -> None:
         self._fail("save_session")
         super().save_session(state)
@@ -588,8 +594,8 @@ def test_a_store_that_cannot_read_the_summaries_refuses_the_compaction() -> None
     first = run(compactor, AIDER)
     assert first.compacted
     offloaded = store.recall("st")
-    store.broken.add("summaries")
-    with pytest.raises(StoreError, match="could not read the summaries of 'st'"):
+    store.broken.add("summary")  # the chain's head, read alone
+    with pytest.raises(StoreError, match="could not read the summary of 'st'"):
         run(compactor, [*first.messages, *FOLLOW_UP], force=True)
     assert kinds(got)[-1] == "CompactionFailed"
     store.broken.clear()
@@ -750,3 +756,55 @@ def test_saved_tokens_is_what_the_compaction_freed() -> None:
     assert result.saved_tokens == result.tokens_before - result.tokens_after > 0
     skipped = run(make(), AIDER[:4])
     assert skipped.saved_tokens == 0
+
+
+class WithoutOneRecord:
+    """A store that meets the Store protocol by delegation, with no ``summary`` method: the
+    chain is read whole, as before the method existed."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.summaries_read = 0
+
+    def summaries(self, session_id: str) -> list[SummaryRecord]:
+        self.summaries_read += 1
+        return self.inner.summaries(session_id)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("summary", "asummary"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_a_store_without_one_record_reads_the_chain_whole() -> None:
+    store = WithoutOneRecord()
+    plain = MemoryStore()
+    first = run(make(store=store, session_id="w"), AIDER)
+    second = run(make(store=store, session_id="w"), [*first.messages, *FOLLOW_UP], force=True)
+    assert store.summaries_read == 1
+    same = run(make(store=plain, session_id="w"), AIDER)
+    other = run(make(store=plain, session_id="w"), [*same.messages, *FOLLOW_UP], force=True)
+    assert second.record is not None
+    assert other.record is not None
+    assert second.record.depth == other.record.depth == 1
+    assert first.record is not None
+    assert second.record.parent_id == first.record.id
+    broken = WithoutOneRecord()
+    done = run(make(store=broken, session_id="w"), AIDER)
+    broken.summaries = lambda session_id: (_ for _ in ()).throw(OSError("broken"))  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="could not read the summaries of 'w'"):
+        run(make(store=broken, session_id="w"), [*done.messages, *FOLLOW_UP], force=True)
+
+
+def test_the_base_store_finds_one_record_among_them_all(tmp_path: Path) -> None:
+    class Plain(MemoryStore):
+        summary = StoreBase.summary  # the default, which reads every record
+
+    for store in (Plain(), MemoryStore(), SQLiteStore(tmp_path / "s.db")):
+        first = run(make(store=store, session_id="b"), AIDER)
+        assert first.record is not None
+        assert store.summary("b", first.record.id) == first.record
+        assert store.summary("b", "no such record") is None
+        assert store.summary("no such session", first.record.id) is None
+        found = asyncio.run(store.asummary("b", first.record.id))
+        assert found == first.record

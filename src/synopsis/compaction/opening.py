@@ -6,7 +6,7 @@ summary chain, read when a compaction needs the record it updates."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction.offload import Originals, wire_items
 from synopsis.compaction.prefix import Prefix, boundary, reread
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from synopsis.summarizers import SummaryRecord
     from synopsis.validation import Problem, Profile
 
-__all__ = ["open_run", "previous_record", "problems"]
+__all__ = ["chain", "open_run", "previous_record", "problems"]
 
 _OPEN_END = ("G5", "last_user")
 """Rules about how a history ends: the caller appends the next turn before sending, so a
@@ -141,22 +141,31 @@ def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Messa
 
 
 def previous_record(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
-    """The head of the session's summary chain; ``run.chain`` gets the chain, oldest record
-    first."""
+    """The head of the session's summary chain, read alone when the store can (the rest of
+    the chain is read only when needed, see :func:`chain`)."""
     if not (run.setup.has_store and run.session_id and run.state.summary_id):
         return None
+    if not hasattr(run.setup.store, "summary"):
+        found = yield from chain(run)
+        return found[-1] if found else None
+    head = yield StoreCall("summary", (run.session_id, run.state.summary_id))
+    if isinstance(head, BaseException):
+        raise StoreError(f"could not read the summary of {run.session_id!r}: {head}") from head
+    return cast("SummaryRecord | None", head)
+
+
+def chain(run: Run) -> Generator[Effect, Outcome, tuple[SummaryRecord, ...]]:
+    """The session's summary chain as the store has it, oldest record first: read only when
+    a compaction needs more than its head (the session has one, see :func:`previous_record`)."""
     records = yield StoreCall("summaries", (run.session_id,))
     if isinstance(records, BaseException):
         raise StoreError(
             f"could not read the summaries of {run.session_id!r}: {records}"
         ) from records
     by_id = {r.id: r for r in records}
-    chain: list[SummaryRecord] = []
-    head = by_id.get(run.state.summary_id)
-    while head is not None and len(chain) < len(records):
-        chain.append(head)
+    walked: list[SummaryRecord] = []
+    head = by_id.get(run.state.summary_id or "")
+    while head is not None and len(walked) < len(records):
+        walked.append(head)
         head = by_id.get(head.parent_id) if head.parent_id else None
-    # The covered messages' hashes are read only when needed (see _chain_hashes): a long
-    # session's chain covers tens of thousands of messages.
-    run.chain = tuple(reversed(chain))
-    return chain[0] if chain else None
+    return tuple(reversed(walked))

@@ -25,7 +25,7 @@ from synopsis.compaction.budgets import (
     turn_start_tail,
 )
 from synopsis.compaction.offload import wire_items
-from synopsis.compaction.opening import open_run, previous_record, problems
+from synopsis.compaction.opening import chain, open_run, previous_record, problems
 from synopsis.compaction.projection import recorded
 from synopsis.compaction.rebuild import finish, summary_for
 from synopsis.compaction.result import CompactionResult
@@ -207,9 +207,11 @@ def _offload_ref(run: Run) -> str | None:
     )
 
 
-def _chain_hashes(run: Run) -> list[str]:
-    """The content hashes of every message the session's summary chain covers, in order."""
-    return [c.sha256 for record in run.chain for c in record.covers]
+def _chain_hashes(run: Run) -> Generator[Effect, Outcome, list[str]]:
+    """The content hashes of every message the session's summary chain covers, in order
+    (what this compaction summarized last)."""
+    stored = yield from chain(run)
+    return [c.sha256 for record in (*stored, *run.records) for c in record.covers]
 
 
 def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
@@ -230,9 +232,12 @@ def _summarize_step(
     if len(earlier) == len(cut) == 1:
         # A pass whose cut is the last pass's summary alone would only summarize a summary.
         return cut[0], previous
+    covered = 0
+    if previous is not None and not earlier:
+        covered = _covered(cut, (yield from _chain_hashes(run)))
     if previous is not None and earlier:
         source = tuple(m for m in cut if not is_summary(m))
-    elif previous is not None and (covered := _covered(cut, _chain_hashes(run))):
+    elif covered:
         source = tuple(cut[covered:])
     else:
         source, previous = tuple(cut), None
@@ -290,7 +295,6 @@ def _summarize_step(
     )
     run.stored += stored
     run.records.append(record)
-    run.chain = (*run.chain, record)
     message = summary_for(
         record,
         profile=profile,

@@ -99,9 +99,6 @@ class Run:
     """With a ``clean`` history: its last :func:`~synopsis.compaction.prefix.boundary`."""
     stored: list[StoredMessage] = field(default_factory=list)
     records: list[SummaryRecord] = field(default_factory=list)
-    chain: tuple[SummaryRecord, ...] = ()
-    """The session's summary chain, oldest record first (what this compaction wrote last);
-    the pipeline reads the hashes of the messages it covers only when it needs them."""
     usage: list[Usage] = field(default_factory=list)
     overhead: int = 0
     """Tokens outside the messages: a system prompt sent apart, tool definitions, framing."""

@@ -30,6 +30,11 @@ class StoreBase(ABC):
     @abstractmethod
     def summaries(self, session_id: str) -> list[SummaryRecord]: ...
 
+    def summary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
+        """One summary record by its id (a compaction reads the head of the chain alone: a
+        long session's chain holds thousands). This default reads them all; override it."""
+        return next((r for r in self.summaries(session_id) if r.id == summary_id), None)
+
     @abstractmethod
     def recall(
         self,
@@ -60,6 +65,9 @@ class StoreBase(ABC):
 
     async def asummaries(self, session_id: str) -> list[SummaryRecord]:
         return await asyncio.to_thread(self.summaries, session_id)
+
+    async def asummary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
+        return await asyncio.to_thread(self.summary, session_id, summary_id)
 
     async def arecall(
         self,

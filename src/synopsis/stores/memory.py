@@ -94,6 +94,12 @@ class MemoryStore(StoreBase):
             entry = self._sessions.get(session_id)
             return [] if entry is None else list(entry.summaries.values())
 
+    def summary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
+        with self._lock:
+            self._check()
+            entry = self._sessions.get(session_id)
+            return None if entry is None else entry.summaries.get(summary_id)
+
     def _timeline(self, session_id: str) -> list[tuple[int, StoredMessage, _query.Document]]:
         entry = self._sessions.get(session_id)
         rows = [] if entry is None else list(entry.messages)

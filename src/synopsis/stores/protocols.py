@@ -39,7 +39,9 @@ class Store(Protocol):
         ...
 
     def summaries(self, session_id: str) -> list[SummaryRecord]:
-        """The session's summary records, oldest first."""
+        """The session's summary records, oldest first. A store that also has
+        ``summary(session_id, summary_id)`` (every :class:`StoreBase` has) is asked for the
+        chain's head alone when a compaction starts, not for every record."""
         ...
 
     def recall(

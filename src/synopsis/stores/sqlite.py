@@ -239,6 +239,14 @@ class SQLiteStore(StoreBase):
             ).fetchall()
         return [SummaryRecord.model_validate(json.loads(r[0])) for r in rows]
 
+    def summary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
+        with self._locked() as db:
+            row = db.execute(
+                "SELECT record FROM summaries WHERE session_id = ? AND id = ?",
+                (session_id, summary_id),
+            ).fetchone()
+        return None if row is None else SummaryRecord.model_validate(json.loads(row[0]))
+
     def recall(
         self,
         session_id: str,
