@@ -10,6 +10,7 @@ import pytest
 
 from synopsis.errors import ConfigurationError
 from synopsis.messages import Role
+from synopsis.stores import MemoryStore, SQLiteStore
 from tests.stores.helpers import compaction, record, stored, three
 
 if TYPE_CHECKING:
@@ -109,3 +110,28 @@ def test_search_in_a_huge_text_gives_a_short_snippet(harness: Harness) -> None:
     assert hit.snippet == "\n".join(lines)
     (common,) = store.search("s1", "step")
     assert common.snippet == "\n".join(["INFO **step** ok"] * 5) + "\nINFO…"
+
+
+def test_a_search_after_more_saves_scores_as_if_all_were_saved_first(harness: Harness) -> None:
+    """Collection statistics cover every saved message, also those saved after a search."""
+    first, second = record(), record()
+    early = [stored(i, t, compaction=first.id) for i, t in enumerate(["parser bug", "lunch"])]
+    later = [
+        stored(i + 2, t, compaction=second.id)
+        for i, t in enumerate(["parser parser fix", "the lunch menu", "lunch again"])
+    ]
+    harness.store.save(compaction(first, early))
+    before = harness.reader().search("s1", "parser lunch")
+    assert {h.message for h in before} == set(early)
+    harness.store.save(compaction(second, later))
+    after = harness.reader().search("s1", "parser lunch")
+    assert {h.message for h in after} == {*early, *later}
+    other = (
+        MemoryStore() if harness.kind == "memory" else SQLiteStore(harness.path.with_name("b.db"))
+    )
+    other.save(compaction(first, early))
+    other.save(compaction(second, later))
+    assert [(h.message, h.score) for h in other.search("s1", "parser lunch")] == [
+        (h.message, h.score) for h in after
+    ]
+    other.close()

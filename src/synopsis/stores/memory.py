@@ -25,7 +25,7 @@ __all__ = ["MemoryStore"]
 
 @dataclass(slots=True)
 class _Session:
-    messages: list[tuple[int, StoredMessage, _query.Document]] = field(default_factory=list)
+    messages: list[tuple[int, StoredMessage]] = field(default_factory=list)
     keys: set[tuple[str, str]] = field(default_factory=set)
     by_id: dict[str, list[int]] = field(default_factory=dict)
     """Each message id's rows in ``messages``: a recall by ids reads those alone."""
@@ -40,6 +40,10 @@ class MemoryStore(StoreBase):
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
         self._corpus = _query.Corpus()
+        # Each message's word counts, by its sequence number: made at the first search after
+        # it was saved, not when saving (a long session that is never searched keeps none).
+        self._documents: dict[int, _query.Document] = {}
+        self._unindexed: list[tuple[int, StoredMessage]] = []
         self._seq = 0
         self._closed = False
 
@@ -69,11 +73,10 @@ class MemoryStore(StoreBase):
                 if key in entry.keys:
                     continue
                 entry.keys.add(key)
-                document = _query.Document.of(message.text)
-                self._corpus.add(document)
                 self._seq += 1
                 entry.by_id.setdefault(message.id, []).append(len(entry.messages))
-                entry.messages.append((self._seq, message, document))
+                entry.messages.append((self._seq, message))
+                self._unindexed.append((self._seq, message))
             entry.state = state
 
     def session(self, session_id: str) -> SessionState | None:
@@ -100,7 +103,16 @@ class MemoryStore(StoreBase):
             entry = self._sessions.get(session_id)
             return None if entry is None else entry.summaries.get(summary_id)
 
-    def _timeline(self, session_id: str) -> list[tuple[int, StoredMessage, _query.Document]]:
+    def _index(self) -> None:
+        """Word counts for what was saved since the last search; the caller holds the lock.
+        The collection statistics are the whole store's, as FTS5 keeps them."""
+        for seq, message in self._unindexed:
+            document = _query.Document.of(message.text)
+            self._corpus.add(document)
+            self._documents[seq] = document
+        self._unindexed.clear()
+
+    def _timeline(self, session_id: str) -> list[tuple[int, StoredMessage]]:
         entry = self._sessions.get(session_id)
         rows = [] if entry is None else list(entry.messages)
         return sorted(rows, key=lambda row: (row[1].position, row[0]))
@@ -134,10 +146,12 @@ class MemoryStore(StoreBase):
             self._check()
             if not terms or limit <= 0:
                 return []
+            self._index()
+            documents = self._documents
             scored = [
-                (-self._corpus.score(document, terms), message.position, seq, message)
-                for seq, message, document in self._timeline(session_id)
-                if any(term in document.counts for term in terms)
+                (-self._corpus.score(documents[seq], terms), message.position, seq, message)
+                for seq, message in self._timeline(session_id)
+                if any(term in documents[seq].counts for term in terms)
             ]
         scored.sort(key=lambda row: row[:3])
         return [
