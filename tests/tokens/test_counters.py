@@ -456,3 +456,8 @@ def test_a_rendered_summary_is_counted_from_its_lines_and_the_kept_lines_are_bou
     assert len(counter._pieces) <= 50
     counter.clear_cache()
     assert counter._pieces == {}
+    one_line = "word " * 1_000  # a tool output of one long line: counted, not kept
+    assert counter.count_text(one_line) == math.ceil(
+        round(len(counter.encoding.encode_ordinary(one_line)) * 1.1, 6)
+    )
+    assert counter._pieces == {}

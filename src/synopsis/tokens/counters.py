@@ -59,6 +59,9 @@ which may take newlines and slashes after it)."""
 _PIECEWISE_FROM = 2_000
 """Texts at least this long are counted line by line (see TiktokenCounter.count_text)."""
 _PIECES_KEPT = 16_384
+_PIECE_CHARS = 1_000
+"""Longer lines are counted but not kept: a summary's lines are short, and a tool output of
+one long line must not fill the counter's memory (16k lines of at most 1,000 characters)."""
 # Encrypted reasoning is base64 of ciphertext about as long as the reasoning's UTF-8 text:
 # 4 base64 characters per 3 bytes, about 4 bytes per token, so about 16/3 characters a token.
 ENCRYPTED_CHARS_PER_TOKEN: Final[float] = 16 / 3
@@ -353,8 +356,8 @@ class TiktokenCounter(MessageCounter):
         """Tokens of ``text``. A long text is counted line by line, each line's count kept:
         a summarizer fitting a summary to its budget counts one rendering after another that
         share most of their lines. The count is exact: the encoding's pre-tokenizer never
-        joins a newline to what follows it (see ``_LINE_START``), so the tokens of the pieces split
-        there add up to the tokens of the whole."""
+        joins a newline to what follows it (see ``_LINE_START``), so the tokens of the
+        pieces split there add up to the tokens of the whole."""
         if len(text) < _PIECEWISE_FROM:
             return self._count_texts((text,))
         encode = self.encoding.encode_ordinary
@@ -364,9 +367,10 @@ class TiktokenCounter(MessageCounter):
             count = kept.get(piece)
             if count is None:
                 count = len(encode(piece))
-                if len(kept) >= _PIECES_KEPT:
-                    kept.clear()  # what the next renderings share is counted again, once
-                kept[piece] = count
+                if len(piece) <= _PIECE_CHARS:
+                    if len(kept) >= _PIECES_KEPT:
+                        kept.clear()  # what the next renderings share is counted again, once
+                    kept[piece] = count
             raw += count
         return self._scaled(raw)
 
