@@ -454,9 +454,13 @@ def test_a_rendered_summary_is_counted_from_its_lines_and_the_kept_lines_are_bou
         round(len(counter.encoding.encode_ordinary(other)) * 1.1, 6)
     )
     assert len(counter._pieces) <= 50
+    monkeypatch.setattr(counters, "_KEPT_CHARS", 500)  # and at most so many characters
+    counter.count_text("Third\n" + "\n".join(lines[::2]))
+    assert sum(map(len, counter._pieces)) <= 500
     counter.clear_cache()
     assert counter._pieces == {}
-    one_line = "word " * 1_000  # a tool output of one long line: counted, not kept
+    monkeypatch.setattr(counters, "_PIECE_CHARS", 5_000)
+    one_line = "word " * 2_000  # a tool output of one long line: counted, not kept
     assert counter.count_text(one_line) == math.ceil(
         round(len(counter.encoding.encode_ordinary(one_line)) * 1.1, 6)
     )

@@ -59,9 +59,11 @@ which may take newlines and slashes after it)."""
 _PIECEWISE_FROM = 2_000
 """Texts at least this long are counted line by line (see TiktokenCounter.count_text)."""
 _PIECES_KEPT = 16_384
-_PIECE_CHARS = 1_000
-"""Longer lines are counted but not kept: a summary's lines are short, and a tool output of
-one long line must not fill the counter's memory (16k lines of at most 1,000 characters)."""
+_PIECE_CHARS = 100_000
+"""Longer pieces are counted but not kept: a summary's lines, with the indented lines under
+them, are kept; a tool output of one long line is not."""
+_KEPT_CHARS = 8_000_000
+"""At most this many characters of lines are kept; then they are forgotten and kept again."""
 # Encrypted reasoning is base64 of ciphertext about as long as the reasoning's UTF-8 text:
 # 4 base64 characters per 3 bytes, about 4 bytes per token, so about 16/3 characters a token.
 ENCRYPTED_CHARS_PER_TOKEN: Final[float] = 16 / 3
@@ -326,6 +328,7 @@ class TiktokenCounter(MessageCounter):
         self.factor = float(factor)
         self._encoding: tiktoken.Encoding | None = None
         self._pieces: dict[str, int] = {}
+        self._kept_chars = 0
 
     def __repr__(self) -> str:
         return (
@@ -351,6 +354,7 @@ class TiktokenCounter(MessageCounter):
 
     def _clear_texts(self) -> None:
         self._pieces.clear()
+        self._kept_chars = 0
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text``. A long text is counted line by line, each line's count kept:
@@ -368,8 +372,10 @@ class TiktokenCounter(MessageCounter):
             if count is None:
                 count = len(encode(piece))
                 if len(piece) <= _PIECE_CHARS:
-                    if len(kept) >= _PIECES_KEPT:
+                    self._kept_chars += len(piece)
+                    if len(kept) >= _PIECES_KEPT or self._kept_chars > _KEPT_CHARS:
                         kept.clear()  # what the next renderings share is counted again, once
+                        self._kept_chars = len(piece)
                     kept[piece] = count
             raw += count
         return self._scaled(raw)
