@@ -48,8 +48,8 @@ A later call :func:`skip` takes only when it is the same request grown at its en
   out, and the turn key reads the result);
 * the window ``messages[b:]`` breaks no rule (the same filter as the full path). The earlier
   history broke none, and :func:`~.prefix.boundary` picks ``b`` so that each rule decides
-  the same on the window as on the whole: no tool call is open across ``b``, so the pairing restarts
-  there; a user message without tool results starts a turn for every turn-based rule (A6,
+  the same on the window as on the whole: no tool call is open across ``b``, so the pairing
+  restarts there; a user message without tool results starts a turn for every turn-based rule (A6,
   R4, G4), stops a tool loop, ends any answer block before it and opens the window with a
   user (first-user, alternation, system placement and G1 see the same neighbours); and what
   depends on the end of the history (the final empty assistant, the trailing call, the last

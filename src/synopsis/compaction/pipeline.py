@@ -232,15 +232,11 @@ def _summarize_step(
     if len(earlier) == len(cut) == 1:
         # A pass whose cut is the last pass's summary alone would only summarize a summary.
         return cut[0], previous
-    covered = 0
-    if previous is not None and not earlier:
-        covered = _covered(cut, (yield from _chain_hashes(run)))
     if previous is not None and earlier:
         source = tuple(m for m in cut if not is_summary(m))
-    elif covered:
-        source = tuple(cut[covered:])
     else:
-        source, previous = tuple(cut), None
+        covered = _covered(cut, (yield from _chain_hashes(run))) if previous is not None else 0
+        source, previous = (tuple(cut[covered:]), previous) if covered else (tuple(cut), None)
     if previous is not None and not source:
         # Nothing new: the summary the chain ends with stands for the cut as it is.
         message = (
@@ -349,6 +345,9 @@ def govern(
         )
     return decision
 
+
+_Rebuilt: TypeAlias = "tuple[tuple[Message, ...], tuple[Fix, ...]]"
+"""What :func:`~.rebuild.finish` gives: the rebuilt history and the fixes it made."""
 
 Observer: TypeAlias = "Callable[[Run, Measure], None]"
 """Told the run and its size when a call ends in a skip of a history as the caller gave it,
@@ -478,7 +477,7 @@ def _verify(
     run: Run,
     kept: tuple[Message, ...],
     limit: int,
-    finished: tuple[tuple[Message, ...], tuple[Fix, ...]] | None = None,
+    finished: _Rebuilt | None = None,
 ) -> tuple[tuple[Message, ...], Measure]:
     """The rebuilt history and its size, once it is valid for the provider and fits
     ``limit`` (trimmed when it must be); otherwise the error that says why not.
@@ -488,7 +487,9 @@ def _verify(
     if profile.thinking_rules:
         kept = thin(run, kept)
         finished = None
-    final, fixes = finished or finish(kept, profile, role=setup.summary_role)
+    if finished is None:
+        finished = finish(kept, profile, role=setup.summary_role)
+    final, fixes = finished
     if run.measure(final).tokens > limit:
         kept = trim(run, kept, limit)
         final, fixes = finish(kept, profile, role=setup.summary_role)
@@ -546,9 +547,7 @@ def _compacted_state(
 
 def _fitted(
     run: Run, kept: tuple[Message, ...], limit: int, previous: SummaryRecord | None
-) -> Generator[
-    Effect, Outcome, tuple[tuple[Message, ...], tuple[tuple[Message, ...], tuple[Fix, ...]] | None]
-]:
+) -> Generator[Effect, Outcome, tuple[tuple[Message, ...], _Rebuilt | None]]:
     """``kept``, given one last pass when even rebuilt it does not fit ``limit``, and its
     rebuild (:func:`finish`) while that is still the one to verify."""
     setup = run.setup
