@@ -26,12 +26,12 @@ Location = tuple[int, int]
 class Pairing:
     """The pairing of a history's tool calls and results.
 
-    ``result_of[call]`` lists the results answering a call (normally one); ``call_of[result]``
+    ``result_of[call]`` holds the results answering a call (normally one); ``call_of[result]``
     is the call a result answers; ``orphans`` are results with no open call before them;
     ``open_calls`` are calls that no result answers, in order.
     """
 
-    result_of: dict[Location, list[Location]] = field(default_factory=dict)
+    result_of: dict[Location, tuple[Location, ...]] = field(default_factory=dict)
     call_of: dict[Location, Location] = field(default_factory=dict)
     orphans: tuple[Location, ...] = ()
     open_calls: tuple[Location, ...] = ()
@@ -51,9 +51,10 @@ class Pairing:
 def pair_tool_calls(messages: Sequence[Message]) -> Pairing:
     # id -> open calls in order of appearance; the nearest message's first call wins. Most
     # ids are open once at a time: one location stands alone, a list only when they pile up
-    # (a list per call was most of what a long history's pairing allocated).
+    # (a list per call was most of what a long history's pairing allocated). A call's results
+    # are a tuple for the same reason: it holds only numbers, so the collector stops tracking it.
     waiting: dict[str, Location | list[Location]] = {}
-    result_of: dict[Location, list[Location]] = {}
+    result_of: dict[Location, tuple[Location, ...]] = {}
     call_of: dict[Location, Location] = {}
     orphans: list[Location] = []
     calls: list[Location] = []
@@ -68,7 +69,7 @@ def pair_tool_calls(messages: Sequence[Message]) -> Pairing:
                     waiting[part.call_id] = [queue, loc]
                 else:
                     queue.append(loc)
-                result_of[loc] = []
+                result_of[loc] = ()
                 calls.append(loc)
             elif isinstance(part, ToolResultPart):
                 queue = waiting.get(part.call_id)
@@ -80,7 +81,7 @@ def pair_tool_calls(messages: Sequence[Message]) -> Pairing:
                     del waiting[part.call_id]
                 else:
                     call = queue.pop(_nearest_first(queue))
-                result_of[call].append((mi, pi))
+                result_of[call] = (*result_of[call], (mi, pi))
                 call_of[(mi, pi)] = call
     open_calls = tuple(c for c in calls if not result_of[c])
     return Pairing(result_of, call_of, tuple(orphans), open_calls, tuple(calls))
