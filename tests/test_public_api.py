@@ -103,6 +103,7 @@ SUMMARIZERS = [
     "CompletionRequest",
     "CompletionResponse",
     "Coverage",
+    "Covers",
     "Entities",
     "Extractor",
     "Facets",

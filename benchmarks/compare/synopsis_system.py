@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import synopsis
 from benchmarks.compare.systems import Budget, Items, fake_summary
-from synopsis.messages import Message, content_hash, message_id
-from synopsis.summarizers import Coverage, SummaryRecord
+from synopsis.summarizers import Covers, SummaryRecord
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from synopsis.messages import Message
 
 
 class FakeSummarizer:
@@ -38,10 +39,7 @@ class FakeSummarizer:
             depth=previous.depth + 1 if previous else 0,
             parent_id=previous.id if previous else None,
             narrative=fake_summary(len(messages)),
-            covers=tuple(
-                Coverage(id=message_id(m, i), sha256=content_hash(m))
-                for i, m in enumerate(messages)
-            ),
+            covers=Covers.of(messages),
             model="fake",
         )
 

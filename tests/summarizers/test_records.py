@@ -11,6 +11,7 @@ import synopsis.summarizers
 from synopsis.summarizers import (
     ActionItem,
     Coverage,
+    Covers,
     Entities,
     Facets,
     RuleBasedSummarizer,
@@ -44,7 +45,7 @@ def full_record() -> SummaryRecord:
             entities=Entities(files=("a.py",), symbols=("Retry",), versions=("1.2.3",)),
         ),
         sections=Sections(primary_request=("Fix a.py",), next_step="Run the tests"),
-        covers=(Coverage(id="m0-abc", sha256="0" * 64),),
+        covers=Covers([Coverage(id="m0-abc", sha256="0" * 64)]),
         tokens_in=1000,
         tokens_out=100,
         model="gpt-4o-mini",

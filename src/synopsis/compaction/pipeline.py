@@ -211,7 +211,7 @@ def _chain_hashes(run: Run) -> Generator[Effect, Outcome, list[str]]:
     """The content hashes of every message the session's summary chain covers, in order
     (what this compaction summarized last)."""
     stored = yield from chain(run)
-    return [c.sha256 for record in (*stored, *run.records) for c in record.covers]
+    return [h for record in (*stored, *run.records) for h in record.covers.hashes]
 
 
 def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:

@@ -26,6 +26,7 @@ from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
 from synopsis.summarizers.records import (
     ActionItem,
     Coverage,
+    Covers,
     Entities,
     Facets,
     Sections,
@@ -44,6 +45,7 @@ __all__ = [
     "CompletionRequest",
     "CompletionResponse",
     "Coverage",
+    "Covers",
     "Entities",
     "Extractor",
     "Facets",

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from pydantic import ValidationError
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, Role, TextPart, content_hash, message_id
+from synopsis.messages import Message, Role, TextPart
 from synopsis.models import context_window
 from synopsis.summarizers import effects
 from synopsis.summarizers._options import history, utc_now, whole_number
@@ -84,7 +84,7 @@ from synopsis.summarizers.prompts import (
     transcript_blocks,
 )
 from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
-from synopsis.summarizers.records import Coverage, SummaryRecord
+from synopsis.summarizers.records import Covers, SummaryRecord
 from synopsis.summarizers.render import render
 from synopsis.summarizers.rules import RuleBasedSummarizer
 from synopsis.tokens import counter_for_model
@@ -267,10 +267,7 @@ class LLMSummarizer:
             "created_at": self.clock(),
             "depth": previous.depth + 1 if previous else 0,
             "parent_id": previous.id if previous else None,
-            "covers": tuple(
-                Coverage(id=message_id(m, offset + i), sha256=content_hash(m))
-                for i, m in enumerate(messages)
-            ),
+            "covers": Covers.of(messages, offset),
             "covered_total": previous.messages_covered + len(messages) if previous else None,
             "tokens_in": sum(self.counter.count_message(m) for m in messages),
         }
@@ -489,7 +486,7 @@ class LLMSummarizer:
         else:
             base = {
                 "created_at": self.clock(),
-                "covers": tuple(c for p in partials for c in p.covers),
+                "covers": sum((p.covers for p in partials), Covers()),
                 "tokens_in": sum(p.tokens_in for p in partials),
             }
             anchors = []

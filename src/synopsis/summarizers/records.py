@@ -14,12 +14,15 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from synopsis.summarizers.coverage import Coverage, Covers
+
 __all__ = [
     "MAX_FACET_ITEMS",
     "MAX_KEY_POINTS",
     "MAX_SECTION_ITEMS",
     "ActionItem",
     "Coverage",
+    "Covers",
     "Entities",
     "Facets",
     "Sections",
@@ -106,15 +109,6 @@ class Sections(BaseModel):
     next_step: str | None = None
 
 
-class Coverage(BaseModel):
-    """One summarized message: its id and the sha256 of its content (``content_hash``)."""
-
-    model_config = _FROZEN
-
-    id: str
-    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-
-
 class Usage(BaseModel):
     """What producing the record cost, as the provider reported it (zero for rules)."""
 
@@ -141,7 +135,8 @@ class SummaryRecord(BaseModel):
     key_points: Annotated[tuple[str, ...], Field(max_length=MAX_KEY_POINTS)] = ()
     facets: Facets = Field(default_factory=Facets)
     sections: Sections = Field(default_factory=Sections)
-    covers: tuple[Coverage, ...] = ()
+    covers: Covers = Covers()
+    """The messages this record summarized (:meth:`Covers.of` them)."""
     covered_total: Count | None = None
     """Messages the whole chain stands for, this record's ``covers`` and its ancestors'; unset
     on a record that starts a chain (then ``len(covers)``)."""

@@ -16,7 +16,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, content_hash, message_id
 from synopsis.summarizers._options import history, utc_now, whole_number
 from synopsis.summarizers.budget import ENTITY_KEYS, Draft, fit
 from synopsis.summarizers.digest import Digest, digest
@@ -27,7 +26,7 @@ from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
     MAX_KEY_POINTS,
     MAX_SECTION_ITEMS,
-    Coverage,
+    Covers,
     SummaryRecord,
 )
 from synopsis.summarizers.render import render
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime
 
+    from synopsis.messages import Message
     from synopsis.summarizers.exchanges import Extractor
 
 __all__ = ["RuleBasedSummarizer"]
@@ -128,9 +128,7 @@ class RuleBasedSummarizer:
         messages = history(messages)
         found = digest(messages, self.extractors, self.user_message_chars)
         draft = _draft(found, previous, self.user_message_chars)
-        covers = tuple(
-            Coverage(id=message_id(m, i), sha256=content_hash(m)) for i, m in enumerate(messages)
-        )
+        covers = Covers.of(messages)
         depth = previous.depth + 1 if previous else 0
         parent = previous.id if previous else None
         base: dict[str, Any] = {
@@ -143,7 +141,7 @@ class RuleBasedSummarizer:
             "covered_total": previous.messages_covered + len(covers) if previous else None,
         }
         if self.deterministic_ids:
-            key = json.dumps([parent, depth, [c.sha256 for c in covers]])
+            key = json.dumps([parent, depth, list(covers.hashes)])
             base["id"] = hashlib.sha256(key.encode()).hexdigest()[:32]
 
         def build(content: Draft, truncated: bool) -> SummaryRecord:
