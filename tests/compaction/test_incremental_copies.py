@@ -130,6 +130,40 @@ def test_a_history_resent_whole_after_a_compaction_takes_the_fast_path() -> None
     assert reused.fast == 4
 
 
+def test_a_skips_result_is_the_callers_own_list() -> None:
+    """The memo grows its own lists where they lie: a result handed out must share none of
+    them, or a caller editing what it got back would edit what the next call compares to."""
+    history = load_items(CLEAN)
+    compactor = big()
+    compactor.compact(json_copy(history))
+    history = [*history, ask()]
+    got = compactor.compact(json_copy(history))
+    got.messages.append({"role": "assistant", "content": "appended to the result"})
+    got.messages[0] = {"role": "user", "content": "replaced in the result"}
+    history = [*history, {"role": "assistant", "content": "done"}, ask()]
+    both(big, compactor, json_copy(history))
+    assert compactor.fast == 2
+
+
+def test_a_projected_skips_result_is_the_callers_own_list() -> None:
+    store = MemoryStore()
+    compactor = Counting(
+        model="gpt-4o", context_window=16_000, summarizer="rules", store=store,
+        session_id="s", environ={},
+    )  # fmt: skip
+    history = load_items(CLEAN)
+    assert compactor.compact(history, force=True).compacted
+    grown = [*history, ask()]
+    first = compactor.compact(json_copy(grown))
+    kept = copy.deepcopy(first.messages)
+    first.messages.append({"role": "assistant", "content": "appended to the result"})
+    grown = [*grown, {"role": "assistant", "content": "done"}, ask()]
+    second = compactor.compact(json_copy(grown))
+    assert compactor.fast == 2
+    assert second.messages[: len(kept)] == kept
+    assert second.messages[len(kept) :] == grown[-2:]
+
+
 # -- a new turn after a compaction: the governor's memory moves on --------------------------
 
 
