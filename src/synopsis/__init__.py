@@ -12,6 +12,8 @@ False
 
 from __future__ import annotations
 
+import logging
+
 from synopsis._api import count_tokens
 from synopsis.compaction import CompactionResult, Compactor, acompact, compact
 from synopsis.config import Settings
@@ -56,6 +58,10 @@ from synopsis.tokens import HeuristicCounter, TiktokenCounter, TokenCounter, cou
 from synopsis.validation import Fix, Problem, Profile, repair, validate
 
 __version__ = "0.1.0.dev0"
+
+# A library writes nothing unless the application configured logging: without a handler of
+# its own, Python's last resort would print every warning (a summarizer falling back) to stderr.
+logging.getLogger("synopsis").addHandler(logging.NullHandler())
 
 __all__ = [
     "BudgetUnreachableError",

@@ -28,6 +28,19 @@ __all__ = [
 ]
 
 
+ERROR_CHARS = 300
+"""How much of a failure's text an event or a log line repeats. A server's error body can be
+tens of kilobytes (one validation error per field of the request); the exception that carries
+it whole stays chained as ``__cause__``."""
+
+
+def brief(text: str, limit: int = ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
 class SynopsisError(Exception):
     """Base of every error synopsis raises on purpose."""
 

@@ -26,6 +26,8 @@ from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
+from synopsis.errors import brief
+
 if TYPE_CHECKING:
     # Only for annotations: the summarizers package imports this module to report fall-backs.
     from synopsis.summarizers.records import Usage
@@ -182,7 +184,11 @@ class SummarizerFellBack(_Base):
 
     model: str
     reason: str
+    """Why, cut to a few hundred characters (a server's error body can be far longer)."""
     fallback: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", brief(self.reason))
 
     def _sentence(self) -> str:
         return f"summarizer model {self.model} failed ({self.reason}); fell back to {self.fallback}"

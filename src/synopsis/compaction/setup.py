@@ -82,6 +82,39 @@ class Setup:
         return get_profile(self.provider or _FAMILY_PROFILE[format])
 
 
+_KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "openai-responses": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+}
+"""Where each SDK looks for its credentials when given none."""
+
+_NO_KEY = "not-needed"
+"""What is sent as the key to a server of the caller's own (``base_url``) when none is set: a
+local server asks for none, and the SDKs refuse to start without one."""
+
+
+def _sdk_key(kind: str, settings: Settings) -> str | None:
+    """None when the SDK will find its key in the environment; a placeholder for a server of
+    the caller's own; else a one-line error, rather than the SDK's traceback at construction
+    (OpenAI) or a failure on every request (Anthropic)."""
+    names = _KEY_VARIABLES[kind]
+    if any(os.environ.get(name) for name in names):
+        return None
+    if settings.base_url:
+        return _NO_KEY
+    provider = "anthropic" if kind == "anthropic" else "openai"
+    raise ConfigurationError(
+        f"no API key for {provider}: set {' or '.join(names)}, name another variable with "
+        "api_key_env, or give base_url for a server that needs none"
+    )
+
+
+def _with_key(options: dict[str, Any], key: str | None) -> None:
+    if key:
+        options["api_key"] = key
+
+
 def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
     kind = settings.summarizer
     if kind == "rules":
@@ -106,8 +139,6 @@ def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
     client_options: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout}
     if settings.base_url:
         client_options["base_url"] = settings.base_url
-    if api_key:
-        client_options["api_key"] = api_key
     if kind == "anthropic":
         try:
             import anthropic  # noqa: PLC0415
@@ -115,6 +146,7 @@ def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
             raise ConfigurationError(
                 'summarizer="anthropic" needs: pip install "synopsis[anthropic]"'
             ) from error
+        _with_key(client_options, api_key or _sdk_key(kind, settings))
         completion = anthropic_completion(anthropic.Anthropic(**client_options))
     else:
         try:
@@ -123,6 +155,7 @@ def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
             raise ConfigurationError(
                 f'summarizer="{kind}" needs: pip install "synopsis[openai]"'
             ) from error
+        _with_key(client_options, api_key or _sdk_key(kind, settings))
         client = openai.OpenAI(**client_options)
         completion = (
             openai_responses_completion(client)

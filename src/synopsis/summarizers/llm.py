@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from pydantic import ValidationError
 
-from synopsis.errors import ConfigurationError
+from synopsis.errors import ConfigurationError, brief
 from synopsis.messages import Message, Role, TextPart
 from synopsis.models import context_window
 from synopsis.summarizers import effects
@@ -361,7 +361,10 @@ class LLMSummarizer:
                     retryable=False,
                 )
             logger.warning(
-                "summarizer %s: transport error (attempt %d): %r", model, attempt + 1, outcome
+                "summarizer %s: transport error (attempt %d): %s",
+                model,
+                attempt + 1,
+                brief(repr(outcome)),
             )
             if attempt >= self.max_retries or not is_retryable(outcome):
                 return outcome
@@ -413,7 +416,7 @@ class LLMSummarizer:
     def _try_model(self, model: str, context: _Context) -> _Plan:
         outcome = yield from self._ask(model, context, context.prompt)
         if isinstance(outcome, Exception):
-            return _Failure(f"{model}: transport error {outcome!r}", outcome)
+            return _Failure(f"{model}: transport error {brief(repr(outcome))}", outcome)
         accepted = self._accept(model, outcome, context, outcome.usage)
         if isinstance(accepted, _Failure):
             return accepted
@@ -425,7 +428,7 @@ class LLMSummarizer:
         turns = [*context.prompt, *missing_anchors_prompt(outcome.text, missing)]
         again = yield from self._ask(model, context, turns)
         if isinstance(again, Exception):
-            return _Failure(f"{model}: transport error {again!r}", again)
+            return _Failure(f"{model}: transport error {brief(repr(again))}", again)
         accepted = self._accept(model, again, context, _total([outcome.usage, again.usage]))
         if isinstance(accepted, _Failure):
             return accepted
