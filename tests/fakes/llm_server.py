@@ -11,11 +11,13 @@ see :func:`stream_events`), in a chunked HTTP/1.1 body. ``Reply.cut_after`` brea
 stream off after that many text deltas (``cut_cleanly``: ends the body there instead of
 dropping the connection), ``Reply.chunk_delay`` paces its events and ``Reply.rewrite`` edits
 them. An error status is answered with its JSON body, streamed or not, as the real APIs do.
+``picky`` (a :class:`Picky`) refuses what servers of local models refuse, as they refuse it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import select
 import socket
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Event",
     "FakeLLMServer",
+    "Picky",
     "Recorded",
     "Reply",
     "anthropic_message",
@@ -67,6 +70,94 @@ class Recorded:
     path: str
     headers: dict[str, str]  # names in lower case
     body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Picky:
+    """What a server refuses, as OpenAI-compatible servers of local models do (the status and
+    the shape of each body are llama-cpp-python's server's). A refused request is recorded
+    but takes no scripted reply.
+
+    ``json_schema``: a JSON-schema response format (500, a validation error: "Input should be
+    'text' or 'json_object'"); ``json_mode``: any response format at all (400);
+    ``null_content``: a message whose content is null (500, one validation error per way the
+    message could have been read, for every message: tens of kilobytes); ``alternation``: two
+    messages of one role in a row (500, the chat template's error); ``context_window``: a
+    request whose messages take more tokens than this (counted as characters / 4; 400, the
+    OpenAI-style context_length_exceeded error).
+    """
+
+    json_schema: bool = False
+    json_mode: bool = False
+    null_content: bool = False
+    alternation: bool = False
+    context_window: int | None = None
+
+    def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        messages = [m for m in body.get("messages") or body.get("input") or [] if "role" in m]
+        kind = _format_kind(body)
+        if kind is not None and self.json_mode:
+            return 400, _error(
+                f"response_format {kind!r} is not supported", "invalid_request_error"
+            )
+        if kind == "json_schema" and self.json_schema:
+            detail: list[dict[str, Any]] = [
+                {
+                    "type": "literal_error",
+                    "loc": ("body", "response_format", "type"),
+                    "msg": "Input should be 'text' or 'json_object'",
+                    "input": "json_schema",
+                    "ctx": {"expected": "'text' or 'json_object'"},
+                }
+            ]
+            return 500, _error(repr(detail), "internal_server_error")
+        if self.null_content and any(m.get("content", "") is None for m in messages):
+            detail = [
+                {
+                    "type": "string_type",
+                    "loc": ("body", "messages", i, kind_of, "content", "str"),
+                    "msg": "Input should be a valid string",
+                    "input": m.get("content"),
+                }
+                for i, m in enumerate(messages)
+                for kind_of in _MESSAGE_KINDS
+            ]
+            return 500, _error(repr(detail), "internal_server_error")
+        if self.alternation and any(
+            a["role"] == b["role"] for a, b in itertools.pairwise(messages)
+        ):
+            message = "Conversation roles must alternate user/assistant/user/assistant/..."
+            return 500, _error(message, "internal_server_error")
+        if self.context_window is not None:
+            used = len(json.dumps(messages)) // 4
+            if used > self.context_window:
+                message = (
+                    f"This model's maximum context length is {self.context_window} tokens. "
+                    f"However, you requested {used} tokens ({used} in the messages, "
+                    f"{body.get('max_tokens')} in the completion). Please reduce the length "
+                    "of the messages or completion."
+                )
+                return 400, _error(message, "invalid_request_error", "context_length_exceeded")
+        return None
+
+
+_MESSAGE_KINDS = (
+    "ChatCompletionRequestSystemMessage",
+    "ChatCompletionRequestUserMessage",
+    "ChatCompletionRequestAssistantMessage",
+    "ChatCompletionRequestToolMessage",
+    "ChatCompletionRequestFunctionMessage",
+)
+
+
+def _format_kind(body: dict[str, Any]) -> str | None:
+    """The response format a request asks for (Chat Completions or Responses), if any."""
+    found = body.get("response_format") or (body.get("text") or {}).get("format")
+    return found.get("type") if isinstance(found, dict) else None
+
+
+def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def chat_completion(text: str, *, model: str = "gpt-test", usage: bool = True) -> dict[str, Any]:
@@ -276,6 +367,7 @@ class FakeLLMServer:
 
     script: deque[Reply] = field(default_factory=deque)
     requests: list[Recorded] = field(default_factory=list)
+    picky: Picky = field(default_factory=Picky)
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -309,6 +401,9 @@ class FakeLLMServer:
     def _next(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
+            refused = self.picky.refusal(recorded.body)
+            if refused is not None:
+                return Reply(refused[1], refused[0])
             if self.script:
                 return self.script.popleft()
         return Reply({"error": {"type": "error", "message": "no scripted reply left"}}, 500)

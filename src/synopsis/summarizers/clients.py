@@ -34,23 +34,38 @@ puts them: in the list for Chat Completions and Responses, in ``system=`` for An
 request's own ``system`` is sent only when it is not empty, before all of that (as
 ``instructions`` for Responses).
 
+A server that refuses a request for what it cannot take (a JSON-schema response format, JSON
+mode, a null content, two messages of one role in a row) is asked again the way it takes, and
+that way is remembered for the server and model (:mod:`.dialects`); any other request it
+refuses as invalid is not sent again unchanged.
+
 The SDKs are optional: ``pip install "synopsis[openai]"`` or ``"synopsis[anthropic]"``.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, overload
 
-from synopsis.errors import TransportError
 from synopsis.formats import FormatName, encode
 from synopsis.messages import thaw
+from synopsis.summarizers.asking import (
+    AsyncCompletion,
+    Endpoint,
+    Failures,
+    SyncCompletion,
+    completion,
+    http_errors,
+    missing,
+    unfinished,
+)
 from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
+from synopsis.summarizers.dialects import Dialect, strict_messages
 from synopsis.summarizers.records import Usage
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from anthropic import Anthropic, AsyncAnthropic
     from anthropic.types import Message as AnthropicMessage
     from anthropic.types import MessageDeltaUsage, RawMessageStreamEvent
@@ -72,114 +87,6 @@ DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 
 _SCHEMA_NAME = "summary"
 
-SyncCompletion = Callable[[CompletionRequest], CompletionResponse]
-AsyncCompletion = Callable[[CompletionRequest], Awaitable[CompletionResponse]]
-_Arguments = Callable[[CompletionRequest], dict[str, Any]]
-_Convert = Callable[[Any, CompletionRequest], CompletionResponse]
-_Failures = tuple[type[Exception], ...]
-
-
-def _missing(package: str) -> ImportError:
-    return ImportError(
-        f"this completion needs the {package} SDK, which is not installed: "
-        f'pip install "synopsis[{package}]"'
-    )
-
-
-def _http_errors() -> _Failures:
-    """The HTTP library's request errors (a connection cut mid-stream, a read timeout), which
-    an SDK may let through while it reads a stream: httpx2's, or httpx's for older SDKs. Only
-    a library the SDK has loaded is looked at."""
-    loaded = (sys.modules.get(name) for name in ("httpx2", "httpx"))
-    return tuple(module.RequestError for module in loaded if module is not None)
-
-
-def _transport_error(provider: str, error: Exception) -> TransportError:
-    """A timeout, a lost connection (no status), a 429 or a 5xx is worth another try; so is an
-    error event inside a stream that had started (the status of that stream is below 400)."""
-    status: int | None = getattr(error, "status_code", None)
-    retryable = status is None or status < 400 or status == 429 or status >= 500
-    where = f" (HTTP {status})" if status is not None else ""
-    return TransportError(
-        f"{provider}: {type(error).__name__}{where}: {error}", retryable=retryable
-    )
-
-
-def _unfinished(provider: str, last: str) -> TransportError:
-    return TransportError(f"{provider}: the stream ended before {last}", retryable=True)
-
-
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    """How one provider endpoint is asked and read: ``convert`` reads a whole answer, ``fold``
-    the list of events of a streamed one (asked with ``stream_arguments`` added)."""
-
-    provider: str
-    arguments: _Arguments
-    convert: _Convert
-    fold: _Convert
-    stream_arguments: Mapping[str, Any] = field(default_factory=dict)
-
-    def plan(self, stream: bool) -> tuple[_Arguments, _Convert]:
-        if not stream:
-            return self.arguments, self.convert
-
-        def arguments(request: CompletionRequest) -> dict[str, Any]:
-            return {**self.arguments(request), "stream": True, **self.stream_arguments}
-
-        return arguments, self.fold
-
-
-def _sync(
-    endpoint: _Endpoint, create: Callable[..., Any], failures: _Failures, stream: bool
-) -> SyncCompletion:
-    """One SDK call per request (its events read to the end when streamed), its failures as
-    TransportError, its answer converted."""
-    arguments, convert = endpoint.plan(stream)
-
-    def complete(request: CompletionRequest) -> CompletionResponse:
-        try:
-            answer = create(**arguments(request))
-            if stream:
-                answer = list(answer)
-        except failures as error:
-            raise _transport_error(endpoint.provider, error) from error
-        return convert(answer, request)
-
-    return complete
-
-
-def _async(
-    endpoint: _Endpoint, create: Callable[..., Awaitable[Any]], failures: _Failures, stream: bool
-) -> AsyncCompletion:
-    """:func:`_sync` for an async SDK client."""
-    arguments, convert = endpoint.plan(stream)
-
-    async def acomplete(request: CompletionRequest) -> CompletionResponse:
-        try:
-            answer = await create(**arguments(request))
-            if stream:
-                answer = [event async for event in answer]
-        except failures as error:
-            raise _transport_error(endpoint.provider, error) from error
-        return convert(answer, request)
-
-    return acomplete
-
-
-def _completion(
-    endpoint: _Endpoint,
-    create: Callable[..., Any],
-    failures: _Failures,
-    *,
-    is_async: bool,
-    stream: bool,
-) -> SyncCompletion | AsyncCompletion:
-    if is_async:
-        return _async(endpoint, create, failures, stream)
-    return _sync(endpoint, create, failures, stream)
-
-
 # -- The request ------------------------------------------------------------------------------
 
 
@@ -187,11 +94,16 @@ def _messages(request: CompletionRequest) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": m["content"]} for m in request.messages]
 
 
-def _conversation(request: CompletionRequest, format: FormatName) -> tuple[list[Any], Any]:
-    """The conversation in the provider's format, then the request's messages; and the
-    top-level system prompt the format lifted out of the conversation (None when none)."""
+def _conversation(
+    request: CompletionRequest, format: FormatName, dialect: Dialect, *, system: str = ""
+) -> tuple[list[Any], Any]:
+    """``system`` (when given) as a first message, the conversation in the provider's format,
+    then the request's messages, strict when the dialect says so; and the top-level system
+    prompt the format lifted out of the conversation (None when none)."""
     wire = encode(request.conversation, format)
-    return [*wire.messages, *_messages(request)], wire.system
+    first = [{"role": "system", "content": system}] if system else []
+    messages = [*first, *wire.messages, *_messages(request)]
+    return (strict_messages(messages) if dialect.strict else messages), wire.system
 
 
 def _tools(request: CompletionRequest) -> dict[str, Any]:
@@ -203,22 +115,23 @@ def _tools(request: CompletionRequest) -> dict[str, Any]:
 # -- OpenAI Chat Completions ------------------------------------------------------------------
 
 
-def _chat_arguments(request: CompletionRequest) -> dict[str, Any]:
-    system = [{"role": "system", "content": request.system}] if request.system else []
-    messages, _ = _conversation(request, "openai")
+def _chat_arguments(request: CompletionRequest, dialect: Dialect) -> dict[str, Any]:
+    messages, _ = _conversation(request, "openai", dialect, system=request.system)
     arguments: dict[str, Any] = {
         "model": request.model,
-        "messages": [*system, *messages],
+        "messages": messages,
         "temperature": request.temperature,
         **_tools(request),
     }
     if request.max_tokens is not None:
         arguments["max_tokens"] = request.max_tokens
-    if request.json_schema is not None:
+    if request.json_schema is not None and dialect.structure == "json_schema":
         arguments["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": _SCHEMA_NAME, "schema": dict(request.json_schema)},
         }
+    elif request.json_schema is not None and dialect.structure == "json_object":
+        arguments["response_format"] = {"type": "json_object"}
     return arguments
 
 
@@ -249,15 +162,16 @@ def _chat_fold(
     """The first choice's content deltas; the usage of the last chunk (the one that
     ``include_usage`` adds after the finish reason)."""
     if not any(choice.finish_reason for chunk in chunks for choice in chunk.choices):
-        raise _unfinished("openai", "a finish_reason")
+        raise unfinished("openai", "a finish_reason")
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     usage = next((c.usage for c in reversed(chunks) if c.usage is not None), None)
     model = next((c.model for c in chunks if c.model), request.model)
     return CompletionResponse(text=text, usage=_chat_usage(usage), model=model)
 
 
-_CHAT = _Endpoint(
+_CHAT = Endpoint(
     "openai",
+    "chat/completions",
     _chat_arguments,
     _chat_response,
     _chat_fold,
@@ -265,34 +179,41 @@ _CHAT = _Endpoint(
 )
 
 
-def _openai(client: OpenAI | AsyncOpenAI) -> tuple[_Failures, bool]:
+def _openai(client: OpenAI | AsyncOpenAI) -> tuple[Failures, bool]:
     """The failures an OpenAI client raises, and whether it is async."""
     try:
         import openai  # noqa: PLC0415 - optional dependency
     except ImportError as error:
-        raise _missing("openai") from error
-    return (openai.APIError, *_http_errors()), isinstance(client, openai.AsyncOpenAI)
+        raise missing("openai") from error
+    return (openai.APIError, *http_errors()), isinstance(client, openai.AsyncOpenAI)
 
 
 @overload
-def openai_chat_completion(client: OpenAI, *, stream: bool = False) -> SyncCompletion: ...
-@overload
-def openai_chat_completion(client: AsyncOpenAI, *, stream: bool = False) -> AsyncCompletion: ...
 def openai_chat_completion(
-    client: OpenAI | AsyncOpenAI, *, stream: bool = False
+    client: OpenAI, *, stream: bool = False, strict: bool = False
+) -> SyncCompletion: ...
+@overload
+def openai_chat_completion(
+    client: AsyncOpenAI, *, stream: bool = False, strict: bool = False
+) -> AsyncCompletion: ...
+def openai_chat_completion(
+    client: OpenAI | AsyncOpenAI, *, stream: bool = False, strict: bool = False
 ) -> SyncCompletion | AsyncCompletion:
     """A completion over ``client.chat.completions.create`` (the system prompt is the first
-    message; a JSON schema is sent as ``response_format``); ``stream`` reads it streamed."""
+    message; a JSON schema is sent as ``response_format``); ``stream`` reads it streamed,
+    ``strict`` sends strict messages from the first request (see :mod:`.dialects`)."""
     failures, is_async = _openai(client)
     create = client.chat.completions.create
-    return _completion(_CHAT, create, failures, is_async=is_async, stream=stream)
+    return completion(
+        _CHAT, client, create, failures, is_async=is_async, stream=stream, strict=strict
+    )
 
 
 # -- OpenAI Responses -------------------------------------------------------------------------
 
 
-def _responses_arguments(request: CompletionRequest) -> dict[str, Any]:
-    items, _ = _conversation(request, "responses")
+def _responses_arguments(request: CompletionRequest, dialect: Dialect) -> dict[str, Any]:
+    items, _ = _conversation(request, "responses", dialect)
     arguments: dict[str, Any] = {
         "model": request.model,
         "input": items,
@@ -303,7 +224,7 @@ def _responses_arguments(request: CompletionRequest) -> dict[str, Any]:
         arguments["instructions"] = request.system
     if request.max_tokens is not None:
         arguments["max_output_tokens"] = request.max_tokens
-    if request.json_schema is not None:
+    if request.json_schema is not None and dialect.structure == "json_schema":
         arguments["text"] = {
             "format": {
                 "type": "json_schema",
@@ -311,6 +232,8 @@ def _responses_arguments(request: CompletionRequest) -> dict[str, Any]:
                 "schema": dict(request.json_schema),
             }
         }
+    elif request.json_schema is not None and dialect.structure == "json_object":
+        arguments["text"] = {"format": {"type": "json_object"}}
     return arguments
 
 
@@ -344,28 +267,35 @@ def _responses_fold(
         None,
     )
     if last is None:
-        raise _unfinished("openai", "response.completed")
+        raise unfinished("openai", "response.completed")
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     return replace(_responses_response(last, request), text=text)
 
 
-_RESPONSES = _Endpoint("openai", _responses_arguments, _responses_response, _responses_fold)
+_RESPONSES = Endpoint(
+    "openai", "responses", _responses_arguments, _responses_response, _responses_fold
+)
 
 
-@overload
-def openai_responses_completion(client: OpenAI, *, stream: bool = False) -> SyncCompletion: ...
 @overload
 def openai_responses_completion(
-    client: AsyncOpenAI, *, stream: bool = False
+    client: OpenAI, *, stream: bool = False, strict: bool = False
+) -> SyncCompletion: ...
+@overload
+def openai_responses_completion(
+    client: AsyncOpenAI, *, stream: bool = False, strict: bool = False
 ) -> AsyncCompletion: ...
 def openai_responses_completion(
-    client: OpenAI | AsyncOpenAI, *, stream: bool = False
+    client: OpenAI | AsyncOpenAI, *, stream: bool = False, strict: bool = False
 ) -> SyncCompletion | AsyncCompletion:
     """A completion over ``client.responses.create`` (the system prompt is ``instructions``; a
-    JSON schema is sent as ``text.format``); ``stream`` reads it streamed."""
+    JSON schema is sent as ``text.format``); ``stream`` reads it streamed, ``strict`` sends
+    strict messages from the first request (see :mod:`.dialects`)."""
     failures, is_async = _openai(client)
     create = client.responses.create
-    return _completion(_RESPONSES, create, failures, is_async=is_async, stream=stream)
+    return completion(
+        _RESPONSES, client, create, failures, is_async=is_async, stream=stream, strict=strict
+    )
 
 
 # -- Anthropic Messages -----------------------------------------------------------------------
@@ -379,8 +309,8 @@ def _anthropic_system(own: str, lifted: Any) -> Any:  # noqa: ANN401 - str or te
     return [{"type": "text", "text": own}, *blocks]
 
 
-def _anthropic_arguments(request: CompletionRequest) -> dict[str, Any]:
-    messages, lifted = _conversation(request, "anthropic")
+def _anthropic_arguments(request: CompletionRequest, dialect: Dialect) -> dict[str, Any]:
+    messages, lifted = _conversation(request, "anthropic", dialect)
     system = _anthropic_system(request.system, lifted)
     return {
         "model": request.model,
@@ -438,7 +368,7 @@ def _anthropic_fold(
     ``message_delta`` (whose counts are totals so far: the output, and any input it names)."""
     start = next((e.message for e in events if e.type == "message_start"), None)
     if start is None or not any(e.type == "message_stop" for e in events):
-        raise _unfinished("anthropic", "message_stop")
+        raise unfinished("anthropic", "message_stop")
     counts = _anthropic_counts(start.usage)
     for event in events:
         if event.type == "message_delta":
@@ -453,27 +383,40 @@ def _anthropic_fold(
     )
 
 
-_ANTHROPIC = _Endpoint("anthropic", _anthropic_arguments, _anthropic_response, _anthropic_fold)
+_ANTHROPIC = Endpoint(
+    "anthropic", "messages", _anthropic_arguments, _anthropic_response, _anthropic_fold
+)
 
 
 @overload
-def anthropic_completion(client: Anthropic, *, stream: bool = False) -> SyncCompletion: ...
-@overload
-def anthropic_completion(client: AsyncAnthropic, *, stream: bool = False) -> AsyncCompletion: ...
 def anthropic_completion(
-    client: Anthropic | AsyncAnthropic, *, stream: bool = False
+    client: Anthropic, *, stream: bool = False, strict: bool = False
+) -> SyncCompletion: ...
+@overload
+def anthropic_completion(
+    client: AsyncAnthropic, *, stream: bool = False, strict: bool = False
+) -> AsyncCompletion: ...
+def anthropic_completion(
+    client: Anthropic | AsyncAnthropic, *, stream: bool = False, strict: bool = False
 ) -> SyncCompletion | AsyncCompletion:
     """A completion over ``client.messages.create`` (``system=`` the system prompt;
     ``max_tokens`` defaults to :data:`DEFAULT_ANTHROPIC_MAX_TOKENS`); ``stream`` reads it
-    streamed. The JSON schema is not sent: the prompt asks for it, and the answer is validated
-    either way."""
+    streamed, ``strict`` sends strict messages from the first request (see :mod:`.dialects`).
+    The JSON schema is not sent: the prompt asks for it, and the answer is validated either
+    way."""
     try:
         import anthropic  # noqa: PLC0415 - optional dependency
     except ImportError as error:
-        raise _missing("anthropic") from error
+        raise missing("anthropic") from error
     # while streaming, this SDK lets the HTTP library's errors through unwrapped
-    failures: _Failures = (anthropic.APIError, *_http_errors())
+    failures: Failures = (anthropic.APIError, *http_errors())
     is_async = isinstance(client, anthropic.AsyncAnthropic)
-    return _completion(
-        _ANTHROPIC, client.messages.create, failures, is_async=is_async, stream=stream
+    return completion(
+        _ANTHROPIC,
+        client,
+        client.messages.create,
+        failures,
+        is_async=is_async,
+        stream=stream,
+        strict=strict,
     )
