@@ -73,10 +73,23 @@ class VocabularyError(SynopsisError, RuntimeError):
 
 
 class TransportError(SynopsisError, ConnectionError):
-    """The completion could not be obtained; ``retryable`` says whether asking again may help."""
+    """The completion could not be obtained; ``retryable`` says whether asking again may help.
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+    When the server said the request was over its context window, ``context_window`` is that
+    window and ``prompt_tokens`` (when it said so) how many tokens of its own the request's
+    messages took: a smaller request may then pass where the same one never will."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        context_window: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
         self.retryable = retryable
+        self.context_window = context_window
+        self.prompt_tokens = prompt_tokens
         super().__init__(message)
 
 

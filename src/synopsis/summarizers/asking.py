@@ -12,7 +12,7 @@ from typing import Any
 
 from synopsis.errors import TransportError, brief
 from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
-from synopsis.summarizers.dialects import Dialect, Dialects, refusal
+from synopsis.summarizers.dialects import Dialect, Dialects, overflow, refusal
 
 __all__ = [
     "DIALECTS",
@@ -60,10 +60,14 @@ def transport_error(provider: str, error: Exception) -> TransportError:
     400). A request refused as invalid is not: any other 4xx, and a 5xx whose body is a
     validation error (see :func:`~.dialects.refusal`)."""
     status: int | None = getattr(error, "status_code", None)
-    retryable = refusal(status, str(error)) is None
+    refused = refusal(status, str(error))
+    window, prompt = overflow(str(error)) if refused == "overflow" else (None, None)
     where = f" (HTTP {status})" if status is not None else ""
     return TransportError(
-        f"{provider}: {type(error).__name__}{where}: {brief(str(error))}", retryable=retryable
+        f"{provider}: {type(error).__name__}{where}: {brief(str(error))}",
+        retryable=refused is None,
+        context_window=window,
+        prompt_tokens=prompt,
     )
 
 

@@ -20,10 +20,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias
 
-__all__ = ["Dialect", "Dialects", "Refusal", "refusal", "strict_messages"]
+__all__ = ["Dialect", "Dialects", "Refusal", "overflow", "refusal", "strict_messages"]
 
 Structure: TypeAlias = Literal["json_schema", "json_object", "plain"]
-Refusal: TypeAlias = Literal["structure", "messages", "invalid"]
+Refusal: TypeAlias = Literal["structure", "messages", "overflow", "invalid"]
 
 _LOWER: Final[dict[Structure, Structure]] = {"json_schema": "json_object", "json_object": "plain"}
 
@@ -32,6 +32,13 @@ _MESSAGES = re.compile(
     r"alternat|(content\W.{0,200}?(null|none\b|valid string))|((null|none\b).{0,200}?content)",
     re.I | re.S,
 )
+_OVERFLOW = re.compile(
+    r"maximum context length|context window of|context_length_exceeded|"
+    r"exceeds? (the )?(model'?s? )?context",
+    re.I,
+)
+_WINDOW = re.compile(r"(maximum context length is|context window of) (?P<window>\d+)", re.I)
+_PROMPT = re.compile(r"\((?P<prompt>\d+) in the messages|requested tokens \((?P<asked>\d+)\)", re.I)
 _VALIDATION = re.compile(
     r"validation error|input should be|literal_error|value_error|type_error|'loc'|\"loc\"|"
     r"invalid_request|unprocessable|is not valid under|roles must alternate",
@@ -58,11 +65,14 @@ class Dialect:
 def refusal(status: int | None, text: str) -> Refusal | None:
     """Why a server refused a request, when it refused it as invalid: a 4xx other than 408
     and 429, or a 5xx whose body is a validation error (which a retry would meet again).
-    ``"structure"`` when it names the response format, ``"messages"`` when it names null
-    content or alternating roles, ``"invalid"`` for anything else; None when the failure may
-    pass (a timeout, a lost connection, a rate limit, a server error)."""
+    ``"overflow"`` when the request was over the model's context window, ``"structure"``
+    when it names the response format, ``"messages"`` when it names null content or
+    alternating roles, ``"invalid"`` for anything else; None when the failure may pass (a
+    timeout, a lost connection, a rate limit, a server error)."""
     if status is None or status < 400 or status in (408, 429):
         return None
+    if _OVERFLOW.search(text):
+        return "overflow"
     if status >= 500 and not _VALIDATION.search(text):
         return None
     if _STRUCTURE.search(text):
@@ -70,6 +80,17 @@ def refusal(status: int | None, text: str) -> Refusal | None:
     if _MESSAGES.search(text):
         return "messages"
     return "invalid"
+
+
+def overflow(text: str) -> tuple[int | None, int | None]:
+    """The context window a server's overflow error names, and the tokens of its own it
+    counted in the request's messages (llama.cpp's and OpenAI's wording); None for each it
+    does not say."""
+    found = _WINDOW.search(text)
+    window = found and found.group("window")
+    said = _PROMPT.search(text)
+    prompt = said and (said.group("prompt") or said.group("asked"))
+    return (int(window) if window else None), (int(prompt) if prompt else None)
 
 
 class Dialects:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -90,7 +91,7 @@ from synopsis.summarizers.rules import RuleBasedSummarizer
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Mapping, Sequence
+    from collections.abc import Callable, Generator, Sequence
     from datetime import datetime
 
 __all__ = [
@@ -113,10 +114,17 @@ _MIN_TRANSCRIPT: Final = 256
 """The least transcript a request carries, however much else the input cap must hold."""
 
 
+_OVERFLOW_MARGIN: Final = 0.9
+"""Of the room a server's window leaves, the share a request is cut to when the server said it
+was too long: its tokenizer and ours do not count alike."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Failure:
     reason: str
     cause: BaseException | None = None
+    asked: int | None = None
+    """Tokens of the request that failed, as our counter counts its prompt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +187,11 @@ class LLMSummarizer:
     the most tokens the rendered record may take: a longer answer is cut to fit, least
     important content first, and marked ``truncated``.
 
-    ``max_input_tokens`` caps one request's prompt (seed 001 uses 8,000, seed 004 4,000); by
-    default it is the smallest window of ``models`` less ``max_summary_tokens``. Over it,
+    ``max_input_tokens`` caps one request's prompt (seed 001 uses 8,000, seed 004 4,000),
+    for every model or per model (a mapping of model to cap); by default each model's cap is
+    its window less ``max_summary_tokens``, and requests are made to fit the smallest. A
+    server that says a request is over its context window (a local model's window is rarely
+    known) has the summary asked again once, in parts that fit the window it named. Over it,
     ``oversize="chunk"`` summarizes in chunks and consolidates them (``max_depth`` levels at
     most), ``"trim"`` leaves the oldest messages out.
 
@@ -202,7 +213,7 @@ class LLMSummarizer:
         backoff: float = 0.25,
         sleep: Callable[[float], object] | None = None,
         max_summary_tokens: int = 2000,
-        max_input_tokens: int | None = None,
+        max_input_tokens: int | Mapping[str, int] | None = None,
         oversize: Oversize = "chunk",
         max_depth: int = 5,
         result_chars: int = 2000,
@@ -229,10 +240,7 @@ class LLMSummarizer:
         self.backoff = backoff
         self.sleep = sleep
         self.max_summary_tokens = whole_number("max_summary_tokens", max_summary_tokens, 1)
-        if max_input_tokens is None:
-            window = min(context_window(m) for m in self.models)
-            max_input_tokens = max(window - self.max_summary_tokens, 1)
-        self.max_input_tokens = whole_number("max_input_tokens", max_input_tokens, 1)
+        self.max_input_tokens = self._input_cap(max_input_tokens)
         self.oversize: Oversize = oversize
         self.max_depth = whole_number("max_depth", max_depth, 1)
         self.result_chars = whole_number("result_chars", result_chars, 1)
@@ -243,6 +251,25 @@ class LLMSummarizer:
         self.tools: tuple[Mapping[str, Any], ...] = tuple(tools)
         self.counter = counter_for_model(model_for_counting or self.models[0])
         self.clock = clock or utc_now
+
+    def _input_cap(self, given: int | Mapping[str, int] | None) -> int:
+        """The smallest cap of the models: the one given for it, else its window less the
+        summary (every request is made to fit the model least able to take it)."""
+        if given is not None and not isinstance(given, Mapping):
+            return whole_number("max_input_tokens", given, 1)
+        named = dict(given or {})
+        unknown = sorted(set(named) - set(self.models))
+        if unknown:
+            raise ConfigurationError(
+                f"max_input_tokens names models that are not in models: {unknown}"
+            )
+        caps = [
+            whole_number(f"max_input_tokens[{m!r}]", named[m], 1)
+            if m in named
+            else max(context_window(m) - self.max_summary_tokens, 1)
+            for m in self.models
+        ]
+        return min(caps)
 
     def __repr__(self) -> str:
         return (
@@ -416,7 +443,8 @@ class LLMSummarizer:
     def _try_model(self, model: str, context: _Context) -> _Plan:
         outcome = yield from self._ask(model, context, context.prompt)
         if isinstance(outcome, Exception):
-            return _Failure(f"{model}: transport error {brief(repr(outcome))}", outcome)
+            asked = sum(self.counter.count_text(turn["content"]) for turn in context.prompt)
+            return _Failure(f"{model}: transport error {brief(repr(outcome))}", outcome, asked)
         accepted = self._accept(model, outcome, context, outcome.usage)
         if isinstance(accepted, _Failure):
             return accepted
@@ -452,6 +480,37 @@ class LLMSummarizer:
     # -- the whole summary ----------------------------------------------------------------
 
     def _plan(self, job: _Job) -> _Plan:
+        """The summary; asked again in smaller parts once when the server said the request
+        was over its context window (a local model's window is rarely in the table)."""
+        result = yield from self._plan_once(job)
+        smaller = self._fitting(job, result)
+        if smaller is None:
+            return result
+        logger.warning(
+            "summarizer: the server's context window is smaller than assumed; "
+            "asking again with at most %d tokens of input per request",
+            smaller,
+        )
+        self.max_input_tokens = smaller
+        return (yield from self._plan_once(job))
+
+    def _fitting(self, job: _Job, result: SummaryRecord | _Failure) -> int | None:
+        """The input cap that fits the window an overflow error named, when that is below the
+        one in use; else None."""
+        if not isinstance(result, _Failure):
+            return None
+        cause = result.cause
+        if not isinstance(cause, TransportError) or cause.context_window is None:
+            return None
+        window = cause.context_window
+        answer = min(job.limit, window // 4)
+        ratio = 1.0
+        if cause.prompt_tokens and result.asked:  # the server's tokens per one of ours
+            ratio = max(cause.prompt_tokens / result.asked, 1.0)
+        cap = int((window - answer) / ratio * _OVERFLOW_MARGIN)
+        return cap if _MIN_TRANSCRIPT <= cap < self.max_input_tokens else None
+
+    def _plan_once(self, job: _Job) -> _Plan:
         if self.cache_aligned:
             aligned = self._aligned(job)
             if aligned is not None:

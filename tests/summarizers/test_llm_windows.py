@@ -1,0 +1,136 @@
+"""The window of a local model: an input cap given per model, and a server that says a request
+is over its context window gets the summary asked again in parts that fit the window it named."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import openai
+import pytest
+
+from synopsis.errors import ConfigurationError, TransportError
+from synopsis.summarizers import LLMSummarizer, openai_chat_completion
+from synopsis.summarizers.asking import DIALECTS, transport_error
+from synopsis.summarizers.dialects import overflow, refusal
+from tests.fakes.llm_server import Picky, chat_completion
+from tests.summarizers.helpers import TRANSCRIPTS, load
+from tests.summarizers.test_clients import GOOD_TEXT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
+    from tests.fakes.llm_server import FakeLLMServer
+
+LLAMA = "Requested tokens (9437) exceed context window of 8192"
+OPENAI_STYLE = (
+    "This model's maximum context length is 2048 tokens. However, you requested 12288 tokens "
+    "(12000 in the messages, 288 in the completion). Please reduce the length of the messages "
+    "or completion."
+)
+
+
+@pytest.fixture(autouse=True)
+def forget() -> Iterator[None]:
+    DIALECTS.forget()
+    yield
+    DIALECTS.forget()
+
+
+def never(_request: CompletionRequest) -> CompletionResponse:
+    raise AssertionError("not called")
+
+
+def test_an_input_cap_per_model_makes_requests_fit_the_smallest() -> None:
+    summarizer = LLMSummarizer(
+        never, models=["gpt-4o", "my-local-model"], max_input_tokens={"my-local-model": 1_500}
+    )
+    assert summarizer.max_input_tokens == 1_500
+    both = LLMSummarizer(never, models=["gpt-4o"], max_input_tokens={"gpt-4o": 9_000})
+    assert both.max_input_tokens == 9_000
+    unnamed = LLMSummarizer(never, models=["gpt-4o"], max_input_tokens={})
+    assert unnamed.max_input_tokens == 128_000 - unnamed.max_summary_tokens
+
+
+@pytest.mark.parametrize(
+    ("caps", "match"),
+    [
+        ({"other": 10}, "not in models"),
+        ({"gpt-4o": 0}, "max_input_tokens"),
+        ({"gpt-4o": True}, "max_input_tokens"),
+    ],
+)
+def test_a_wrong_cap_is_a_configuration_error(caps: dict[str, int], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        LLMSummarizer(never, models=["gpt-4o"], max_input_tokens=caps)
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "window", "prompt"),
+    [
+        (400, OPENAI_STYLE, 2048, 12000),
+        (500, LLAMA, 8192, 9437),
+        (400, "context_length_exceeded: input too long", None, None),
+    ],
+)
+def test_an_overflow_is_told_apart_and_not_retried(
+    status: int, text: str, window: int | None, prompt: int | None
+) -> None:
+    assert refusal(status, text) == "overflow"
+    assert overflow(text) == (window, prompt)
+
+    class Refused(Exception):
+        status_code = status
+
+    error = transport_error("openai", Refused(text))
+    assert isinstance(error, TransportError)
+    assert not error.retryable
+    assert (error.context_window, error.prompt_tokens) == (window, prompt)
+
+
+def test_an_overflowing_request_is_asked_again_in_parts_that_fit(
+    llm_server: FakeLLMServer,
+) -> None:
+    window = 2_000
+    llm_server.picky = Picky(context_window=window)
+    for _ in range(60):
+        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    messages = load(TRANSCRIPTS[0])[:60]
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer = LLMSummarizer(
+            openai_chat_completion(client),
+            models=["local"],
+            sleep=lambda _: None,
+            quality_guard=False,  # the scripted answer is the same for every part
+        )
+        assumed = summarizer.max_input_tokens
+        record = summarizer.summarize(messages)
+    assert record.model == "local"
+    sizes = [len(json.dumps(r.body["messages"])) // 4 for r in llm_server.requests]
+    assert sizes[0] > window  # the first request, at the cap assumed for an unknown model
+    assert len(sizes) > 2  # then parts, and their consolidation
+    assert all(size <= window for size in sizes[1:])
+    assert summarizer.max_input_tokens < assumed
+    # What was learned holds for the next summary: no request over the window again.
+    llm_server.requests.clear()
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer.completion = openai_chat_completion(client)
+        again = summarizer.summarize(messages)
+    assert again.model == "local"
+    assert all(len(json.dumps(r.body["messages"])) // 4 <= window for r in llm_server.requests)
+
+
+def test_a_window_too_small_for_any_part_falls_back_once(llm_server: FakeLLMServer) -> None:
+    llm_server.picky = Picky(context_window=50)
+    messages = load(TRANSCRIPTS[0])[:20]
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer = LLMSummarizer(
+            openai_chat_completion(client),
+            models=["local"],
+            sleep=lambda _: None,
+            quality_guard=False,  # the scripted answer is the same for every part
+        )
+        record = summarizer.summarize(messages)
+    assert record.model == "rules"
+    assert len(llm_server.requests) == 1
