@@ -273,6 +273,12 @@ class SettingsFields(BaseModel):
         description="Ask for the summary after the unchanged history, so the provider's "
         "prompt cache is reused (synopsis).",
     )
+    strict_messages: bool = Field(
+        False,
+        description="Send the summarizer server no null content and no two text messages of "
+        "one role in a row from the first request, as strict servers need; unset, that is "
+        "learned from the first refusal (synopsis).",
+    )
     abort_on_failure: bool = Field(
         False,
         description="Raise when every model fails instead of falling back to the rules "

@@ -299,3 +299,38 @@ def test_the_whole_refusal_stays_on_the_cause_and_the_message_is_cut() -> None:
     error = transport_error("openai", ValueError(long))
     assert str(error).endswith("(9,700 more characters)")
     assert len(str(error)) < 400
+
+
+def test_the_compactor_sends_strict_messages_when_told(llm_server: FakeLLMServer) -> None:
+    from synopsis import Compactor  # noqa: PLC0415
+    from tests.compaction.test_paths import CHAT as TURNS  # noqa: PLC0415
+    from tests.compaction.test_paths import SUMMARY_TEXT  # noqa: PLC0415
+
+    looked = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Clear skies over the ridge."},
+    ]
+    history = [TURNS[0], *looked, *TURNS[1:]]
+    for strict, requests in ((True, 1), (False, 2)):
+        DIALECTS.forget()
+        llm_server.requests.clear()
+        llm_server.picky = Picky(null_content=True)
+        llm_server.add(CHAT.answer(SUMMARY_TEXT))
+        compactor = Compactor(
+            model="gpt-4o",
+            summarizer="openai",
+            base_url=llm_server.base_url,
+            strict_messages=strict,
+            cache_aligned=True,
+            environ={},
+        )
+        result = compactor.compact(list(history), force=True)
+        assert result.record is not None
+        assert result.record.model == CHAT.model
+        assert len(llm_server.requests) == requests

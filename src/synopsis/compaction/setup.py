@@ -147,7 +147,9 @@ def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
                 'summarizer="anthropic" needs: pip install "synopsis[anthropic]"'
             ) from error
         _with_key(client_options, api_key or _sdk_key(kind, settings))
-        completion = anthropic_completion(anthropic.Anthropic(**client_options))
+        completion = anthropic_completion(
+            anthropic.Anthropic(**client_options), strict=settings.strict_messages
+        )
     else:
         try:
             import openai  # noqa: PLC0415
@@ -158,9 +160,9 @@ def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
         _with_key(client_options, api_key or _sdk_key(kind, settings))
         client = openai.OpenAI(**client_options)
         completion = (
-            openai_responses_completion(client)
+            openai_responses_completion(client, strict=settings.strict_messages)
             if kind == "openai-responses"
-            else openai_chat_completion(client)
+            else openai_chat_completion(client, strict=settings.strict_messages)
         )
     return LLMSummarizer(
         completion,
