@@ -75,11 +75,13 @@ class Recorded:
 @dataclass(frozen=True)
 class Picky:
     """What a server refuses, as OpenAI-compatible servers of local models do (the status and
-    the shape of each body are llama-cpp-python's server's). A refused request is recorded
-    but takes no scripted reply.
+    the text of each body are those llama-cpp-python 0.3.36's server gave for the same
+    request). A refused request is recorded but takes no scripted reply.
 
     ``json_schema``: a JSON-schema response format (500, a validation error: "Input should be
-    'text' or 'json_object'"); ``json_mode``: any response format at all (400);
+    'text' or 'json_object'"); ``schema_in_json_mode``: a schema given beside JSON mode (422,
+    "Extra inputs are not permitted", as a server whose request model forbids unknown fields
+    says it); ``json_mode``: any response format at all (400);
     ``null_content``: a message whose content is null (500, one validation error per way the
     message could have been read, for every message: tens of kilobytes); ``alternation``: two
     messages of one role in a row (500, the chat template's error); ``context_window``: a
@@ -88,6 +90,7 @@ class Picky:
     """
 
     json_schema: bool = False
+    schema_in_json_mode: bool = False
     json_mode: bool = False
     null_content: bool = False
     alternation: bool = False
@@ -100,8 +103,17 @@ class Picky:
             return 400, _error(
                 f"response_format {kind!r} is not supported", "invalid_request_error"
             )
-        if kind == "json_schema" and self.json_schema:
+        if kind == "json_object" and self.schema_in_json_mode and _format_has_schema(body):
             detail: list[dict[str, Any]] = [
+                {
+                    "type": "extra_forbidden",
+                    "loc": ("body", "response_format", "schema"),
+                    "msg": "Extra inputs are not permitted",
+                }
+            ]
+            return 422, _error(_validation(detail), "invalid_request_error")
+        if kind == "json_schema" and self.json_schema:
+            detail = [
                 {
                     "type": "literal_error",
                     "loc": ("body", "response_format", "type"),
@@ -110,7 +122,7 @@ class Picky:
                     "ctx": {"expected": "'text' or 'json_object'"},
                 }
             ]
-            return 500, _error(repr(detail), "internal_server_error")
+            return 500, _error(_validation(detail), "internal_server_error")
         if self.null_content and any(m.get("content", "") is None for m in messages):
             detail = [
                 {
@@ -122,7 +134,7 @@ class Picky:
                 for i, m in enumerate(messages)
                 for kind_of in _MESSAGE_KINDS
             ]
-            return 500, _error(repr(detail), "internal_server_error")
+            return 500, _error(_validation(detail), "internal_server_error")
         if self.alternation and any(
             a["role"] == b["role"] for a, b in itertools.pairwise(messages)
         ):
@@ -154,6 +166,20 @@ def _format_kind(body: dict[str, Any]) -> str | None:
     """The response format a request asks for (Chat Completions or Responses), if any."""
     found = body.get("response_format") or (body.get("text") or {}).get("format")
     return found.get("type") if isinstance(found, dict) else None
+
+
+def _format_has_schema(body: dict[str, Any]) -> bool:
+    found = body.get("response_format") or (body.get("text") or {}).get("format")
+    return isinstance(found, dict) and "schema" in found
+
+
+def _validation(detail: list[dict[str, Any]]) -> str:
+    """llama-cpp-python's text for a request its schema refused: the errors one per line,
+    then where in the server it was raised."""
+    count = f"{len(detail)} validation error{'s' if len(detail) > 1 else ''}"
+    lines = "\n".join(f"  {error!r}" for error in detail)
+    where = '  File "llama_cpp/server/app.py", line 376, in create_chat_completion'
+    return f"{count}:\n{lines}\n\n{where}\n    POST /v1/chat/completions"
 
 
 def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:

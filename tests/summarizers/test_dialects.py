@@ -19,6 +19,7 @@ from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultP
 from synopsis.summarizers.asking import DIALECTS, transport_error
 from synopsis.summarizers.completion import CompletionRequest
 from synopsis.summarizers.dialects import Dialect, Dialects, refusal, strict_messages
+from synopsis.summarizers.llm import SUMMARY_SCHEMA
 from tests.fakes.llm_server import Picky
 from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, run
 
@@ -42,9 +43,14 @@ def forget() -> Iterator[None]:
 
 
 def structure(body: dict[str, Any]) -> str | None:
-    """The response format a recorded request asked for (Chat Completions or Responses)."""
+    """The response format a recorded request asked for (Chat Completions or Responses), with
+    ``+schema`` when JSON mode was given the schema."""
     found = body.get("response_format") or (body.get("text") or {}).get("format")
-    return found["type"] if found else None
+    if not found:
+        return None
+    return str(found["type"]) + (
+        "+schema" if "schema" in found and found["type"] == "json_object" else ""
+    )
 
 
 @openai_flavours
@@ -61,9 +67,12 @@ def test_a_refused_json_schema_steps_down_to_json_mode_once_per_server(
     assert first.model == second.model == flavour.model
     assert [structure(r.body) for r in llm_server.requests] == [
         "json_schema",
-        "json_object",
-        "json_object",  # learned: the next summary asks the way that worked
+        "json_object+schema",
+        "json_object+schema",  # learned: the next summary asks the way that worked
     ]
+    body = llm_server.requests[1].body
+    asked = body.get("response_format") or body["text"]["format"]
+    assert asked["schema"] == dict(SUMMARY_SCHEMA)
     assert slept == []  # a refusal is not a transport failure waited out and repeated
 
 
@@ -75,9 +84,28 @@ def test_a_server_with_no_json_mode_is_asked_by_the_prompt_alone(
     llm_server.add(flavour.answer(GOOD_TEXT))
     record = run(flavour, "sync", llm_server)
     assert record.model == flavour.model
-    assert [structure(r.body) for r in llm_server.requests] == ["json_schema", "json_object", None]
+    assert [structure(r.body) for r in llm_server.requests] == [
+        "json_schema",
+        "json_object+schema",
+        "json_object",
+        None,
+    ]
     # The prompt still asks for the JSON object the answer is read as.
     assert "JSON" in json.dumps(llm_server.requests[-1].body)
+
+
+def test_json_mode_without_the_schema_when_the_server_takes_no_schema_there(
+    llm_server: FakeLLMServer,
+) -> None:
+    llm_server.picky = Picky(json_schema=True, schema_in_json_mode=True)
+    llm_server.add(CHAT.answer(GOOD_TEXT))
+    record = run(CHAT, "sync", llm_server)
+    assert record.model == CHAT.model
+    assert [structure(r.body) for r in llm_server.requests] == [
+        "json_schema",
+        "json_object+schema",
+        "json_object",
+    ]
 
 
 def test_what_was_learned_is_per_server_and_model(llm_server: FakeLLMServer) -> None:
@@ -232,7 +260,8 @@ def test_refusals_are_told_apart(status: int | None, text: str, expected: str | 
 
 def test_a_lesser_dialect_exists_for_each_refusal_until_none_is_left() -> None:
     richest = Dialect()
-    assert richest.after("structure") == Dialect("json_object")
+    assert richest.after("structure") == Dialect("json_object_schema")
+    assert Dialect("json_object_schema").after("structure") == Dialect("json_object")
     assert Dialect("json_object").after("structure") == Dialect("plain")
     assert Dialect("plain").after("structure") is None
     assert richest.after("messages") == Dialect(strict=True)
@@ -334,3 +363,32 @@ def test_the_compactor_sends_strict_messages_when_told(llm_server: FakeLLMServer
         assert result.record is not None
         assert result.record.model == CHAT.model
         assert len(llm_server.requests) == requests
+
+
+def test_a_cache_aligned_answer_in_prose_is_asked_again_the_usual_way(
+    llm_server: FakeLLMServer,
+) -> None:
+    import openai  # noqa: PLC0415
+
+    from synopsis.summarizers import LLMSummarizer, openai_chat_completion  # noqa: PLC0415
+
+    llm_server.add(CHAT.answer("Sure! The user read app.py, which prints hi."))
+    llm_server.add(CHAT.answer(GOOD_TEXT))
+    conversation = [
+        *aligned_request(CHAT.model).conversation,
+        Message(Role.ASSISTANT, (ToolCallPart("c2", "read_file", '{"path": "log.txt"}'),)),
+        Message(Role.TOOL, (ToolResultPart("c2", "line of the log\n" * 300),)),
+    ]
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer = LLMSummarizer(
+            openai_chat_completion(client),
+            models=[CHAT.model],
+            cache_aligned=True,
+            quality_guard=False,
+        )
+        record = summarizer.summarize(conversation)
+    assert record.model == CHAT.model
+    aligned, usual = (r.body for r in llm_server.requests)
+    assert structure(aligned) is None
+    assert aligned["messages"][0]["content"] == "You are a coding agent."
+    assert structure(usual) == "json_schema"

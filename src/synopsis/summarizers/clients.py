@@ -106,6 +106,14 @@ def _conversation(
     return (strict_messages(messages) if dialect.strict else messages), wire.system
 
 
+def _json_mode(request: CompletionRequest, dialect: Dialect) -> dict[str, Any]:
+    """JSON mode, with the schema beside it when the dialect says the server takes it there."""
+    mode: dict[str, Any] = {"type": "json_object"}
+    if dialect.structure == "json_object_schema" and request.json_schema is not None:
+        mode["schema"] = dict(request.json_schema)
+    return mode
+
+
 def _tools(request: CompletionRequest) -> dict[str, Any]:
     """``tools`` as the request gives them (and no ``tool_choice``: it is part of the prefix
     that Anthropic caches)."""
@@ -130,8 +138,8 @@ def _chat_arguments(request: CompletionRequest, dialect: Dialect) -> dict[str, A
             "type": "json_schema",
             "json_schema": {"name": _SCHEMA_NAME, "schema": dict(request.json_schema)},
         }
-    elif request.json_schema is not None and dialect.structure == "json_object":
-        arguments["response_format"] = {"type": "json_object"}
+    elif request.json_schema is not None and dialect.structure != "plain":
+        arguments["response_format"] = _json_mode(request, dialect)
     return arguments
 
 
@@ -232,8 +240,8 @@ def _responses_arguments(request: CompletionRequest, dialect: Dialect) -> dict[s
                 "schema": dict(request.json_schema),
             }
         }
-    elif request.json_schema is not None and dialect.structure == "json_object":
-        arguments["text"] = {"format": {"type": "json_object"}}
+    elif request.json_schema is not None and dialect.structure != "plain":
+        arguments["text"] = {"format": _json_mode(request, dialect)}
     return arguments
 
 

@@ -4,8 +4,10 @@ Servers that speak the OpenAI or Anthropic protocol accept different parts of it
 Python server refuses a JSON-schema response format (HTTP 500, "Input should be 'text' or
 'json_object'") and an assistant message whose content is null (one validation error per
 message of the request); chat templates of small models refuse two messages of one role in a
-row. A :class:`Dialect` says how to ask: which structured output to request (a JSON schema,
-JSON mode, or none, the prompt asking for JSON and the answer read as JSON or as sections),
+row. A :class:`Dialect` says how to ask: which structured output to request (a JSON schema;
+JSON mode given the schema, which llama.cpp enforces with a grammar; JSON mode alone, in which
+a small model writes JSON of its own shape; or none, the prompt asking for JSON and the answer
+read as JSON or as sections),
 and whether to send the messages strictly (text content never null, no two text messages of
 one role in a row). A completion starts from the richest dialect (or a strict one when told),
 steps down when a server refuses a request for one of those reasons, and remembers per server
@@ -22,10 +24,14 @@ from typing import Any, Final, Literal, TypeAlias
 
 __all__ = ["Dialect", "Dialects", "Refusal", "overflow", "refusal", "strict_messages"]
 
-Structure: TypeAlias = Literal["json_schema", "json_object", "plain"]
+Structure: TypeAlias = Literal["json_schema", "json_object_schema", "json_object", "plain"]
 Refusal: TypeAlias = Literal["structure", "messages", "overflow", "invalid"]
 
-_LOWER: Final[dict[Structure, Structure]] = {"json_schema": "json_object", "json_object": "plain"}
+_LOWER: Final[dict[Structure, Structure]] = {
+    "json_schema": "json_object_schema",
+    "json_object_schema": "json_object",
+    "json_object": "plain",
+}
 
 _STRUCTURE = re.compile(r"response_format|json_schema|json_object|text\.format|'format'", re.I)
 _MESSAGES = re.compile(

@@ -503,7 +503,8 @@ class LLMSummarizer:
         if not isinstance(cause, TransportError) or cause.context_window is None:
             return None
         window = cause.context_window
-        answer = min(job.limit, window // 4)
+        # A small window keeps half for the answer: cut short, a JSON answer cannot be read.
+        answer = min(job.limit, window // 2)
         ratio = 1.0
         if cause.prompt_tokens and result.asked:  # the server's tokens per one of ours
             ratio = max(cause.prompt_tokens / result.asked, 1.0)
@@ -514,7 +515,16 @@ class LLMSummarizer:
         if self.cache_aligned:
             aligned = self._aligned(job)
             if aligned is not None:
-                return (yield from self._request(job, aligned))
+                result = yield from self._request(job, aligned)
+                if not isinstance(result, _Failure) or isinstance(result.cause, TransportError):
+                    return result
+                # An aligned request asks for no structured output (it would change the
+                # prefix); a model that then answered in prose is asked the usual way.
+                logger.info(
+                    "summarizer: the cache-aligned answer could not be read (%s); "
+                    "asking for the summary the usual way",
+                    result.reason,
+                )
         count = self.counter.count_text
         blocks = transcript_blocks(job.messages, result_chars=self.result_chars)
         sizes = [count(block) for block in blocks]
