@@ -8,8 +8,10 @@ BENCH_VENV  ?= .venv-bench
 BENCH_PY    := $(BENCH_VENV)/bin/python
 BENCH_REQS  := benchmarks/compare/requirements.txt benchmarks/compare/constraints.txt
 BENCH_STAMP := $(BENCH_VENV)/.installed-$(shell cat pyproject.toml $(BENCH_REQS) | cksum | cut -d' ' -f1)
+# make live installs into an environment of its own too (scripts/live.sh sets it up).
+LIVE_VENV   ?= .venv-live
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench live clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,5 +50,11 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(PY) -m benchmarks
 	$(BENCH_PY) -m benchmarks.compare $(BENCH_ARGS)
 
+# A live run against a real model: llama-cpp-python's OpenAI-compatible server with
+# SmolLM2-135M-Instruct, in .venv-live (the first run builds llama-cpp-python from source,
+# about ten minutes on two cores). Not part of make test. LIVE_ARGS go to pytest.
+live:
+	LIVE_VENV=$(LIVE_VENV) bash scripts/live.sh $(LIVE_ARGS)
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage
+	rm -rf $(VENV) $(BENCH_VENV) $(LIVE_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage
