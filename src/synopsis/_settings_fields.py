@@ -291,12 +291,13 @@ class SettingsFields(BaseModel):
         60.0, gt=0, description="Seconds one summarizer request may take (seed 001)."
     )
     summarizer_timeout: OptionalNumber = Field(
-        45.0,
+        None,
         gt=0,
         description="Seconds a whole summarizer call may take, retries included, before the "
-        "rules take over, so that a server that never answers holds a compaction up for less "
-        "than a minute; raise it for a slow local model or a long history summarized in "
-        "chunks, or unset it for no limit (seed 001 fails safe).",
+        "rules take over; unset: 45 for an LLM summarizer, so that a server that never answers "
+        "holds a compaction up for less than a minute (raise it for a slow local model or a "
+        "long history summarized in chunks), and no limit for the rules or a summarizer of "
+        "your own (seed 001 fails safe).",
     )
     # -- the summary message --
     summary_role: Literal["auto", "user", "system", "merge"] = Field(

@@ -15,6 +15,7 @@ import pytest
 import synopsis
 from synopsis import Compactor, ConfigurationError, Settings, SummarizerFellBack
 from synopsis.cli import main
+from synopsis.compaction.setup import LLM_SUMMARIZER_TIMEOUT
 from synopsis.errors import ERROR_CHARS
 from tests.compaction.helpers import load_items
 from tests.compaction.test_incremental import CLEAN
@@ -114,11 +115,17 @@ def test_a_long_error_body_is_cut_in_the_event_and_the_log(
     assert all(len(r.getMessage()) < 3 * ERROR_CHARS for r in caplog.records)
 
 
-def test_a_hanging_server_is_given_up_on_within_a_minute_by_default() -> None:
-    timeout = Settings().summarizer_timeout
-    assert timeout is not None
-    assert timeout < 60
-    assert Compactor(model="gpt-4o").setup.summarizer_timeout == timeout
+def test_a_hanging_server_is_given_up_on_within_a_minute_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    llm = Compactor(model="gpt-4o", summarizer="openai", environ={})
+    assert llm.setup.summarizer_timeout == LLM_SUMMARIZER_TIMEOUT < 60
+    # What runs here needs no watching: no thread is started for it.
+    assert Compactor(model="gpt-4o", environ={}).setup.summarizer_timeout is None
+    assert Settings().summarizer_timeout is None
+    chosen = Compactor(model="gpt-4o", summarizer="openai", summarizer_timeout=5, environ={})
+    assert chosen.setup.summarizer_timeout == 5
 
 
 def test_nothing_reaches_stderr_unless_the_application_configures_logging() -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from synopsis.errors import ConfigurationError
 from synopsis.models import context_window, max_output_tokens
 from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
-from synopsis.summarizers import AsyncSummarizer, RuleBasedSummarizer, Summarizer
+from synopsis.summarizers import AsyncSummarizer, LLMSummarizer, RuleBasedSummarizer, Summarizer
 from synopsis.tokens import TokenCounter, counter_for_model
 from synopsis.validation import get_profile
 
@@ -38,6 +38,8 @@ _RESERVE_SHARE = 5
 """The default reserve for the answer is at most a fifth of the window: what the default
 trigger (80%) leaves, so a history under the trigger always leaves room to answer."""
 _DEFAULT_RESERVE = 4096
+LLM_SUMMARIZER_TIMEOUT = 45.0
+"""Seconds an LLM summarizer's whole call may take when ``summarizer_timeout`` is unset."""
 _DIGEST_TOKENS = 500
 _DIGEST_SHARE = 10
 """Tokens kept free for the answer when the model's output limit is unknown."""
@@ -237,6 +239,11 @@ def build_setup(
     )
     chosen = summarizer if summarizer is not None else _summarizer(settings, model)
     chosen = chosen if chosen is not None else rules
+    timeout = settings.summarizer_timeout
+    if timeout is None and isinstance(chosen, LLMSummarizer):
+        # A call that waits on a server gets a limit by default; one that runs here needs no
+        # thread to watch it (the thread costs a compaction its processor cache).
+        timeout = LLM_SUMMARIZER_TIMEOUT
     ceiling = (
         settings.rules_max_summary_tokens
         if isinstance(chosen, RuleBasedSummarizer)
@@ -264,7 +271,7 @@ def build_setup(
         store=resolved_store,
         digester=digester,
         default_session=session,
-        summarizer_timeout=settings.summarizer_timeout,
+        summarizer_timeout=timeout,
         preserved_thinking=settings.preserved_thinking,
         target_ratio=settings.target_ratio,
         summary_ratio=settings.summary_ratio,
