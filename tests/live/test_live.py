@@ -43,6 +43,7 @@ import synopsis
 from synopsis.events import Event, SummarizerFellBack, listening
 from synopsis.summarizers import LLMSummarizer, SummaryRecord, openai_chat_completion
 from synopsis.summarizers.asking import DIALECTS
+from synopsis.summarizers.dialects import Dialect
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -295,3 +296,26 @@ def test_streamed_summary(
         llm_summarizer(client, model, stream=True), messages(HEAD), caplog, live_report
     )
     assert_from_model(record, events, model)
+
+
+def test_plain_summary(
+    client: openai.OpenAI,
+    model: str,
+    caplog: pytest.LogCaptureFixture,
+    live_report: Callable[[str], None],
+) -> None:
+    # A server that takes no response format at all is asked by the prompt alone, the answer
+    # read as JSON or as numbered sections. Told so here (as if learned), this server gets no
+    # grammar, and a 135M model rarely writes either shape: its answer must come back and be
+    # read, giving the model's record, or be rejected as unreadable (then the rules write
+    # it), never lost to a transport failure.
+    DIALECTS.learn(("chat/completions", str(client.base_url), model), Dialect("plain"))
+    record, events, logged = summarize(
+        llm_summarizer(client, model), messages(HEAD), caplog, live_report
+    )
+    assert not any("response_format" in line for line in logged)
+    fell_back = [e.reason for e in events if isinstance(e, SummarizerFellBack)]
+    if record.model != model:
+        assert fell_back
+        assert all("transport error" not in reason for reason in fell_back), fell_back
+        assert any("invalid JSON summary" in line or "bad output" in line for line in logged)

@@ -89,6 +89,16 @@ def test_an_overflow_is_told_apart_and_not_retried(
     assert (error.context_window, error.prompt_tokens) == (window, prompt)
 
 
+def local(client: openai.OpenAI) -> LLMSummarizer:
+    """A summarizer of the model "local", whose window is not in the table."""
+    return LLMSummarizer(
+        openai_chat_completion(client),
+        models=["local"],
+        sleep=lambda _: None,
+        quality_guard=False,  # the scripted answer is the same for every part
+    )
+
+
 def test_an_overflowing_request_is_asked_again_in_parts_that_fit(
     llm_server: FakeLLMServer,
 ) -> None:
@@ -98,12 +108,7 @@ def test_an_overflowing_request_is_asked_again_in_parts_that_fit(
         llm_server.add(chat_completion(GOOD_TEXT, model="local"))
     messages = load(TRANSCRIPTS[0])[:60]
     with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
-        summarizer = LLMSummarizer(
-            openai_chat_completion(client),
-            models=["local"],
-            sleep=lambda _: None,
-            quality_guard=False,  # the scripted answer is the same for every part
-        )
+        summarizer = local(client)
         assumed = summarizer.max_input_tokens
         record = summarizer.summarize(messages)
     assert record.model == "local"
@@ -125,12 +130,7 @@ def test_a_window_too_small_for_any_part_falls_back_once(llm_server: FakeLLMServ
     llm_server.picky = Picky(context_window=50)
     messages = load(TRANSCRIPTS[0])[:20]
     with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
-        summarizer = LLMSummarizer(
-            openai_chat_completion(client),
-            models=["local"],
-            sleep=lambda _: None,
-            quality_guard=False,  # the scripted answer is the same for every part
-        )
+        summarizer = local(client)
         record = summarizer.summarize(messages)
     assert record.model == "rules"
     assert len(llm_server.requests) == 1
