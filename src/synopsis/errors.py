@@ -15,6 +15,8 @@ Every error subclasses a builtin so callers can catch what they already know::
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "BudgetUnreachableError",
     "ConfigurationError",
@@ -35,10 +37,16 @@ it whole stays chained as ``__cause__``."""
 
 
 def brief(text: str, limit: int = ERROR_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying how much was left out."""
-    if len(text) <= limit:
+    """``text`` cut to ``limit`` characters, saying how much was left out; a text it cut
+    already is left as it is."""
+    if len(text) <= limit or (len(text) <= limit + _SAID and _CUT.search(text)):
         return text
     return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+_CUT = re.compile(r"… \([\d,]+ more characters\)$")
+_SAID = 40
+"""Room for :func:`brief`'s own note of what it left out."""
 
 
 class SynopsisError(Exception):

@@ -95,6 +95,9 @@ class Picky:
     null_content: bool = False
     alternation: bool = False
     context_window: int | None = None
+    counts_answer: bool = False
+    """With ``context_window``: the request's ``max_tokens`` counts in the window too (as
+    OpenAI's and vLLM's do; llama-cpp-python cuts the answer short instead)."""
 
     def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         messages = [m for m in body.get("messages") or body.get("input") or [] if "role" in m]
@@ -124,14 +127,24 @@ class Picky:
             ]
             return 500, _error(_validation(detail), "internal_server_error")
         if self.null_content and any(m.get("content", "") is None for m in messages):
+            # As pydantic reads a union: for each message whose content is null, a role
+            # error from every kind of message it is not, and the content error of its own.
             detail = [
                 {
                     "type": "string_type",
-                    "loc": ("body", "messages", i, kind_of, "content", "str"),
+                    "loc": ("body", "messages", i, kind_of, "content"),
                     "msg": "Input should be a valid string",
-                    "input": m.get("content"),
+                    "input": None,
+                }
+                if kind_of == _KIND_OF_ROLE.get(m["role"])
+                else {
+                    "type": "literal_error",
+                    "loc": ("body", "messages", i, kind_of, "role"),
+                    "msg": f"Input should be {_ROLE_OF_KIND[kind_of]!r}",
+                    "input": m["role"],
                 }
                 for i, m in enumerate(messages)
+                if m.get("content", "") is None
                 for kind_of in _MESSAGE_KINDS
             ]
             return 500, _error(_validation(detail), "internal_server_error")
@@ -142,7 +155,8 @@ class Picky:
             return 500, _error(message, "internal_server_error")
         if self.context_window is not None:
             used = len(json.dumps(messages)) // 4
-            if used > self.context_window:
+            answer = (body.get("max_tokens") or 0) if self.counts_answer else 0
+            if used + answer > self.context_window:
                 message = (
                     f"This model's maximum context length is {self.context_window} tokens. "
                     f"However, you requested {used} tokens ({used} in the messages, "
@@ -160,6 +174,12 @@ _MESSAGE_KINDS = (
     "ChatCompletionRequestToolMessage",
     "ChatCompletionRequestFunctionMessage",
 )
+
+
+_ROLE_OF_KIND = dict(
+    zip(_MESSAGE_KINDS, ("system", "user", "assistant", "tool", "function"), strict=True)
+)
+_KIND_OF_ROLE = {role: kind for kind, role in _ROLE_OF_KIND.items()}
 
 
 def _format_kind(body: dict[str, Any]) -> str | None:

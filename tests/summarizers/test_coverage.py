@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from synopsis.messages import Message, Role, TextPart, content_hash, message_id
 from synopsis.summarizers import Coverage, Covers, RuleBasedSummarizer, SummaryRecord
+from synopsis.summarizers.coverage import covers_of
 from tests.strategies import any_history
 
 
@@ -137,3 +138,21 @@ def test_the_collector_does_not_walk_its_columns() -> None:
     gc.collect()
     assert not gc.is_tracked(covers.ids)
     assert not gc.is_tracked(covers.hashes)
+
+
+def test_a_record_copied_without_validation_still_serializes_and_joins() -> None:
+    record = SummaryRecord(covers=Covers([item(0)]))
+    copied = record.model_copy(update={"covers": (item(0), item(1))})
+    assert json.loads(copied.model_dump_json())["covers"] == [
+        item(0).model_dump(),
+        item(1).model_dump(),
+    ]
+    assert covers_of(copied.covers) == (item(0), item(1))
+    assert covers_of(record.covers) is record.covers
+    assert Covers.join([record.covers, copied.covers]) == (item(0), item(0), item(1))
+
+
+def test_equal_to_a_tuple_and_hashed_as_one() -> None:
+    covers = Covers([item(0), item(1)])
+    assert covers == (item(0), item(1))
+    assert hash(covers) == hash((item(0), item(1)))

@@ -21,7 +21,7 @@ from synopsis.summarizers.completion import CompletionRequest
 from synopsis.summarizers.dialects import Dialect, Dialects, refusal, strict_messages
 from synopsis.summarizers.llm import SUMMARY_SCHEMA
 from tests.fakes.llm_server import Picky
-from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, run
+from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -243,14 +243,31 @@ def test_a_refusal_no_lesser_dialect_avoids_is_raised_at_once(llm_server: FakeLL
         (500, "Input should be 'text' or 'json_object' ('body', 'response_format')", "structure"),
         (400, "response_format json_schema is not supported", "structure"),
         (
-            422,
-            "'loc': ('body', 'messages', 2, 'content') Input should be a valid string",
+            500,
+            "7 validation errors: {'type': 'string_type', 'loc': ('body', 'messages', 1, "
+            "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a "
+            "valid string', 'input': None}",
             "messages",
         ),
-        (500, "1 validation error: content None is not a valid string", "messages"),
+        (400, "Invalid value: content: null is not allowed for this role", "messages"),
+        # The SDK's text is the body's repr, full of None: only a null content counts.
+        (
+            400,
+            "{'message': 'The response was filtered due to the prompt triggering the content "
+            "management policy.', 'type': None, 'param': 'prompt', 'code': 'content_filter'}",
+            "invalid",
+        ),
         (500, "Conversation roles must alternate user/assistant/user/assistant", "messages"),
         (400, "Conversation roles must alternate user/assistant", "messages"),
         (401, "invalid api key", "invalid"),
+        (
+            400,
+            "{'code': 400, 'message': 'the request exceeds the available context size, try "
+            "increasing it', 'type': 'exceed_context_size_error', 'n_prompt_tokens': 5120, "
+            "'n_ctx': 4096}",
+            "overflow",
+        ),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", "overflow"),
         (404, "model not found", "invalid"),
     ],
 )
@@ -392,3 +409,38 @@ def test_a_cache_aligned_answer_in_prose_is_asked_again_the_usual_way(
     assert structure(aligned) is None
     assert aligned["messages"][0]["content"] == "You are a coding agent."
     assert structure(usual) == "json_schema"
+
+
+def test_told_to_be_strict_a_completion_is_whatever_was_learned(llm_server: FakeLLMServer) -> None:
+    import openai  # noqa: PLC0415
+
+    from synopsis.summarizers import openai_chat_completion  # noqa: PLC0415
+
+    DIALECTS.learn(
+        ("chat/completions", llm_server.base_url + "/", CHAT.model), Dialect("json_object")
+    )
+    llm_server.picky = Picky(null_content=True)
+    llm_server.add(CHAT.answer(GOOD_TEXT))
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        complete = openai_chat_completion(client, strict=True)
+        assert complete(aligned_request(CHAT.model)).text == GOOD_TEXT
+    assert len(llm_server.requests) == 1
+
+
+def test_anthropic_sends_no_response_format_so_steps_down_through_none(
+    llm_server: FakeLLMServer,
+) -> None:
+    llm_server.error(400, "response_format is not supported")
+    with pytest.raises(TransportError):
+        ask(ANTHROPIC, "sync", llm_server, request(ANTHROPIC.model, json_schema=SUMMARY_SCHEMA))
+    assert len(llm_server.requests) == 2  # as it was, then strict; no structure to step down
+
+
+def test_a_reason_cut_once_is_not_cut_again() -> None:
+    from synopsis.errors import ERROR_CHARS, brief  # noqa: PLC0415
+    from synopsis.events import SummarizerFellBack  # noqa: PLC0415
+
+    event = SummarizerFellBack(model="m", reason="x" * 1_000, fallback="rules")
+    assert replace(event, session_id="s").reason == event.reason == brief("x" * 1_000)
+    assert brief(event.reason) == event.reason
+    assert event.reason.endswith(f"({1_000 - ERROR_CHARS:,} more characters)")

@@ -72,6 +72,15 @@ def test_a_wrong_cap_is_a_configuration_error(caps: dict[str, int], match: str) 
         (400, OPENAI_STYLE, 2048, 12000),
         (500, LLAMA, 8192, 9437),
         (400, "context_length_exceeded: input too long", None, None),
+        (
+            400,
+            "{'code': 400, 'message': 'the request exceeds the available context size, try "
+            "increasing it', 'type': 'exceed_context_size_error', 'n_prompt_tokens': 5120, "
+            "'n_ctx': 4096}",
+            4096,
+            5120,
+        ),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", 200000, 210000),
     ],
 )
 def test_an_overflow_is_told_apart_and_not_retried(
@@ -116,7 +125,7 @@ def test_an_overflowing_request_is_asked_again_in_parts_that_fit(
     assert sizes[0] > window  # the first request, at the cap assumed for an unknown model
     assert len(sizes) > 2  # then parts, and their consolidation
     assert all(size <= window for size in sizes[1:])
-    assert summarizer.max_input_tokens < assumed
+    assert summarizer.input_cap < assumed == summarizer.max_input_tokens
     # What was learned holds for the next summary: no request over the window again.
     llm_server.requests.clear()
     with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
@@ -134,3 +143,43 @@ def test_a_window_too_small_for_any_part_falls_back_once(llm_server: FakeLLMServ
         record = summarizer.summarize(messages)
     assert record.model == "rules"
     assert len(llm_server.requests) == 1
+
+
+def test_a_server_that_counts_the_answer_in_its_window_gets_a_smaller_answer_asked(
+    llm_server: FakeLLMServer,
+) -> None:
+    llm_server.picky = Picky(context_window=2_048, counts_answer=True)
+    for _ in range(60):
+        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer = local(client)
+        record = summarizer.summarize(load(TRANSCRIPTS[0])[:60])
+    assert record.model == "local"
+    first, *rest = llm_server.requests
+    assert first.body["max_tokens"] == summarizer.max_summary_tokens
+    assert rest
+    assert all(r.body["max_tokens"] <= 1_024 for r in rest)
+    assert all(len(json.dumps(r.body["messages"])) // 4 + 1_024 <= 2_048 for r in rest)
+
+
+def test_an_aligned_request_over_the_window_is_sized_by_all_it_sent(
+    llm_server: FakeLLMServer,
+) -> None:
+    llm_server.picky = Picky(context_window=2_000)
+    for _ in range(60):
+        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    messages = load(TRANSCRIPTS[0])[:120]
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer = LLMSummarizer(
+            openai_chat_completion(client),
+            models=["local"],
+            sleep=lambda _: None,
+            quality_guard=False,
+            cache_aligned=True,
+        )
+        record = summarizer.summarize(messages)
+    assert record.model == "local"
+    # The conversation counted, not only the instruction after it: a cap near the window's
+    # share, not one so small that every part is the least a request may carry.
+    assert 400 < summarizer.input_cap < 2_000
+    assert len(llm_server.requests) > 2

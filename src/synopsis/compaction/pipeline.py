@@ -73,6 +73,7 @@ from synopsis.planning import (
 from synopsis.planning.units import is_summary
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render
+from synopsis.summarizers.coverage import covers_of
 
 if TYPE_CHECKING:
     from synopsis.compaction.prefix import Prefix
@@ -211,7 +212,7 @@ def _chain_hashes(run: Run) -> Generator[Effect, Outcome, list[str]]:
     """The content hashes of every message the session's summary chain covers, in order
     (what this compaction summarized last)."""
     stored = yield from chain(run)
-    return [h for record in (*stored, *run.records) for h in record.covers.hashes]
+    return [h for record in (*stored, *run.records) for h in covers_of(record.covers).hashes]
 
 
 def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from synopsis.errors import TransportError, brief
@@ -82,6 +82,9 @@ class Endpoint:
 
     provider: str
     path: str
+    """The endpoint's path, under which what a server accepts is remembered."""
+    structured: bool
+    """Whether the endpoint sends a response format (Anthropic's does not)."""
     arguments: Arguments
     convert: Convert
     fold: Convert
@@ -106,7 +109,9 @@ class _Asking:
     start: Dialect
 
     def first(self, request: CompletionRequest) -> Dialect:
-        return DIALECTS.get((self.endpoint.path, self.server, request.model), self.start)
+        known = DIALECTS.get((self.endpoint.path, self.server, request.model), self.start)
+        # Told to be strict, a completion is, whatever another one learned of the server.
+        return replace(known, strict=known.strict or self.start.strict)
 
     def after(
         self, dialect: Dialect, error: Exception, request: CompletionRequest
@@ -193,7 +198,9 @@ def completion(
     stream: bool,
     strict: bool,
 ) -> SyncCompletion | AsyncCompletion:
-    asking = _Asking(endpoint, str(getattr(client, "base_url", "")), Dialect(strict=strict))
+    # An endpoint that sends no response format has none to step down from.
+    start = Dialect("json_schema" if endpoint.structured else "plain", strict=strict)
+    asking = _Asking(endpoint, str(getattr(client, "base_url", "")), start)
     if is_async:
         return _async(asking, create, failures, stream)
     return _sync(asking, create, failures, stream)

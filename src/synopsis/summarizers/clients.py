@@ -180,6 +180,7 @@ def _chat_fold(
 _CHAT = Endpoint(
     "openai",
     "chat/completions",
+    True,
     _chat_arguments,
     _chat_response,
     _chat_fold,
@@ -281,7 +282,7 @@ def _responses_fold(
 
 
 _RESPONSES = Endpoint(
-    "openai", "responses", _responses_arguments, _responses_response, _responses_fold
+    "openai", "responses", True, _responses_arguments, _responses_response, _responses_fold
 )
 
 
@@ -392,7 +393,7 @@ def _anthropic_fold(
 
 
 _ANTHROPIC = Endpoint(
-    "anthropic", "messages", _anthropic_arguments, _anthropic_response, _anthropic_fold
+    "anthropic", "messages", False, _anthropic_arguments, _anthropic_response, _anthropic_fold
 )
 
 

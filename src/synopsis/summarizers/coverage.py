@@ -23,7 +23,7 @@ from synopsis.messages import Message, content_hash, message_id
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
 
-__all__ = ["Coverage", "Covers"]
+__all__ = ["Coverage", "Covers", "covers_of"]
 
 
 class Coverage(BaseModel):
@@ -64,6 +64,15 @@ class Covers(Sequence[Coverage]):
         return _made(
             tuple(message_id(m, start + i) for i, m in enumerate(messages)),
             tuple(map(content_hash, messages)),
+        )
+
+    @classmethod
+    def join(cls, parts: Iterable[Sequence[Coverage]]) -> Covers:
+        """The coverage of consecutive parts, in order, as one."""
+        found = [covers_of(part) for part in parts]
+        return _made(
+            tuple(i for part in found for i in part._ids),
+            tuple(h for part in found for h in part._hashes),
         )
 
     @property
@@ -109,7 +118,8 @@ class Covers(Sequence[Coverage]):
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash((self._ids, self._hashes))
+        # Equal to the tuple of Coverage it stands for, so hashed as that tuple is.
+        return hash(tuple(self))
 
     def __repr__(self) -> str:
         if not self._ids:
@@ -145,6 +155,12 @@ def _made(ids: tuple[str, ...], hashes: tuple[str, ...]) -> Covers:
     return made
 
 
+def covers_of(value: Sequence[Coverage]) -> Covers:
+    """``value`` as a :class:`Covers`: a record copied or built without validation
+    (``model_copy(update=...)``, ``model_construct``) may hold a plain tuple of Coverage."""
+    return value if isinstance(value, Covers) else Covers(value)
+
+
 def _validated(value: object, handler: core_schema.ValidatorFunctionWrapHandler) -> Covers:
     if isinstance(value, Covers):
         return value
@@ -152,7 +168,8 @@ def _validated(value: object, handler: core_schema.ValidatorFunctionWrapHandler)
 
 
 def _dumped(
-    covers: Covers, info: core_schema.SerializationInfo
+    covers: Sequence[Coverage], info: core_schema.SerializationInfo
 ) -> list[dict[str, str]] | tuple[dict[str, str], ...]:
-    items = [{"id": i, "sha256": h} for i, h in zip(covers.ids, covers.hashes, strict=True)]
+    found = covers_of(covers)
+    items = [{"id": i, "sha256": h} for i, h in zip(found.ids, found.hashes, strict=True)]
     return items if info.mode_is_json() else tuple(items)

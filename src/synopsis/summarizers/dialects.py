@@ -35,16 +35,27 @@ _LOWER: Final[dict[Structure, Structure]] = {
 
 _STRUCTURE = re.compile(r"response_format|json_schema|json_object|text\.format|'format'", re.I)
 _MESSAGES = re.compile(
-    r"alternat|(content\W.{0,200}?(null|none\b|valid string))|((null|none\b).{0,200}?content)",
-    re.I | re.S,
+    r"'content'(?:, 'str')?\),\s*'msg':\s*'Input should be a valid string'|"
+    r"\bcontent['\"]?\s*[:=]\s*(null|None)\b|(roles?|messages?) must alternate|"
+    r"alternate (user|between)",
+    re.I,
 )
 _OVERFLOW = re.compile(
     r"maximum context length|context window of|context_length_exceeded|"
-    r"exceeds? (the )?(model'?s? )?context",
+    r"exceeds? (the )?(model'?s? |available )?context|exceed_context_size|prompt is too long",
     re.I,
 )
-_WINDOW = re.compile(r"(maximum context length is|context window of) (?P<window>\d+)", re.I)
-_PROMPT = re.compile(r"\((?P<prompt>\d+) in the messages|requested tokens \((?P<asked>\d+)\)", re.I)
+# llama-cpp-python and OpenAI; llama.cpp's own server (n_ctx, n_prompt_tokens); Anthropic.
+_WINDOW = re.compile(
+    r"(?:maximum context length is|context window of) (\d+)|['\"]n_ctx['\"]:\s*(\d+)|"
+    r"tokens > (\d+) maximum",
+    re.I,
+)
+_PROMPT = re.compile(
+    r"\((\d+) in the messages|requested tokens \((\d+)\)|['\"]n_prompt_tokens['\"]:\s*(\d+)|"
+    r"prompt is too long: (\d+) tokens",
+    re.I,
+)
 _VALIDATION = re.compile(
     r"validation error|input should be|literal_error|value_error|type_error|'loc'|\"loc\"|"
     r"invalid_request|unprocessable|is not valid under|roles must alternate",
@@ -92,11 +103,13 @@ def overflow(text: str) -> tuple[int | None, int | None]:
     """The context window a server's overflow error names, and the tokens of its own it
     counted in the request's messages (llama.cpp's and OpenAI's wording); None for each it
     does not say."""
-    found = _WINDOW.search(text)
-    window = found and found.group("window")
-    said = _PROMPT.search(text)
-    prompt = said and (said.group("prompt") or said.group("asked"))
-    return (int(window) if window else None), (int(prompt) if prompt else None)
+    return _number(_WINDOW.search(text)), _number(_PROMPT.search(text))
+
+
+def _number(found: re.Match[str] | None) -> int | None:
+    """The number a match of one of several wordings caught."""
+    group = next((g for g in found.groups() if g), None) if found else None
+    return int(group) if group else None
 
 
 class Dialects:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -123,8 +124,10 @@ was too long: its tokenizer and ours do not count alike."""
 class _Failure:
     reason: str
     cause: BaseException | None = None
-    asked: int | None = None
-    """Tokens of the request that failed, as our counter counts its prompt."""
+    context: _Context | None = None
+    """The request that failed in transport (to size a smaller one after an overflow)."""
+    answered: bool = False
+    """The model answered, and the answer could not be used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +244,9 @@ class LLMSummarizer:
         self.sleep = sleep
         self.max_summary_tokens = whole_number("max_summary_tokens", max_summary_tokens, 1)
         self.max_input_tokens = self._input_cap(max_input_tokens)
+        self._learned: tuple[int, int] | None = None
+        """The input cap and answer size a server's window was found to need."""
+        self._learned_lock = threading.Lock()
         self.oversize: Oversize = oversize
         self.max_depth = whole_number("max_depth", max_depth, 1)
         self.result_chars = whole_number("result_chars", result_chars, 1)
@@ -310,19 +316,19 @@ class LLMSummarizer:
         used = count(self.system_prompt) + _FRAME_TOKENS
         used += count(partial_json(previous)) + count(UPDATE_INSTRUCTIONS) if previous else 0
         used += count(job.instructions) if job.instructions else 0
-        return max(self.max_input_tokens - used, _MIN_TRANSCRIPT)
+        return max(self._input_cap_now() - used, _MIN_TRANSCRIPT)
 
     def _aligned(self, job: _Job) -> _Context | None:
         prompt = cache_aligned_prompt(previous=job.previous, instructions=job.instructions)
         base = self._base(job.messages, job.previous)
         tools = sum(self.counter.count_text(json.dumps(t, default=str)) for t in self.tools)
         size = base["tokens_in"] + tools + self.counter.count_text(prompt[0]["content"])
-        if size > self.max_input_tokens:
+        if size > self._input_cap_now():
             logger.info(
                 "summarizer: the conversation (%d tokens) is over the input cap (%d); "
                 "summarizing it without cache alignment",
                 size,
-                self.max_input_tokens,
+                self._input_cap_now(),
             )
             return None
         previous = self.counter.count_text(render(job.previous)) if job.previous else 0
@@ -438,13 +444,12 @@ class LLMSummarizer:
     @staticmethod
     def _bad(model: str, reason: str, text: str, error: Exception | None = None) -> _Failure:
         logger.warning("summarizer %s: bad output (%s): %r", model, reason, text[:_LOGGED_CHARS])
-        return _Failure(f"{model}: {reason}", error)
+        return _Failure(f"{model}: {reason}", error, answered=True)
 
     def _try_model(self, model: str, context: _Context) -> _Plan:
         outcome = yield from self._ask(model, context, context.prompt)
         if isinstance(outcome, Exception):
-            asked = sum(self.counter.count_text(turn["content"]) for turn in context.prompt)
-            return _Failure(f"{model}: transport error {brief(repr(outcome))}", outcome, asked)
+            return _Failure(f"{model}: transport error {brief(repr(outcome))}", outcome, context)
         accepted = self._accept(model, outcome, context, outcome.usage)
         if isinstance(accepted, _Failure):
             return accepted
@@ -464,7 +469,7 @@ class LLMSummarizer:
         missing = missing_anchors(content, context.anchors)
         if missing:
             logger.warning("summarizer %s: summary still misses %s", model, missing)
-            return _Failure(f"{model}: summary misses {missing}")
+            return _Failure(f"{model}: summary misses {missing}", answered=True)
         return record
 
     def _request(self, job: _Job, context: _Context) -> _Plan:
@@ -486,37 +491,67 @@ class LLMSummarizer:
         smaller = self._fitting(job, result)
         if smaller is None:
             return result
+        cap, answer = smaller
         logger.warning(
             "summarizer: the server's context window is smaller than assumed; "
-            "asking again with at most %d tokens of input per request",
-            smaller,
+            "asking again with at most %d tokens of input and %d of answer per request",
+            cap,
+            answer,
         )
-        self.max_input_tokens = smaller
+        with self._learned_lock:  # another call may have learned a smaller one meanwhile
+            self._learned = (
+                (min(cap, self._learned[0]), min(answer, self._learned[1]))
+                if self._learned
+                else (cap, answer)
+            )
+        job.limit = min(job.limit, answer)
         return (yield from self._plan_once(job))
 
-    def _fitting(self, job: _Job, result: SummaryRecord | _Failure) -> int | None:
-        """The input cap that fits the window an overflow error named, when that is below the
-        one in use; else None."""
-        if not isinstance(result, _Failure):
+    @property
+    def input_cap(self) -> int:
+        """The cap in use: ``max_input_tokens``, or the smaller one a server's window was
+        found to need (see :meth:`summarize`)."""
+        return self._input_cap_now()
+
+    def _input_cap_now(self) -> int:
+        """``max_input_tokens``, or the smaller cap a server's window was found to need."""
+        learned = self._learned
+        return min(self.max_input_tokens, learned[0]) if learned else self.max_input_tokens
+
+    def _asked(self, context: _Context) -> int:
+        """Tokens of the request ``context`` made, as our counter counts them."""
+        count = self.counter.count_text
+        if context.conversation:  # cache-aligned: the conversation, its tools, the instruction
+            sent = sum(map(self.counter.count_message, context.conversation))
+            sent += sum(count(json.dumps(t, default=str)) for t in self.tools)
+        else:
+            sent = count(self.system_prompt)
+        return sent + sum(count(turn["content"]) for turn in context.prompt)
+
+    def _fitting(self, job: _Job, result: SummaryRecord | _Failure) -> tuple[int, int] | None:
+        """The input cap and answer size that fit the window an overflow error named, when
+        the cap is below the one in use; else None."""
+        if not isinstance(result, _Failure) or result.context is None:
             return None
         cause = result.cause
         if not isinstance(cause, TransportError) or cause.context_window is None:
             return None
         window = cause.context_window
-        # A small window keeps half for the answer: cut short, a JSON answer cannot be read.
+        # A small window keeps half for the answer, which some servers count in the window
+        # and others cut short; cut short, a JSON answer cannot be read.
         answer = min(job.limit, window // 2)
         ratio = 1.0
-        if cause.prompt_tokens and result.asked:  # the server's tokens per one of ours
-            ratio = max(cause.prompt_tokens / result.asked, 1.0)
+        if cause.prompt_tokens:  # the server's tokens per one of ours
+            ratio = max(cause.prompt_tokens / max(self._asked(result.context), 1), 1.0)
         cap = int((window - answer) / ratio * _OVERFLOW_MARGIN)
-        return cap if _MIN_TRANSCRIPT <= cap < self.max_input_tokens else None
+        return (cap, answer) if _MIN_TRANSCRIPT <= cap < self._input_cap_now() else None
 
     def _plan_once(self, job: _Job) -> _Plan:
         if self.cache_aligned:
             aligned = self._aligned(job)
             if aligned is not None:
                 result = yield from self._request(job, aligned)
-                if not isinstance(result, _Failure) or isinstance(result.cause, TransportError):
+                if not isinstance(result, _Failure) or not result.answered:
                     return result
                 # An aligned request asks for no structured output (it would change the
                 # prefix); a model that then answered in prose is asked the usual way.
@@ -558,7 +593,7 @@ class LLMSummarizer:
         else:
             base = {
                 "created_at": self.clock(),
-                "covers": sum((p.covers for p in partials), Covers()),
+                "covers": Covers.join(p.covers for p in partials),
                 "tokens_in": sum(p.tokens_in for p in partials),
             }
             anchors = []
@@ -615,6 +650,8 @@ class LLMSummarizer:
         max_tokens: int | None,
     ) -> _Job:
         limit = self.max_summary_tokens
+        if self._learned:
+            limit = min(limit, self._learned[1])
         if max_tokens is not None:
             limit = min(limit, whole_number("max_tokens", max_tokens, 1))
         return _Job(history(messages), previous, instructions, limit)
