@@ -183,3 +183,17 @@ def test_an_aligned_request_over_the_window_is_sized_by_all_it_sent(
     # share, not one so small that every part is the least a request may carry.
     assert 400 < summarizer.input_cap < 2_000
     assert len(llm_server.requests) > 2
+
+
+def test_an_overflow_that_names_only_the_window_is_sized_by_our_own_count(
+    llm_server: FakeLLMServer,
+) -> None:
+    llm_server.error(400, "Requested tokens exceed context window of 3000")
+    for _ in range(60):
+        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer = local(client)
+        record = summarizer.summarize(load(TRANSCRIPTS[0])[:60])
+    assert record.model == "local"
+    answer = min(summarizer.max_summary_tokens, 3000 // 2)
+    assert summarizer.input_cap == int((3000 - answer) * 0.9)
