@@ -14,6 +14,7 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +128,9 @@ class Compactor:
         self._incremental = True
         self._memo: Memo | None = None
         self._prefix: Prefix | None = None
+        # Taking the memo is one step for one thread: a skip grows the memo's lists where
+        # they lie, so two calls must never both hold it.
+        self._taking = threading.Lock()
 
     def reset(self) -> None:
         """Forget the last call, so that the next one reads the whole history again."""
@@ -253,7 +257,8 @@ class Compactor:
         """The skip the last call's memo proves, else None. The memo is dropped first, so
         that whatever happens next (an error, a compaction) leaves none behind. A memo of a
         session reads the store to check it: not from an event loop (``blocking`` false)."""
-        memo, self._memo = self._memo, None
+        with self._taking:
+            memo, self._memo = self._memo, None
         usable = memo is not None and (blocking or memo.session is None)
         found = skip(memo, setup, request) if usable and memo is not None else None
         if found is None:
