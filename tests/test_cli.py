@@ -155,7 +155,9 @@ def test_blank_lines_in_jsonl_are_skipped_but_counted(
     assert report["problems"] == []
     path.write_text('{"role": "user", "content": "a"}\n\n{"role": oops}\n')
     assert main(["inspect", str(path)]) == 2
-    assert capsys.readouterr().err == (f"synopsis: error: {path}:3 is not JSON (Expecting value)\n")
+    assert capsys.readouterr().err == (
+        f"synopsis: error: {path}:3 is not JSON: Expecting value: line 1 column 10\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -225,3 +227,38 @@ def test_inspect_names_a_system_prompt_kept_apart_as_system(
     rows = [line for line in capsys.readouterr().out.splitlines() if "house rules" in line]
     assert rows
     assert rows[0].split("│")[1].strip() == "system"
+
+
+def test_version_and_help_read_as_plain_words(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"synopsis {synopsis.__version__}\n"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert "``" not in shown
+    assert "context window" in shown
+
+
+def test_a_broken_json_file_says_what_and_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "h.json"
+    path.write_text('[{"role": "user", "content": "hi', encoding="utf-8")
+    assert main(["inspect", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"synopsis: error: {path} is not JSON or JSONL: "
+        "Unterminated string starting at line 1 column 30\n"
+    )
+
+
+def test_an_unknown_model_says_how_to_give_its_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "h.json"
+    path.write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
+    assert main(["inspect", str(path), "--model", "my-local-llama-13b-cli-test"]) == 0
+    err = capsys.readouterr().err
+    assert "my-local-llama-13b-cli-test" in err
+    assert "--window" in err

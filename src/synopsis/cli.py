@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from synopsis import cli_replay, cli_store
-from synopsis.cli_common import Parser, UsageError, load_file, positive_int
+from synopsis import __version__, cli_replay, cli_store
+from synopsis.cli_common import Parser, UsageError, load_file, positive_int, warnings_to_stderr
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.formats import FORMATS, decode
 from synopsis.inspection import Report, inspect_history
@@ -81,14 +81,15 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     data = load_file(Path(args.file))
     decoded = decode(data, args.format)
     provider = args.provider or _PROVIDER_OF_FORMAT[decoded.format]
-    report = inspect_history(
-        decoded.messages,
-        path=str(args.file),
-        fmt=decoded.format,
-        model=args.model,
-        window=args.window,
-        provider=provider,
-    )
+    with warnings_to_stderr():  # an unknown model's assumed window, say
+        report = inspect_history(
+            decoded.messages,
+            path=str(args.file),
+            fmt=decoded.format,
+            model=args.model,
+            window=args.window,
+            provider=provider,
+        )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -96,8 +97,15 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+DESCRIPTION = (
+    "Keep an LLM agent's conversation inside its model's context window: inspect, compact or "
+    "replay a history file; recall, search or export what a session's store kept."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="synopsis", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = Parser(prog="synopsis", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"synopsis {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     inspect = sub.add_parser(
         "inspect", help="count tokens, find the largest messages, validate a history file"

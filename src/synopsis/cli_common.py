@@ -47,9 +47,7 @@ def load_file(path: Path) -> object:
     except json.JSONDecodeError as whole:
         lines = [line for line in text.splitlines() if line.strip()]
         if len(lines) < 2:
-            raise UsageError(
-                f"{path} is not JSON or JSONL ({whole.msg}, line {whole.lineno})"
-            ) from None
+            raise UsageError(f"{path} is not JSON or JSONL: {_where(whole)}") from None
         items = []
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -57,8 +55,15 @@ def load_file(path: Path) -> object:
             try:
                 items.append(_parse_json(line, f"{path}:{number}"))
             except json.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{number} is not JSON ({exc.msg})") from None
+                raise UsageError(f"{path}:{number} is not JSON: {_where(exc)}") from None
         return items
+
+
+def _where(error: json.JSONDecodeError) -> str:
+    """What json found wrong and where, in words: "Unterminated string starting at line 1
+    column 27", "Expecting value: line 3 column 1"."""
+    joint = " " if error.msg.endswith(" at") else ": "
+    return f"{error.msg}{joint}line {error.lineno} column {error.colno}"
 
 
 def _parse_json(text: str, where: str) -> object:

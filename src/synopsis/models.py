@@ -293,7 +293,7 @@ def context_window(model: str, *, override: int | None = None) -> int:
     if first:
         logger.warning(
             "Unknown model %r: assuming a context window of %d tokens; "
-            "pass override= to context_window() to set it.",
+            "give the window (context_window= in Python, --window on the command line).",
             model,
             DEFAULT_CONTEXT_WINDOW,
         )
