@@ -103,7 +103,8 @@ def test_in_process_reads_of_the_store(
     )
     out = capsys.readouterr().out
     assert [line[:3] for line in out.splitlines()] == ["1. ", "2. "]
-    assert "**reservation" in out.lower()
+    assert "reservation" in out.lower()
+    assert "**" not in out  # the marks are for programs; a pipe gets the words alone
 
     markdown = tmp_path / "log.md"
     assert main(["export", "--store", str(db), "--session", "demo", "--out", str(markdown)]) == 0
@@ -355,3 +356,14 @@ def test_a_repaired_history_says_so_in_the_report_and_in_json(
     assert report["fixes"] == [
         {"index": 1, "action": "dropped orphaned result", "detail": "no earlier call"}
     ]
+
+
+def test_search_shows_matches_in_bold_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from synopsis.cli_store import _emphasis  # noqa: PLC0415
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert _emphasis("the **reservation** is at **noon**") == (
+        "the \033[1mreservation\033[0m is at \033[1mnoon\033[0m"
+    )
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert _emphasis("the **reservation** is at noon") == "the reservation is at noon"

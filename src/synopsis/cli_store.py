@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -29,6 +30,7 @@ from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
 from synopsis.formats import FORMATS
 from synopsis.stores import SQLiteStore, export_markdown
+from synopsis.stores._query import MARK
 from synopsis.summarizers import render
 from synopsis.validation import validate
 
@@ -242,6 +244,16 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+_MARKED = re.compile(re.escape(MARK) + r"(.+?)" + re.escape(MARK))
+
+
+def _emphasis(snippet: str) -> str:
+    """A snippet's matched words in bold on a terminal, and plain elsewhere: the ``**`` marks
+    are for the JSON and Markdown a program reads, not for a person's screen."""
+    bold = r"\033[1m\1\033[0m" if sys.stdout.isatty() else r"\1"
+    return _MARKED.sub(bold, snippet)
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     store = _open(args.store)
     try:
@@ -265,7 +277,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     for rank, h in enumerate(hits, 1):
-        print(f"{rank}. score {h.score:.3g} #{h.message.position} {h.message.role}: {h.snippet}")
+        shown = _emphasis(h.snippet)
+        print(f"{rank}. score {h.score:.3g} #{h.message.position} {h.message.role}: {shown}")
     if not hits:
         print(f"no match for {args.query!r}", file=sys.stderr)
     return 0
