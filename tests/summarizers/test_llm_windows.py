@@ -98,14 +98,21 @@ def test_an_overflow_is_told_apart_and_not_retried(
     assert (error.context_window, error.prompt_tokens) == (window, prompt)
 
 
-def local(client: openai.OpenAI) -> LLMSummarizer:
+def local(client: openai.OpenAI, *, cache_aligned: bool = False) -> LLMSummarizer:
     """A summarizer of the model "local", whose window is not in the table."""
     return LLMSummarizer(
         openai_chat_completion(client),
         models=["local"],
         sleep=lambda _: None,
         quality_guard=False,  # the scripted answer is the same for every part
+        cache_aligned=cache_aligned,
     )
+
+
+def answers(server: FakeLLMServer, count: int = 60) -> None:
+    """Enough scripted answers for every part of a summary asked in parts."""
+    for _ in range(count):
+        server.add(chat_completion(GOOD_TEXT, model="local"))
 
 
 def test_an_overflowing_request_is_asked_again_in_parts_that_fit(
@@ -113,8 +120,7 @@ def test_an_overflowing_request_is_asked_again_in_parts_that_fit(
 ) -> None:
     window = 2_000
     llm_server.picky = Picky(context_window=window)
-    for _ in range(60):
-        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    answers(llm_server)
     messages = load(TRANSCRIPTS[0])[:60]
     with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
         summarizer = local(client)
@@ -149,8 +155,7 @@ def test_a_server_that_counts_the_answer_in_its_window_gets_a_smaller_answer_ask
     llm_server: FakeLLMServer,
 ) -> None:
     llm_server.picky = Picky(context_window=2_048, counts_answer=True)
-    for _ in range(60):
-        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    answers(llm_server)
     with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
         summarizer = local(client)
         record = summarizer.summarize(load(TRANSCRIPTS[0])[:60])
@@ -166,17 +171,10 @@ def test_an_aligned_request_over_the_window_is_sized_by_all_it_sent(
     llm_server: FakeLLMServer,
 ) -> None:
     llm_server.picky = Picky(context_window=2_000)
-    for _ in range(60):
-        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    answers(llm_server)
     messages = load(TRANSCRIPTS[0])[:120]
     with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
-        summarizer = LLMSummarizer(
-            openai_chat_completion(client),
-            models=["local"],
-            sleep=lambda _: None,
-            quality_guard=False,
-            cache_aligned=True,
-        )
+        summarizer = local(client, cache_aligned=True)
         record = summarizer.summarize(messages)
     assert record.model == "local"
     # The conversation counted, not only the instruction after it: a cap near the window's
@@ -189,8 +187,7 @@ def test_an_overflow_that_names_only_the_window_is_sized_by_our_own_count(
     llm_server: FakeLLMServer,
 ) -> None:
     llm_server.error(400, "Requested tokens exceed context window of 3000")
-    for _ in range(60):
-        llm_server.add(chat_completion(GOOD_TEXT, model="local"))
+    answers(llm_server)
     with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
         summarizer = local(client)
         record = summarizer.summarize(load(TRANSCRIPTS[0])[:60])
