@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from synopsis.cli import main
-from synopsis.cli_common import UsageError
-from synopsis.replay import replay
-from synopsis.report import plot_bytes, write_html
+from synopsis.cli.common import UsageError
+from synopsis.cli.replay import replay
+from synopsis.cli.report import plot_bytes, write_html
 
 ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
 CODEX = ROOT / "codex-compaction-config-change.jsonl"

@@ -15,7 +15,7 @@ import pytest
 
 import synopsis
 from synopsis.cli import main
-from synopsis.cli_store import _print_compact
+from synopsis.cli.store import _print_compact
 from synopsis.stores import SessionState
 
 ROOT = Path(__file__).parent.parent
@@ -359,7 +359,7 @@ def test_a_repaired_history_says_so_in_the_report_and_in_json(
 
 
 def test_search_shows_matches_in_bold_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from synopsis.cli_store import _emphasis  # noqa: PLC0415
+    from synopsis.cli.store import _emphasis  # noqa: PLC0415
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert _emphasis("the **reservation** is at **noon**") == (

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 import synopsis
+from synopsis.cli.replay import ReplayReport, _align, _parts, _Without, replay
+from synopsis.cli.report import write_html
 from synopsis.compaction import Compactor
 from synopsis.formats import FormatName, decode, encode
 from synopsis.messages import (
@@ -20,8 +22,6 @@ from synopsis.messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from synopsis.replay import ReplayReport, _align, _parts, _Without, replay
-from synopsis.report import write_html
 
 ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from synopsis.replay import ReplayReport, Shown, Turn, replay
-from synopsis.report import SHOWN_CHARS, ranges, write_html
+from synopsis.cli.replay import ReplayReport, Shown, Turn, replay
+from synopsis.cli.report import SHOWN_CHARS, ranges, write_html
 
 ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import synopsis
+from synopsis.cli.inspect import inspect_history
 from synopsis.formats import FormatName, decode, encode
-from synopsis.inspection import inspect_history
 from synopsis.validation import Fix, Problem
 from tests.strategies import any_history
 

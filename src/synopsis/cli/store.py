@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from synopsis.cli_common import (
+from synopsis.cli.common import (
     Parser,
     UsageError,
     known_window,

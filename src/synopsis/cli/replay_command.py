@@ -12,20 +12,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from synopsis import report as rendering
-from synopsis.cli_common import (
+from synopsis.cli import report as rendering
+from synopsis.cli.common import (
     UsageError,
     known_window,
     load_file,
     positive_int,
     warnings_to_stderr,
 )
-from synopsis.replay import ReplayReport, replay
+from synopsis.cli.replay import ReplayReport, replay
 
 if TYPE_CHECKING:
     import argparse
 
-    from synopsis.cli_common import Parser
+    from synopsis.cli.common import Parser
 
 __all__ = ["register"]
 

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from synopsis import __version__, cli_replay, cli_store
-from synopsis.cli_common import Parser, UsageError, load_file, positive_int, warnings_to_stderr
+from synopsis import __version__
+from synopsis.cli import replay_command, store
+from synopsis.cli.common import Parser, UsageError, load_file, positive_int, warnings_to_stderr
+from synopsis.cli.inspect import Report, inspect_history
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.formats import FORMATS, decode
-from synopsis.inspection import Report, inspect_history
 
 if TYPE_CHECKING:
     import argparse
@@ -124,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--top", type=positive_int, default=5, help="largest messages shown")
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.set_defaults(run=_cmd_inspect)
-    cli_store.register(sub)
-    cli_replay.register(sub)
+    store.register(sub)
+    replay_command.register(sub)
     return parser
 
 

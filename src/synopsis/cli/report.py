@@ -10,13 +10,13 @@ import io
 import json
 from typing import TYPE_CHECKING
 
-from synopsis.cli_common import UsageError
+from synopsis.cli.common import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from synopsis.replay import ReplayReport, Shown, Turn
+    from synopsis.cli.replay import ReplayReport, Shown, Turn
 
 __all__ = ["SHOWN_CHARS", "plot", "plot_bytes", "plot_kind", "ranges", "window_share", "write_html"]
 
