@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import synopsis
@@ -216,7 +216,6 @@ def _pairing_problems(history: Any, provider: str, system: object) -> list[str]:
     return [str(p) for p in problems if p.rule in PAIRING_RULES]
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(TARGETS), st.data())
 def test_every_trailing_call_gets_exactly_one_result(
     target: tuple[FormatName, str, Literal["tool", "user"]], data: st.DataObject

@@ -5,7 +5,7 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.errors import ConfigurationError
@@ -93,7 +93,6 @@ def test_systems_built_by_hand_merge_with_a_lifted_one_into_one_system() -> None
     assert wire.messages == [U, Y]
 
 
-@settings(max_examples=150, deadline=None)
 @given(any_history("user"), st.booleans())
 def test_anthropic_repair_leaves_no_system_in_the_list_unless_allowed(msgs, mid) -> None:
     profile = dataclasses.replace(ANTHROPIC, mid_system=mid)
@@ -141,7 +140,6 @@ def test_reasoning_stranded_in_the_input_is_reported_not_dropped() -> None:
     assert rules(validate(list(fixed), "responses", format="responses")) == ["responses.R3"]
 
 
-@settings(max_examples=200, deadline=None)
 @given(valid_history("tool", allow_pending=False, reasoning=True), st.data())
 def test_dropping_calls_never_strands_a_reasoning_item(msgs, data) -> None:
     results = [i for i, m in enumerate(msgs) if m.role is Role.TOOL]
@@ -154,7 +152,6 @@ def test_dropping_calls_never_strands_a_reasoning_item(msgs, data) -> None:
     assert ("reasoning", "reasoning") not in itertools.pairwise(kinds)
 
 
-@settings(max_examples=200, deadline=None)
 @given(
     st.sampled_from(STYLES).flatmap(lambda s: any_history(s, reasoning=True)),
     st.sampled_from(["answer", "drop"]),
@@ -165,7 +162,6 @@ def test_repair_adds_no_stranded_reasoning(msgs, dangling) -> None:
     assert rules(check(fixed.messages, RESPONSES)).count("responses.R3") <= before
 
 
-@settings(max_examples=100, deadline=None)
 @given(valid_history("tool", reasoning=True))
 def test_valid_reasoning_histories_pass_responses_with_every_option(msgs) -> None:
     strict = dataclasses.replace(RESPONSES, store=False, reasoning_required=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import synopsis
@@ -137,7 +137,6 @@ def test_the_inspection_report_of_message_values_counts_every_message() -> None:
     assert sorted(m.index for m in report.largest if m.index is not None) == [0, 1, 2, 3, 4]
 
 
-@settings(max_examples=200, deadline=None)
 @given(any_history("user"), st.sampled_from(["anthropic", "gemini"]), st.booleans())
 def test_every_index_is_a_place_in_the_callers_list(msgs, fmt: FormatName, body: bool) -> None:
     wire = encode(msgs, fmt)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.compaction.codec import message_from_json, message_to_json
@@ -167,13 +167,11 @@ def assert_round_trips(message: Message) -> None:
 # ---------------------------------------------------------------- properties
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(MESSAGES)
 def test_any_message_round_trips_with_its_wire_notes(message: Message) -> None:
     assert_round_trips(message)
 
 
-@settings(max_examples=30, deadline=None)
 @given(st.lists(st.one_of(text_parts(), media_parts()), min_size=1, max_size=4))
 def test_nested_tool_result_content_comes_back_as_parts(inner: list[TextPart | MediaPart]) -> None:
     message = Message(Role.TOOL, (ToolResultPart("call_1", tuple(inner), is_error=True),))

@@ -11,7 +11,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from synopsis.compaction import Compactor, compact
@@ -209,7 +209,6 @@ def tokens_of(history: list[Any], **options: Any) -> int:
     return counted.tokens_before
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_transcript_grown_call_by_call_gives_what_the_full_path_gives(
     data: st.DataObject,
@@ -251,7 +250,6 @@ FORMATS: dict[str, Style] = {
 }
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_generated_history_grown_call_by_call_gives_what_the_full_path_gives(
     data: st.DataObject,

@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import synopsis
@@ -191,7 +191,6 @@ def test_a_state_without_a_projection_or_with_a_broken_one_projects_nothing() ->
     assert Projection.of(found.to_json()) == found
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     turns=st.lists(
         st.tuples(st.integers(1, 400), st.integers(0, 3), st.integers(1, 900)),

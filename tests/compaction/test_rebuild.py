@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.compaction.rebuild import (
@@ -399,7 +399,6 @@ def last_person(messages: Sequence[Message]) -> int:
     return found[-1] if found else -1
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(valid_history("user"), any_history("user"), valid_history("tool")))
 def test_drop_stale_thinking_properties(history: list[Message]) -> None:
     out = drop_stale_thinking(history)
@@ -506,7 +505,6 @@ def summarized(draw: st.DrawFn, profile: Profile) -> list[Message]:
 
 
 @pytest.mark.parametrize("profile", ALL_PROFILES, ids=PROFILE_IDS)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_finish_only_merges_and_drops_thinking(profile: Profile, data: st.DataObject) -> None:
     history = data.draw(summarized(profile))

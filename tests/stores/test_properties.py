@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from datetime import UTC
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.formats import FORMATS
@@ -50,7 +50,6 @@ def expected(rows: list[StoredMessage]) -> list[StoredMessage]:
     return sorted(first.values(), key=lambda m: m.position)  # stable: saved order breaks ties
 
 
-@settings(max_examples=60, deadline=None)
 @given(messages(), st.lists(st.sampled_from(["a", "b", "zz"]), max_size=3), st.integers(0, 20))
 def test_saved_messages_come_back_equal(rows, ids, cut) -> None:
     want = expected(rows)
@@ -64,7 +63,6 @@ def test_saved_messages_come_back_equal(rows, ids, cut) -> None:
         store.close()
 
 
-@settings(max_examples=60, deadline=None)
 @given(messages(), ANY_TEXT)
 def test_any_query_is_safe_and_hits_hold_a_query_word(rows, query) -> None:
     terms = set(query_words(query))
@@ -76,7 +74,6 @@ def test_any_query_is_safe_and_hits_hold_a_query_word(rows, query) -> None:
         store.close()
 
 
-@settings(max_examples=80, deadline=None)
 @given(messages(ASCII), ASCII)
 def test_memory_and_sqlite_rank_alike(rows, query) -> None:
     memory, sqlite = MemoryStore(), SQLiteStore(":memory:")

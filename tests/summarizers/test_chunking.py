@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.summarizers.chunking import clip_text, group, trim
@@ -29,7 +29,6 @@ def test_no_sizes_no_groups():
     assert group([], 10) == []
 
 
-@settings(deadline=None)  # the first call loads the tokenizer
 @given(st.text(min_size=1, max_size=3000), st.integers(30, 400))
 def test_clipped_text_fits_and_keeps_both_ends(text: str, budget: int):
     clipped = clip_text(text, budget, COUNT)
@@ -61,7 +60,6 @@ def test_trim_keeps_everything_that_fits():
     assert trim(blocks, [COUNT(b) for b in blocks], 10_000, COUNT, keep=0) == blocks
 
 
-@settings(deadline=None)
 @given(st.integers(2, 30), st.integers(150, 900), st.none() | st.integers(0, 5))
 def test_trim_fits_keeps_the_request_and_a_newest_run(count: int, budget: int, keep: int | None):
     blocks = blocks_of(count)

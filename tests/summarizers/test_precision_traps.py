@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.summarizers import RuleBasedSummarizer
@@ -468,7 +468,6 @@ _WRAPPERS = st.sampled_from(
 )
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(_NOISE_LINE, min_size=1, max_size=12), _WRAPPERS, st.booleans())
 def test_any_noise_with_a_zero_exit_code_is_a_success(
     lines: list[str], wrapper: str, wrapper_first: bool
@@ -477,7 +476,6 @@ def test_any_noise_with_a_zero_exit_code_is_a_success(
     assert_no_failure(summarize("bash", {"command": "run"}, output))
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     st.lists(_NOISE_LINE, max_size=6),
     st.lists(_NOISE_LINE, max_size=6),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.messages import (
@@ -92,13 +92,11 @@ def check(summarizer: RuleBasedSummarizer, history: list[Message], budget: int) 
     assert render(record).startswith("<synopsis-summary")
 
 
-@settings(max_examples=150, deadline=None)
 @given(HISTORIES, BUDGETS)
 def test_any_history_fits_its_budget(history: list[Message], budget: int) -> None:
     check(RuleBasedSummarizer(max_summary_tokens=budget), history, budget)
 
 
-@settings(max_examples=100, deadline=None)
 @given(HISTORIES, st.integers(min_value=1_500, max_value=20_000), st.integers(50, 3_000))
 def test_the_window_share_and_short_bounds_hold(
     history: list[Message], window: int, chars: int
@@ -107,7 +105,6 @@ def test_the_window_share_and_short_bounds_hold(
     check(summarizer, history, summarizer.budget())
 
 
-@settings(max_examples=100, deadline=None)
 @given(HISTORIES, HISTORIES, BUDGETS)
 def test_chains_fit_and_link(first: list[Message], second: list[Message], budget: int) -> None:
     summarizer = RuleBasedSummarizer(max_summary_tokens=budget)
@@ -121,7 +118,6 @@ def test_chains_fit_and_link(first: list[Message], second: list[Message], budget
         )
 
 
-@settings(max_examples=50, deadline=None)
 @given(HISTORIES)
 def test_the_same_history_gives_the_same_record(history: list[Message]) -> None:
     summarizer = RuleBasedSummarizer(max_summary_tokens=300)

@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import synopsis
@@ -426,7 +426,6 @@ _PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=60), st.sampled_from(["o200k_base", "cl100k_base"]))
 def test_a_long_text_counted_line_by_line_counts_what_the_whole_encodes(
     pieces: list[str], encoding: str

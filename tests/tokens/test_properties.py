@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.tokens import (
@@ -70,7 +70,6 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=150)
 @given(counters, histories, st.lists(operation, max_size=12))
 def test_ledger_agrees_with_a_fresh_count(
     counter: MessageCounter, start: list[Message], ops: list[tuple[object, ...]]
