@@ -9,50 +9,49 @@ hysteresis, the breaker) and the summary chain carry from one call to the next.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-import functools
-import inspect
 import threading
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from synopsis.compaction.drivers import arun, run
 from synopsis.compaction.gates import async_gate, gate
 from synopsis.compaction.incremental import Memo, remember, skip
-from synopsis.compaction.pipeline import (
-    DEFAULT_SESSION,
-    Request,
-    StoreCall,
-    Summarize,
-    compaction,
-)
+from synopsis.compaction.pipeline import DEFAULT_SESSION, Request, compaction
 from synopsis.compaction.prefix import Prefix
 from synopsis.compaction.setup import build_setup
 from synopsis.config import Settings
-from synopsis.errors import ConfigurationError, SummarizerError
+from synopsis.errors import ConfigurationError
 from synopsis.events import listening, span
+from synopsis.planning import Keep, Trigger
 from synopsis.stores import AsyncStore, MemoryStore, Store, export_markdown
-from synopsis.summarizers import AsyncSummarizer
+from synopsis.summarizers import AsyncSummarizer, Summarizer
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Mapping
-    from os import PathLike
-
     from synopsis.compaction.result import CompactionResult
     from synopsis.compaction.setup import Setup
     from synopsis.compaction.state import Run
     from synopsis.events import Listener
     from synopsis.formats import FormatName
-    from synopsis.planning import Keep, Measure, Trigger
+    from synopsis.planning import Measure
     from synopsis.stores import SearchHit, StoredMessage
     from synopsis.tokens import TokenCounter
 
-__all__ = ["Compactor", "acompact", "compact"]
+__all__ = ["Compactor", "StoreOption", "SummarizerOption", "SystemPrompt", "acompact", "compact"]
 
-
-def _timed_out(seconds: float) -> SummarizerError:
-    return SummarizerError(f"the summarizer did not answer within {seconds:g} seconds")
+SummarizerOption: TypeAlias = (
+    Summarizer
+    | AsyncSummarizer
+    | Literal["rules", "openai", "openai-responses", "anthropic"]
+    | None
+)
+"""A summarizer object, or the name of one the settings build (``None``: the settings')."""
+StoreOption: TypeAlias = Store | AsyncStore | str | PathLike[str] | None
+"""A store object, ``"memory"``, ``"sqlite"`` (the default file) or a SQLite file's path."""
+SystemPrompt: TypeAlias = str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None
+"""A system prompt sent apart from the messages: text, Anthropic's list of blocks, or
+Gemini's ``systemInstruction`` content."""
 
 
 class Compactor:
@@ -92,15 +91,13 @@ class Compactor:
         config: str | PathLike[str] | None = None,
         trigger: Trigger | float | str | None = None,
         keep: Keep | int | str | None = None,
-        summarizer: object = None,
+        summarizer: SummarizerOption = None,
         counter: TokenCounter | None = None,
-        store: object = None,
+        store: StoreOption = None,
         listeners: Sequence[Listener] = (),
         environ: Mapping[str, str] | None = None,
         **options: Any,  # noqa: ANN401 - Settings validates each option
     ) -> None:
-        from synopsis.planning import Keep, Trigger  # noqa: PLC0415 - cheap; keeps names local
-
         objects: dict[str, Any] = {}
         if isinstance(trigger, Trigger):
             objects["trigger"] = trigger
@@ -167,7 +164,7 @@ class Compactor:
         self,
         messages: object,
         *,
-        system: object = None,
+        system: SystemPrompt = None,
         session_id: str | None = None,
         format: FormatName | None = None,
         force: bool = False,
@@ -201,7 +198,7 @@ class Compactor:
                 return fast
             memos: list[Memo] = []
             plan = compaction(setup, request, observe=self._observer(memos), prefix=self._prefix)
-            result = _run(plan, setup)
+            result = run(plan, setup)
             self._memo = memos[0] if memos else None
             return result
 
@@ -209,7 +206,7 @@ class Compactor:
         self,
         messages: object,
         *,
-        system: object = None,
+        system: SystemPrompt = None,
         session_id: str | None = None,
         format: FormatName | None = None,
         force: bool = False,
@@ -245,7 +242,7 @@ class Compactor:
             return fast
         memos: list[Memo] = []
         plan = compaction(setup, request, observe=self._observer(memos), prefix=self._prefix)
-        result = await _arun(plan, setup)
+        result = await arun(plan, setup)
         self._memo = memos[0] if memos else None
         return result
 
@@ -283,10 +280,15 @@ class Compactor:
 
     # -- what the store keeps ------------------------------------------------------------
 
-    def _store(self) -> Any:  # noqa: ANN401 - a Store
-        if self.setup.store is None:
+    def _store(self) -> Store:
+        store = self.setup.store
+        if store is None:
             raise ConfigurationError("this Compactor has no store: pass store=... or session_id")
-        return self.setup.store
+        if not isinstance(store, Store):
+            raise ConfigurationError(
+                f"{type(store).__name__} has only async methods: call its own methods"
+            )
+        return store
 
     def _session(self, session_id: str | None) -> str:
         return session_id or self.setup.default_session or DEFAULT_SESSION
@@ -334,125 +336,8 @@ def _check_call(options: dict[str, Any]) -> None:
         )
 
 
-def _with_store(setup: Setup, store: object) -> Setup:
-    from dataclasses import replace  # noqa: PLC0415
-
+def _with_store(setup: Setup, store: Store | AsyncStore) -> Setup:
     return replace(setup, store=store)
-
-
-# -- the drivers --------------------------------------------------------------------------
-
-
-def _summarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401 - a record, or what failed
-    summarizer = setup.summarizer
-    arguments: dict[str, Any] = {
-        "previous": effect.previous,
-        "instructions": effect.instructions,
-        "max_tokens": effect.max_tokens,
-    }
-    try:
-        if not hasattr(summarizer, "summarize"):
-            return _run_async_summarizer(setup, effect, arguments)
-        if setup.summarizer_timeout is None:
-            return summarizer.summarize(effect.messages, **arguments)
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        try:
-            # The listeners a summarizer reports to live in context variables: carry them over.
-            context = contextvars.copy_context()
-            future = pool.submit(
-                context.run, functools.partial(summarizer.summarize, effect.messages, **arguments)
-            )
-            return future.result(timeout=setup.summarizer_timeout)
-        except concurrent.futures.TimeoutError:
-            return _timed_out(setup.summarizer_timeout)
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-    except Exception as error:  # any failure of the summarizer means falling back
-        return error
-
-
-def _run_async_summarizer(setup: Setup, effect: Summarize, arguments: dict[str, Any]) -> Any:  # noqa: ANN401 - a record, or what failed
-    """An async-only summarizer from blocking code: in a thread of its own with its own event
-    loop, so that it works inside a running loop too (a notebook, an async framework)."""
-    limit = setup.summarizer_timeout
-
-    async def call() -> Any:  # noqa: ANN401
-        work = setup.summarizer.asummarize(effect.messages, **arguments)
-        return await (asyncio.wait_for(work, limit) if limit is not None else work)
-
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        try:
-            return pool.submit(context.run, asyncio.run, call()).result()
-        except TimeoutError:
-            return _timed_out(limit or 0.0)
-
-
-async def _asummarize(setup: Setup, effect: Summarize) -> Any:  # noqa: ANN401
-    summarizer = setup.summarizer
-    arguments: dict[str, Any] = {
-        "previous": effect.previous,
-        "instructions": effect.instructions,
-        "max_tokens": effect.max_tokens,
-    }
-    try:
-        if isinstance(summarizer, AsyncSummarizer):
-            call = summarizer.asummarize(effect.messages, **arguments)
-        else:
-            call = asyncio.to_thread(summarizer.summarize, effect.messages, **arguments)
-        if setup.summarizer_timeout is None:
-            return await call
-        try:
-            return await asyncio.wait_for(call, setup.summarizer_timeout)
-        except TimeoutError:
-            return _timed_out(setup.summarizer_timeout)
-    except Exception as error:
-        return error
-
-
-def _store_call(setup: Setup, effect: StoreCall) -> Any:  # noqa: ANN401
-    try:
-        return getattr(setup.store, effect.name)(*effect.args)
-    except Exception as error:  # the pipeline turns it into a StoreError, input untouched
-        return error
-
-
-async def _astore_call(setup: Setup, effect: StoreCall) -> Any:  # noqa: ANN401
-    try:
-        if isinstance(setup.store, AsyncStore):
-            value = getattr(setup.store, "a" + effect.name)(*effect.args)
-            return await value if inspect.isawaitable(value) else value
-        return await asyncio.to_thread(getattr(setup.store, effect.name), *effect.args)
-    except Exception as error:
-        return error
-
-
-def _run(plan: Generator[Any, Any, CompactionResult], setup: Setup) -> CompactionResult:
-    outcome: Any = None
-    try:
-        while True:
-            effect = plan.send(outcome)
-            if isinstance(effect, Summarize):
-                outcome = _summarize(setup, effect)
-            else:
-                outcome = _store_call(setup, effect)
-    except StopIteration as stop:
-        result: CompactionResult = stop.value
-    return result
-
-
-async def _arun(plan: Generator[Any, Any, CompactionResult], setup: Setup) -> CompactionResult:
-    outcome: Any = None
-    try:
-        while True:
-            effect = plan.send(outcome)
-            if isinstance(effect, Summarize):
-                outcome = await _asummarize(setup, effect)
-            else:
-                outcome = await _astore_call(setup, effect)
-    except StopIteration as stop:
-        result: CompactionResult = stop.value
-    return result
 
 
 def compact(
@@ -462,15 +347,15 @@ def compact(
     context_window: int | None = None,
     trigger: Trigger | float | str | None = None,
     keep: Keep | int | str | None = None,
-    summarizer: object = None,
+    summarizer: SummarizerOption = None,
     counter: TokenCounter | None = None,
-    store: object = None,
+    store: StoreOption = None,
     session_id: str | None = None,
     format: FormatName | None = None,
     force: bool = False,
     instructions: str | None = None,
     listeners: Sequence[Listener] = (),
-    system: object = None,
+    system: SystemPrompt = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     **options: Any,  # noqa: ANN401 - any other Settings option
 ) -> CompactionResult:
@@ -497,15 +382,15 @@ async def acompact(
     context_window: int | None = None,
     trigger: Trigger | float | str | None = None,
     keep: Keep | int | str | None = None,
-    summarizer: object = None,
+    summarizer: SummarizerOption = None,
     counter: TokenCounter | None = None,
-    store: object = None,
+    store: StoreOption = None,
     session_id: str | None = None,
     format: FormatName | None = None,
     force: bool = False,
     instructions: str | None = None,
     listeners: Sequence[Listener] = (),
-    system: object = None,
+    system: SystemPrompt = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     **options: Any,  # noqa: ANN401 - any other Settings option
 ) -> CompactionResult:
@@ -528,9 +413,9 @@ def _one_shot(  # noqa: PLR0917 - the positional order of compact()'s own keywor
     context_window: int | None,
     trigger: Trigger | float | str | None,
     keep: Keep | int | str | None,
-    summarizer: object,
+    summarizer: SummarizerOption,
     counter: TokenCounter | None,
-    store: object,
+    store: StoreOption,
     options: dict[str, Any],
 ) -> Compactor:
     """The Compactor of one :func:`compact` call. An argument left at ``None`` is not given,

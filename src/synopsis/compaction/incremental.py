@@ -73,7 +73,7 @@ import copy
 import operator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction.opening import problems
 from synopsis.compaction.pipeline import govern, output_items, skip_event
@@ -415,12 +415,18 @@ def _material(state: GovernorState) -> GovernorState:
     return replace(state, turn=None) if state.turn_compactions == 0 else state
 
 
+def _blocking(setup: Setup) -> Store:
+    """The store of a memo with a session: only a blocking call keeps one (see
+    ``Compactor._skip``), and a blocking call has a blocking store."""
+    return cast("Store", setup.store)
+
+
 def _saved(setup: Setup, session: SessionState, state: GovernorState) -> SessionState | None:
     """``session`` with the governor's new ``state``, saved; None when the store fails (the
     full path then reports it, as it always does)."""
     moved = replace(session, governor=state.to_json(), updated_at=datetime.now(UTC))
     try:
-        setup.store.save_session(moved)
+        _blocking(setup).save_session(moved)
     except Exception:
         return None
     return moved
@@ -432,7 +438,7 @@ def _unchanged(memo: Memo, setup: Setup) -> SessionState | None:
     if memo.session is None or memo.session_id is None:
         return None
     try:
-        current = setup.store.session(memo.session_id)
+        current = _blocking(setup).session(memo.session_id)
     except Exception:  # the full path reports a store that fails, as it always does
         return None
     return current if current == memo.session else None

@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
+from synopsis.compaction.effects import Effect, LoadSession, LoadSummaries, LoadSummary, Outcome
 from synopsis.compaction.offload import Originals, wire_items
 from synopsis.compaction.prefix import Prefix, boundary, reread
 from synopsis.compaction.projection import Projection
-from synopsis.compaction.state import Effect, Outcome, Request, Run, StoreCall
+from synopsis.compaction.state import Request, Run
 from synopsis.errors import ConversationError, StoreError
 from synopsis.events import ChainInvalidated, HistoryRepaired
 from synopsis.formats import decode
@@ -81,7 +82,7 @@ def open_run(
     session_id = request.session_id or setup.default_session
     state = SessionState(session_id or "")
     if session_id is not None and setup.has_store:
-        found = yield StoreCall("session", (session_id,))
+        found = yield LoadSession(session_id)
         if isinstance(found, BaseException):
             raise StoreError(f"could not read session {session_id!r}: {found}") from found
         state = found or state
@@ -148,7 +149,7 @@ def previous_record(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None
     if not hasattr(run.setup.store, "summary"):
         found = yield from chain(run)
         return found[-1] if found else None
-    head = yield StoreCall("summary", (run.session_id, run.state.summary_id))
+    head = yield LoadSummary(run.session_id, run.state.summary_id)
     if isinstance(head, BaseException):
         raise StoreError(f"could not read the summary of {run.session_id!r}: {head}") from head
     return cast("SummaryRecord | None", head)
@@ -157,7 +158,8 @@ def previous_record(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None
 def chain(run: Run) -> Generator[Effect, Outcome, tuple[SummaryRecord, ...]]:
     """The session's summary chain as the store has it, oldest record first: read only when
     a compaction needs more than its head (the session has one, see :func:`previous_record`)."""
-    records = yield StoreCall("summaries", (run.session_id,))
+    # Only a session whose state names a summary has a chain to read.
+    records = yield LoadSummaries(cast("str", run.session_id))
     if isinstance(records, BaseException):
         raise StoreError(
             f"could not read the summaries of {run.session_id!r}: {records}"

@@ -24,21 +24,20 @@ from synopsis.compaction.budgets import (
     summary_index,
     turn_start_tail,
 )
+from synopsis.compaction.effects import (
+    Effect,
+    Outcome,
+    SaveCompaction,
+    SaveSession,
+    Summarize,
+)
 from synopsis.compaction.offload import wire_items
 from synopsis.compaction.opening import chain, open_run, previous_record, problems
 from synopsis.compaction.projection import recorded
 from synopsis.compaction.rebuild import finish, summary_for
 from synopsis.compaction.result import CompactionResult
 from synopsis.compaction.shrink import keep_reduced, reduce_cheaply, thin, trim
-from synopsis.compaction.state import (
-    Effect,
-    LastSummary,
-    Outcome,
-    Request,
-    Run,
-    StoreCall,
-    Summarize,
-)
+from synopsis.compaction.state import LastSummary, Request, Run
 from synopsis.errors import (
     BudgetUnreachableError,
     ConversationError,
@@ -85,8 +84,6 @@ __all__ = [
     "DEFAULT_SESSION",
     "Observer",
     "Request",
-    "StoreCall",
-    "Summarize",
     "compaction",
     "govern",
     "output_items",
@@ -314,7 +311,7 @@ def _save(run: Run, governor: GovernorState) -> Generator[Effect, Outcome, None]
     if not (run.setup.has_store and run.session_id is not None):
         return
     state = replace(run.state, governor=governor.to_json(), updated_at=datetime.now(UTC))
-    outcome = yield StoreCall("save_session", (state,))
+    outcome = yield SaveSession(state)
     if isinstance(outcome, BaseException):
         raise StoreError(f"could not save session {run.session_id!r}: {outcome}") from outcome
     run.state = state
@@ -634,8 +631,8 @@ def _compact(
     record = run.records[-1] if run.records else None
     summary_text = render(record) if record is not None else ""
     if setup.has_store and run.session_id is not None:
-        outcome = yield StoreCall(
-            "save", (Compaction(run.session_id, tuple(run.records), tuple(run.stored), state),)
+        outcome = yield SaveCompaction(
+            Compaction(run.session_id, tuple(run.records), tuple(run.stored), state)
         )
         if isinstance(outcome, BaseException):
             raise StoreError(

@@ -12,28 +12,31 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError
+from synopsis.formats import PROFILE_OF_FORMAT
 from synopsis.models import context_window, max_output_tokens
 from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
-from synopsis.summarizers import AsyncSummarizer, LLMSummarizer, RuleBasedSummarizer, Summarizer
+from synopsis.summarizers import (
+    AsyncSummarizer,
+    LLMSummarizer,
+    RuleBasedSummarizer,
+    Summarizer,
+    anthropic_completion,
+    openai_chat_completion,
+    openai_responses_completion,
+)
 from synopsis.tokens import TokenCounter, counter_for_model
 from synopsis.validation import get_profile
 
 if TYPE_CHECKING:
     from synopsis.compaction.rebuild import SummaryRole
     from synopsis.config import Settings
+    from synopsis.formats import FormatName
     from synopsis.planning import GovernorConfig, Keep, Protect, Reductions, Trigger
     from synopsis.summarizers.render import Style
     from synopsis.validation import Profile
 
 __all__ = ["Setup", "build_setup"]
 
-_FAMILY_PROFILE = {
-    "openai": "openai",
-    "responses": "responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "synopsis": "openai",
-}
 _RESERVE_SHARE = 5
 """The default reserve for the answer is at most a fifth of the window: what the default
 trigger (80%) leaves, so a history under the trigger always leaves room to answer."""
@@ -58,10 +61,10 @@ class Setup:
     provider: str | None
     summary_role: SummaryRole
     summary_style: Style
-    summarizer: Any
+    summarizer: Summarizer | AsyncSummarizer
     summarizer_name: str
     rules: RuleBasedSummarizer
-    store: Any
+    store: Store | AsyncStore | None
     digester: RuleBasedSummarizer
     default_session: str | None
     summarizer_timeout: float | None
@@ -80,8 +83,8 @@ class Setup:
     def keeps_originals(self) -> bool:
         return self.store is not None
 
-    def profile_for(self, format: str) -> Profile:
-        return get_profile(self.provider or _FAMILY_PROFILE[format])
+    def profile_for(self, format: FormatName) -> Profile:
+        return get_profile(self.provider or PROFILE_OF_FORMAT[format])
 
 
 _KEY_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -117,7 +120,7 @@ def _with_key(options: dict[str, Any], key: str | None) -> None:
         options["api_key"] = key
 
 
-def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
+def _summarizer(settings: Settings, model: str | None) -> LLMSummarizer | None:
     kind = settings.summarizer
     if kind == "rules":
         return None
@@ -131,13 +134,6 @@ def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
         raise ConfigurationError(
             f"api_key_env names {settings.api_key_env!r}, which is not set in the environment"
         )
-    from synopsis.summarizers import (  # noqa: PLC0415 - the SDKs load only when asked for
-        LLMSummarizer,
-        anthropic_completion,
-        openai_chat_completion,
-        openai_responses_completion,
-    )
-
     client_options: dict[str, Any] = {"max_retries": 0, "timeout": settings.timeout}
     if settings.base_url:
         client_options["base_url"] = settings.base_url
@@ -179,7 +175,7 @@ def _summarizer(settings: Settings, model: str | None) -> Any:  # noqa: ANN401
     )
 
 
-def _store(value: object) -> Any:  # noqa: ANN401
+def _store(value: object) -> Store | AsyncStore | None:
     if value is None or isinstance(value, Store | AsyncStore):
         return value
     if value == "memory":
@@ -237,8 +233,11 @@ def build_setup(
         ),
         model_for_counting=model,
     )
-    chosen = summarizer if summarizer is not None else _summarizer(settings, model)
-    chosen = chosen if chosen is not None else rules
+    chosen: Summarizer | AsyncSummarizer = (
+        summarizer
+        if isinstance(summarizer, Summarizer | AsyncSummarizer)
+        else _summarizer(settings, model) or rules
+    )
     timeout = settings.summarizer_timeout
     if timeout is None and isinstance(chosen, LLMSummarizer):
         # A call that waits on a server gets a limit by default; one that runs here needs no

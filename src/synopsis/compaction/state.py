@@ -1,10 +1,10 @@
-"""What one compaction works with: the request, the effects the plan asks its driver for,
-and :class:`Run`, what the plan has learnt so far."""
+"""What one compaction works with: the request, and :class:`Run`, what the plan has learnt
+so far."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from synopsis.events import Event, emit
 from synopsis.planning import measure_history
@@ -22,29 +22,7 @@ if TYPE_CHECKING:
     from synopsis.stores import SessionState, StoredMessage
     from synopsis.summarizers import SummaryRecord, Usage
 
-__all__ = ["Effect", "LastSummary", "Outcome", "Request", "Run", "StoreCall", "Summarize"]
-
-
-@dataclass(frozen=True, slots=True)
-class Summarize:
-    """Ask the summarizer for a record of ``messages`` (updating ``previous``)."""
-
-    messages: tuple[Message, ...]
-    previous: SummaryRecord | None
-    instructions: str | None
-    max_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoreCall:
-    """Call the store's method ``name`` with ``args``."""
-
-    name: str
-    args: tuple[Any, ...]
-
-
-Effect: TypeAlias = Summarize | StoreCall
-Outcome: TypeAlias = Any  # the effect's value, or the exception it raised
+__all__ = ["LastSummary", "Request", "Run"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from synopsis.errors import UnknownFormatError
@@ -17,10 +18,30 @@ from synopsis.formats import anthropic, gemini, openai_chat, responses
 from synopsis.formats._common import Wire
 from synopsis.messages import Message
 
-__all__ = ["FORMATS", "Decoded", "FormatName", "Wire", "decode", "detect", "encode"]
+__all__ = [
+    "FORMATS",
+    "PROFILE_OF_FORMAT",
+    "Decoded",
+    "FormatName",
+    "Wire",
+    "decode",
+    "detect",
+    "encode",
+]
 
 FormatName = Literal["openai", "responses", "anthropic", "gemini", "synopsis"]
 FORMATS: tuple[FormatName, ...] = ("openai", "responses", "anthropic", "gemini", "synopsis")
+PROFILE_OF_FORMAT: Mapping[FormatName, str] = MappingProxyType(
+    {
+        "openai": "openai",
+        "responses": "responses",
+        "anthropic": "anthropic",
+        "gemini": "gemini",
+        "synopsis": "openai",
+    }
+)
+"""The validation profile a history in each format is checked against when no provider is
+named (synopsis's own messages are checked as OpenAI chat)."""
 
 _RESPONSES_TYPES = frozenset(
     {

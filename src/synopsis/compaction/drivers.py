@@ -1,0 +1,151 @@
+"""The two drivers of the compaction plan: :func:`run` blocks, :func:`arun` awaits.
+
+Each sends the plan the value of every effect it yields, or the exception the effect raised
+(the plan decides what a failure means: a summarizer's falls back to the rules, a store's
+leaves the input untouched). A summarizer's deadline is kept here, where the waiting is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+from typing import TYPE_CHECKING, Any, cast
+
+from synopsis.compaction.effects import Summarize
+from synopsis.errors import SummarizerError
+from synopsis.stores import AsyncStore
+from synopsis.summarizers import AsyncSummarizer, Summarizer
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from synopsis.compaction.effects import Effect, Outcome, StoreEffect
+    from synopsis.compaction.result import CompactionResult
+    from synopsis.compaction.setup import Setup
+    from synopsis.stores import Store
+
+__all__ = ["arun", "run"]
+
+
+def _timed_out(seconds: float) -> SummarizerError:
+    return SummarizerError(f"the summarizer did not answer within {seconds:g} seconds")
+
+
+def _arguments(effect: Summarize) -> dict[str, Any]:
+    return {
+        "previous": effect.previous,
+        "instructions": effect.instructions,
+        "max_tokens": effect.max_tokens,
+    }
+
+
+def _summarize(setup: Setup, effect: Summarize) -> Outcome:
+    summarizer = setup.summarizer
+    arguments = _arguments(effect)
+    try:
+        if not isinstance(summarizer, Summarizer):
+            return _run_async_summarizer(setup, summarizer, effect)
+        if setup.summarizer_timeout is None:
+            return summarizer.summarize(effect.messages, **arguments)
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        try:
+            # The listeners a summarizer reports to live in context variables: carry them over.
+            context = contextvars.copy_context()
+            future = pool.submit(
+                context.run, functools.partial(summarizer.summarize, effect.messages, **arguments)
+            )
+            return future.result(timeout=setup.summarizer_timeout)
+        except concurrent.futures.TimeoutError:
+            return _timed_out(setup.summarizer_timeout)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+    except Exception as error:  # any failure of the summarizer means falling back
+        return error
+
+
+def _run_async_summarizer(setup: Setup, summarizer: AsyncSummarizer, effect: Summarize) -> Outcome:
+    """An async-only summarizer from blocking code: in a thread of its own with its own event
+    loop, so that it works inside a running loop too (a notebook, an async framework)."""
+    limit = setup.summarizer_timeout
+
+    async def call() -> Outcome:
+        work = summarizer.asummarize(effect.messages, **_arguments(effect))
+        return await (asyncio.wait_for(work, limit) if limit is not None else work)
+
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        try:
+            return pool.submit(context.run, asyncio.run, call()).result()
+        except TimeoutError:
+            return _timed_out(limit or 0.0)
+
+
+async def _asummarize(setup: Setup, effect: Summarize) -> Outcome:
+    summarizer = setup.summarizer
+    arguments = _arguments(effect)
+    try:
+        if isinstance(summarizer, AsyncSummarizer):
+            call = summarizer.asummarize(effect.messages, **arguments)
+        else:
+            call = asyncio.to_thread(summarizer.summarize, effect.messages, **arguments)
+        if setup.summarizer_timeout is None:
+            return await call
+        try:
+            return await asyncio.wait_for(call, setup.summarizer_timeout)
+        except TimeoutError:
+            return _timed_out(setup.summarizer_timeout)
+    except Exception as error:
+        return error
+
+
+def _store(setup: Setup, effect: StoreEffect) -> Outcome:
+    try:
+        # Compactor.compact refuses an async-only store before the plan starts.
+        return effect.run(cast("Store", setup.store))
+    except Exception as error:  # the pipeline turns it into a StoreError, input untouched
+        return error
+
+
+async def _astore(setup: Setup, effect: StoreEffect) -> Outcome:
+    store = setup.store
+    try:
+        if isinstance(store, AsyncStore):
+            return await effect.arun(store)
+        return await asyncio.to_thread(effect.run, cast("Store", store))
+    except Exception as error:
+        return error
+
+
+def run(plan: Generator[Effect, Outcome, CompactionResult], setup: Setup) -> CompactionResult:
+    """Carry the plan out, blocking on each effect."""
+    outcome: Outcome = None
+    try:
+        while True:
+            effect = plan.send(outcome)
+            if isinstance(effect, Summarize):
+                outcome = _summarize(setup, effect)
+            else:
+                outcome = _store(setup, effect)
+    except StopIteration as stop:
+        result: CompactionResult = stop.value
+    return result
+
+
+async def arun(
+    plan: Generator[Effect, Outcome, CompactionResult], setup: Setup
+) -> CompactionResult:
+    """Carry the plan out, awaiting each effect (a blocking summarizer or store runs in a
+    thread, so the event loop is never blocked)."""
+    outcome: Outcome = None
+    try:
+        while True:
+            effect = plan.send(outcome)
+            if isinstance(effect, Summarize):
+                outcome = await _asummarize(setup, effect)
+            else:
+                outcome = await _astore(setup, effect)
+    except StopIteration as stop:
+        result: CompactionResult = stop.value
+    return result
