@@ -1,6 +1,4 @@
-"""What every ``synopsis`` subcommand shares: the usage error (one line, exit code 2), the
-parser that raises it, reading a history file, argument types, and the library's warnings as
-lines on stderr."""
+"""What the subcommands share: usage errors, reading a file, common options, warnings on stderr."""
 
 from __future__ import annotations
 
@@ -12,19 +10,39 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from synopsis.events import CompactionFailed
+from synopsis.formats import FORMATS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-__all__ = ["UsageError", "known_window", "load_file", "positive_int", "warnings_to_stderr"]
+__all__ = [
+    "FORMAT_CHOICES",
+    "HISTORY_FILE",
+    "PROVIDER_CHOICES",
+    "Parser",
+    "UsageError",
+    "add_compaction_options",
+    "add_model_options",
+    "known_window",
+    "load_file",
+    "positive_int",
+    "warnings_to_stderr",
+]
+
+HISTORY_FILE = "a JSON or JSONL history in any supported format"
+FORMAT_CHOICES = [f for f in FORMATS if f != "synopsis"]
+"""What ``--format`` accepts: synopsis's own format is for code, never a file to detect."""
+PROVIDER_CHOICES = ["openai", "openai-strict", "responses", "anthropic", "gemini"]
 
 
 class UsageError(Exception):
-    """A mistake in how the command was called or what it was given; exit code 2."""
+    """A mistake in how the command was called or what it was given: one line, exit code 2."""
 
 
 class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are :class:`UsageError` s, printed as every other."""
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
@@ -87,6 +105,21 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
     return value
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """``--model`` and ``--window``: whose tokenizer counts, and how large the window is."""
+    parser.add_argument("--model", help="model id, for its tokenizer and context window")
+    parser.add_argument("--window", type=positive_int, help="context window in tokens")
+
+
+def add_compaction_options(parser: argparse.ArgumentParser) -> None:
+    """The model options and ``--keep``/``--trigger``, for the subcommands that compact."""
+    add_model_options(parser)
+    parser.add_argument(
+        "--keep", help="what stays verbatim, e.g. 8, messages:8, tokens:4000, fraction:0.2"
+    )
+    parser.add_argument("--trigger", help="when to compact, e.g. 0.8, tokens:100000, messages:50")
 
 
 def known_window(model: str | None, window: int | None) -> None:

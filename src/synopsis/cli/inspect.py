@@ -1,16 +1,25 @@
-"""What ``synopsis inspect`` reports about a history: token counts by role and by tool, the
-largest messages, the share of the model's window, and every validation problem. Pure: it
-takes messages and returns a value; printing is the CLI's business.
-
-Message indices are positions in the caller's own list: a top-level system prompt that was
-passed apart from it (Anthropic's ``system``, Gemini's ``systemInstruction``) is counted and
-validated, but has no index there, so it is reported with ``index=None``."""
+"""``synopsis inspect``: a history's tokens by role and tool, its largest messages, its problems."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+from rich.table import Table
+
+from synopsis.cli.common import (
+    FORMAT_CHOICES,
+    HISTORY_FILE,
+    PROVIDER_CHOICES,
+    add_model_options,
+    load_file,
+    positive_int,
+    warnings_to_stderr,
+)
+from synopsis.formats import PROFILE_OF_FORMAT, decode
 from synopsis.messages import Message, ToolCallPart, ToolResultPart
 from synopsis.models import context_window
 from synopsis.pairing import pair_tool_calls
@@ -19,9 +28,12 @@ from synopsis.validation import Problem, check, get_profile
 from synopsis.validation.rules import list_index, separate_system
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
 
-__all__ = ["LargeMessage", "Report", "RoleRow", "ToolRow", "inspect_history"]
+    from synopsis.cli.common import Parser
+
+__all__ = ["LargeMessage", "Report", "RoleRow", "ToolRow", "inspect_history", "register"]
 
 _PREVIEW = 80
 
@@ -96,6 +108,11 @@ def inspect_history(
     window: int | None = None,
     provider: str = "openai",
 ) -> Report:
+    """What ``messages`` hold, as a value (printing is the command's business).
+
+    Message indices are positions in the caller's own list: a top-level system prompt passed
+    apart from it (Anthropic's ``system``, Gemini's ``systemInstruction``) is counted and
+    validated, but has no index there, so it is reported with ``index=None``."""
     counter = counter_for_model(model)
     per_message = [counter.count_message(m) for m in messages]
     total = counter.count_messages(messages)
@@ -159,3 +176,82 @@ def inspect_history(
         largest=largest,
         problems=problems,
     )
+
+
+def _print_report(report: Report, top: int) -> None:
+    console = Console()
+    console.print(
+        f"[bold]{report.path}[/]: {report.format} history, {report.message_count} messages, "
+        f"{report.total_tokens:,} tokens ({report.counter})"
+    )
+    if report.window:
+        share = report.total_tokens / report.window
+        style = "red" if share >= 1 else "yellow" if share >= 0.8 else "green"
+        console.print(
+            f"window: {report.window:,} tokens for {report.model or 'the given window'}; "
+            f"this history fills [{style}]{share:.1%}[/]"
+        )
+    roles = Table(title="Tokens by role")
+    for col in ("role", "messages", "tokens", "share"):
+        roles.add_column(col, justify="left" if col == "role" else "right")
+    for row in report.by_role:
+        roles.add_row(row.name, str(row.count), f"{row.tokens:,}", f"{row.share:.1%}")
+    console.print(roles)
+    if report.by_tool:
+        tools = Table(title="Tokens by tool")
+        for col in ("tool", "calls", "call tokens", "result tokens"):
+            tools.add_column(col, justify="left" if col == "tool" else "right")
+        for t in report.by_tool:
+            tools.add_row(t.name, str(t.calls), f"{t.call_tokens:,}", f"{t.result_tokens:,}")
+        console.print(tools)
+    largest = Table(title=f"Largest {min(top, len(report.largest))} messages")
+    for col in ("#", "role", "tokens", "preview"):
+        largest.add_column(col, justify="right" if col in ("#", "tokens") else "left")
+    for m in report.largest[:top]:
+        where = "system" if m.index is None else str(m.index)  # a system prompt kept apart
+        largest.add_row(where, m.role, f"{m.tokens:,}", m.preview)
+    console.print(largest)
+    if report.problems:
+        console.print(f"[red]{len(report.problems)} problem(s) for {report.provider}:[/]")
+        for p in report.problems:
+            console.print(f"  {p}", markup=False, highlight=False)
+    else:
+        console.print(f"[green]valid for {report.provider}[/]")
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    data = load_file(Path(args.file))
+    decoded = decode(data, args.format)
+    provider = args.provider or PROFILE_OF_FORMAT[decoded.format]
+    with warnings_to_stderr():  # an unknown model's assumed window, say
+        report = inspect_history(
+            decoded.messages,
+            path=str(args.file),
+            fmt=decoded.format,
+            model=args.model,
+            window=args.window,
+            provider=provider,
+        )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        _print_report(report, args.top)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``inspect`` to the subcommands ``sub``."""
+    cmd = sub.add_parser(
+        "inspect", help="count tokens, find the largest messages, validate a history file"
+    )
+    cmd.add_argument("file", help=HISTORY_FILE)
+    add_model_options(cmd)
+    cmd.add_argument("--format", choices=FORMAT_CHOICES, help="skip detection")
+    cmd.add_argument(
+        "--provider",
+        choices=PROVIDER_CHOICES,
+        help="validate for this provider profile (default: the file's own format)",
+    )
+    cmd.add_argument("--top", type=positive_int, default=5, help="largest messages shown")
+    cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+    cmd.set_defaults(run=_cmd_inspect)

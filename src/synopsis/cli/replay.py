@@ -1,11 +1,4 @@
-"""Replay a recorded history message by message, as a live agent would have sent it.
-
-:func:`replay` keeps a growing history: for each item of the input it appends the item, asks
-one :class:`~synopsis.Compactor` to compact the history, and carries the result on as the next
-history. The :class:`ReplayReport` says, turn by turn, how many tokens went out with synopsis
-and how many would have gone out without it; each turn that compacted also says which messages
-it summarized, which it kept, and where the store keeps the originals it replaced.
-"""
+"""Replaying a recorded history message by message, as a live agent would have sent it."""
 
 from __future__ import annotations
 
@@ -375,8 +368,13 @@ def replay(
     """Play ``items`` (a list of messages, or a request body holding one) one by one through
     one :class:`~synopsis.Compactor` (built from ``compactor_options``; a memory store and one
     session by default, so the governor's memory carries from turn to turn).
-    ``progress(done, total)`` is called after each turn. A history that cannot be made to fit
-    ends the replay, recorded in the report."""
+
+    Each turn appends the next item to the history, compacts it, and carries the result on as
+    the next history. The report says, turn by turn, how many tokens went out with synopsis
+    and how many would have gone out without it; each turn that compacted also says which
+    messages it summarized, which it kept, and where the store keeps the originals it
+    replaced. ``progress(done, total)`` is called after each turn. A history that cannot be
+    made to fit ends the replay, recorded in the report."""
     compactor_options.setdefault("store", "memory")
     compactor_options.setdefault("session_id", SESSION)
     compactor = Compactor(**compactor_options)

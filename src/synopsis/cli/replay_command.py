@@ -1,6 +1,4 @@
-"""``synopsis replay``: play a recorded history through the compactor message by message and
-report each compaction and the tokens saved over the session (a plot and an HTML page on
-request)."""
+"""``synopsis replay``: a history replayed; its compactions and tokens saved, as text or JSON."""
 
 from __future__ import annotations
 
@@ -14,10 +12,11 @@ from rich.table import Table
 
 from synopsis.cli import report as rendering
 from synopsis.cli.common import (
+    HISTORY_FILE,
     UsageError,
+    add_compaction_options,
     known_window,
     load_file,
-    positive_int,
     warnings_to_stderr,
 )
 from synopsis.cli.replay import ReplayReport, replay
@@ -122,11 +121,8 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     cmd = sub.add_parser(
         "replay", help="replay a history through the compactor and report the tokens saved"
     )
-    cmd.add_argument("file", help="a JSON or JSONL history in any supported format")
-    cmd.add_argument("--model", help="model id, for its tokenizer and context window")
-    cmd.add_argument("--window", type=positive_int, help="context window in tokens")
-    cmd.add_argument("--keep", help="the kept tail, e.g. 8, messages:8, tokens:4000, fraction:0.2")
-    cmd.add_argument("--trigger", help="when to compact, e.g. 0.8, tokens:100000, messages:50")
+    cmd.add_argument("file", help=HISTORY_FILE)
+    add_compaction_options(cmd)
     cmd.add_argument("--plot", type=Path, help="write a plot of tokens per turn (.png or .svg)")
     cmd.add_argument("--html", type=Path, help="write a self-contained HTML report")
     cmd.add_argument("--json", action="store_true", help="print the report as JSON")

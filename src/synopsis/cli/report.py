@@ -1,6 +1,4 @@
-"""A replay drawn and written up: the context-tokens plot (matplotlib, the ``report`` extra) and
-one self-contained HTML page with the plot inlined and, for each compaction, what it summarized,
-the summary, what it kept, and where the replaced originals can be recalled from."""
+"""A replay drawn and written up: the tokens plot and a self-contained HTML page."""
 
 from __future__ import annotations
 

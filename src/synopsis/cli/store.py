@@ -1,6 +1,4 @@
-"""The ``synopsis`` subcommands that compact a history file and read what a SQLite store kept:
-``compact``, ``recall``, ``search`` and ``export``. :func:`register` adds them to the parser
-of :mod:`synopsis.cli`; their errors end, as every other, in one line and exit code 2."""
+"""``synopsis compact``, ``recall``, ``search``, ``export``: compacting a file, reading a store."""
 
 from __future__ import annotations
 
@@ -17,8 +15,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from synopsis.cli.common import (
+    FORMAT_CHOICES,
+    HISTORY_FILE,
+    PROVIDER_CHOICES,
     Parser,
     UsageError,
+    add_compaction_options,
     known_window,
     load_file,
     positive_int,
@@ -28,7 +30,7 @@ from synopsis.compaction import Compactor
 from synopsis.compaction.offload import wire_items
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
-from synopsis.formats import FORMATS
+from synopsis.formats import FORMATS, PROFILE_OF_FORMAT
 from synopsis.stores import SQLiteStore, export_markdown
 from synopsis.stores._query import MARK
 from synopsis.summarizers import render
@@ -36,6 +38,7 @@ from synopsis.validation import validate
 
 if TYPE_CHECKING:
     from synopsis.compaction import CompactionResult
+    from synopsis.formats import FormatName
 
 __all__ = ["register"]
 
@@ -54,10 +57,6 @@ def _whole(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {value}")
     return value
-
-
-def _provider(fmt: str) -> str:
-    return fmt if fmt in ("responses", "anthropic", "gemini") else "openai"
 
 
 def _write(result: CompactionResult, out: Path, *, jsonl: bool) -> None:
@@ -159,13 +158,12 @@ def _print_compact(report: dict[str, Any]) -> None:
         console.print(f"written to {report['out']}", highlight=False)
 
 
-def _count(data: object, result: CompactionResult) -> int:
+def _count(data: object, fmt: FormatName) -> int:
     """How many messages the caller's history held, a system prompt kept apart from the list
     (a request body's) included, as the compactor counts them."""
     apart = isinstance(data, dict) and any(
         data.get(key) for key in ("system", "systemInstruction", "system_instruction")
     )
-    fmt = next(f for f in FORMATS if f == result.format)
     return len(wire_items(data, fmt)) + apart
 
 
@@ -188,8 +186,9 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         _write(result, out, jsonl=out.suffix == ".jsonl" or (jsonl and out.suffix != ".json"))
-    provider = compactor.settings.provider or _provider(result.format)
-    report = _report(args, result, provider, _count(data, result))
+    fmt = next(f for f in FORMATS if f == result.format)
+    provider = compactor.settings.provider or PROFILE_OF_FORMAT[fmt]
+    report = _report(args, result, provider, _count(data, fmt))
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
@@ -311,20 +310,15 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     compact = sub.add_parser(
         "compact", help="compact a history file, writing the result and a report"
     )
-    compact.add_argument("file", help="a JSON or JSONL history in any supported format")
-    compact.add_argument("--model", help="model id, for its tokenizer and context window")
-    compact.add_argument("--window", type=positive_int, help="context window in tokens")
-    compact.add_argument("--keep", help="what stays verbatim: 'messages:6', 'tokens:8000', ...")
-    compact.add_argument("--trigger", help="when to compact: '0.8', 'tokens:150000', ...")
+    compact.add_argument("file", help=HISTORY_FILE)
+    add_compaction_options(compact)
     compact.add_argument("--summarizer", choices=_SUMMARIZERS, help="who writes the summary")
     compact.add_argument("--base-url", help="the summarizer API's base URL")
     compact.add_argument("--out", help="write the compacted history here, in its own format")
-    compact.add_argument(
-        "--format", choices=[f for f in FORMATS if f != "synopsis"], help="skip detection"
-    )
+    compact.add_argument("--format", choices=FORMAT_CHOICES, help="skip detection")
     compact.add_argument(
         "--provider",
-        choices=["openai", "openai-strict", "responses", "anthropic", "gemini"],
+        choices=PROVIDER_CHOICES,
         help="make and check the result valid for this provider (default: the file's format)",
     )
     compact.add_argument("--session", help="the conversation's id in the store")
