@@ -11,12 +11,12 @@ BENCH_STAMP := $(BENCH_VENV)/.installed-$(shell cat pyproject.toml $(BENCH_REQS)
 # make live installs into an environment of its own too (scripts/live.sh sets it up).
 LIVE_VENV   ?= .venv-live
 
-.PHONY: demo test lint typecheck unit bench live clean
+.PHONY: demo test test-deep lint typecheck unit bench live clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -e ".[dev,report]"
+	@$(PY) -m pip install --quiet -e ".[dev]"
 	@rm -f $(VENV)/.installed-* && touch $@
 
 $(BENCH_STAMP): pyproject.toml $(BENCH_REQS)
@@ -39,10 +39,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# pytest-xdist spreads the tests over WORKERS processes (one per core by default; WORKERS=0
+# runs them in this one) and pytest-cov combines the workers' coverage.
+WORKERS ?= auto
+
 unit: $(STAMP)
-	$(PY) -m pytest --cov --cov-report=term-missing $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(WORKERS) --cov --cov-report=term-missing $(PYTEST_ARGS)
 
 test: lint typecheck unit
+
+# The whole suite with the deep Hypothesis profile (400 examples a property, where make test
+# runs 50), for a nightly run: no coverage gate, and a per-test timeout to match the counts.
+test-deep: $(STAMP)
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -n $(WORKERS) --timeout=600 $(PYTEST_ARGS)
 
 # synopsis's own micro-benchmarks, then the comparison with the peers; results in
 # benchmarks/results/compare.md and compare.json.
