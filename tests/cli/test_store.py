@@ -1,39 +1,24 @@
-"""``synopsis compact``, ``recall``, ``search`` and ``export``: the installed command on the
-bundled transcripts, and the error paths in process (each ends in one line, exit code 2)."""
+"""``synopsis compact``, ``recall``, ``search`` and ``export`` on the bundled transcripts, and
+their error paths (each ends in one line, exit code 2)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
-import shutil
-import subprocess
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 import synopsis
 from synopsis.cli import main
-from synopsis.cli.store import _print_compact
+from synopsis.cli.store import _emphasis, _print_compact
 from synopsis.stores import SessionState
+from tests.cli.helpers import AIDER, CODEX, TAU, lines
 
-ROOT = Path(__file__).parent.parent
-TRANSCRIPTS = ROOT / "examples" / "transcripts"
-TAU = TRANSCRIPTS / "taubench-airline-task2-trial1.jsonl"
-AIDER = TRANSCRIPTS / "aider-census.jsonl"
-CODEX = TRANSCRIPTS / "codex-compaction-config-change.jsonl"
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """The installed console script, as a user would run it."""
-    exe = shutil.which("synopsis", path=str(Path(sys.executable).parent)) or "synopsis"
-    env = {**os.environ, "COLUMNS": "160"}
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, check=False)
-
-
-def lines(path: Path) -> list[Any]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +26,19 @@ def compacted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """TAU compacted into an 8,000-token window, its originals saved in a SQLite store."""
     tmp = tmp_path_factory.mktemp("compact")
     out, db = tmp / "out.jsonl", tmp / "s.db"
-    done = run(
-        "compact", str(TAU), "--window", "8000", "--model", "gpt-4o", "--out", str(out),
-        "--store", str(db), "--session", "demo",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(
+            [
+                "compact", str(TAU), "--window", "8000", "--model", "gpt-4o", "--out", str(out),
+                "--store", str(db), "--session", "demo",
+            ]
+        )  # fmt: skip
+    assert code == 0, stderr.getvalue()
+    assert stderr.getvalue() == ""
     for text in ("Before and after", "summarized", "saved to the store", "Summary", "valid for"):
-        assert text in done.stdout
-    assert "<synopsis-summary" in done.stdout
+        assert text in stdout.getvalue()
+    assert "<synopsis-summary" in stdout.getvalue()
     return out, db
 
 
@@ -65,18 +54,21 @@ def test_compact_writes_a_smaller_valid_history_in_the_same_format(
     assert after[0] == before[0]  # the system prompt is kept
 
 
-def test_recall_and_search_give_the_offloaded_messages(compacted: tuple[Path, Path]) -> None:
+def test_recall_and_search_give_the_offloaded_messages(
+    compacted: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     _, db = compacted
     items = lines(TAU)
-    done = run("recall", "--store", str(db), "--session", "demo", "--json")
-    assert done.returncode == 0, done.stderr
-    recalled = json.loads(done.stdout)
+    code = main(["recall", "--store", str(db), "--session", "demo", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    recalled = json.loads(out)
     assert recalled
     assert all(r["item"] in items for r in recalled)
     assert [r["position"] for r in recalled] == sorted(r["position"] for r in recalled)
 
-    done = run("search", "--store", str(db), "--session", "demo", "reservation", "--json")
-    hits = json.loads(done.stdout)
+    main(["search", "--store", str(db), "--session", "demo", "reservation", "--json"])
+    hits = json.loads(capsys.readouterr().out)
     assert hits
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
     assert {h["id"] for h in hits} <= {r["id"] for r in recalled}
@@ -167,16 +159,21 @@ def test_the_missing_session_error_lists_a_few_of_the_sessions(
     assert main(["recall", "--store", str(db), "--session", "s6"]) == 0
 
 
-def test_an_unknown_model_needs_its_window_and_the_json_report_parses() -> None:
-    refused = run("compact", str(AIDER), "--model", "no-such-model-9", "--json")
-    assert refused.returncode == 2
-    assert refused.stdout == ""
-    assert refused.stderr.splitlines() == [
+def test_an_unknown_model_needs_its_window_and_the_json_report_parses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compact", str(AIDER), "--model", "no-such-model-9", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
         "synopsis: error: unknown model 'no-such-model-9': give its context window with --window N"
     ]
-    done = run("compact", str(AIDER), "--model", "no-such-model-9", "--window", "100000", "--json")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    code = main(
+        ["compact", str(AIDER), "--model", "no-such-model-9", "--window", "100000", "--json"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
     assert report["compacted"] is False
     assert report["code"] == "under-trigger"
     assert report["tokens_before"] == report["tokens_after"]
@@ -186,7 +183,9 @@ def test_an_unknown_model_needs_its_window_and_the_json_report_parses() -> None:
     assert report["out"] is None
 
 
-def test_anthropic_system_comes_back_as_a_request(tmp_path: Path) -> None:
+def test_anthropic_system_comes_back_as_a_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     body = {
         "system": "be brief",
         "messages": [
@@ -197,12 +196,15 @@ def test_anthropic_system_comes_back_as_a_request(tmp_path: Path) -> None:
     }
     src, out = tmp_path / "body.json", tmp_path / "out.json"
     src.write_text(json.dumps(body))
-    done = run(
-        "compact", str(src), "--window", "8000", "--keep", "messages:1", "--force",
-        "--out", str(out),
+    code = main(
+        [
+            "compact", str(src), "--window", "8000", "--keep", "messages:1", "--force",
+            "--out", str(out),
+        ]
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "history compacted" in done.stdout
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "history compacted" in printed.out
     written = json.loads(out.read_text())
     assert written["system"] == "be brief"
     assert synopsis.validate(written["messages"], "anthropic", system=written["system"]) == []
@@ -259,16 +261,18 @@ def test_the_reason_shows_a_combined_trigger_in_one_pair_of_parentheses(
     assert "))" not in said
 
 
-def test_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
+def test_errors_are_one_line_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for args in (
-        ("compact", str(tmp_path / "missing.jsonl")),
-        ("recall", "--store", str(tmp_path / "none.db"), "--session", "demo"),
+        ["compact", str(tmp_path / "missing.jsonl")],
+        ["recall", "--store", str(tmp_path / "none.db"), "--session", "demo"],
     ):
-        done = run(*args)
-        assert done.returncode == 2
-        assert done.stdout == ""
-        assert len(done.stderr.splitlines()) == 1, done.stderr
-        assert done.stderr.startswith("synopsis: error: ")
+        assert main(args) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert len(err.splitlines()) == 1, err
+        assert err.startswith("synopsis: error: ")
     assert not (tmp_path / "none.db").exists()
 
 
@@ -359,8 +363,6 @@ def test_a_repaired_history_says_so_in_the_report_and_in_json(
 
 
 def test_search_shows_matches_in_bold_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from synopsis.cli.store import _emphasis  # noqa: PLC0415
-
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert _emphasis("the **reservation** is at **noon**") == (
         "the \033[1mreservation\033[0m is at \033[1mnoon\033[0m"

@@ -6,19 +6,20 @@ from __future__ import annotations
 import html
 import json
 import re
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from synopsis.cli.replay import ReplayReport, Shown, Turn, replay
 from synopsis.cli.report import SHOWN_CHARS, ranges, write_html
+from tests.cli.helpers import TRANSCRIPTS, lines
 
-ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def load(name: str) -> list[Any]:
-    return [json.loads(line) for line in (ROOT / name).read_text().splitlines()]
+    return lines(TRANSCRIPTS / name)
 
 
 @pytest.fixture(scope="module")

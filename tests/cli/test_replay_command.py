@@ -1,14 +1,13 @@
+"""``synopsis replay``: the report as text or JSON, the plot and the HTML page it writes, and its
+errors, each one line as every other subcommand's."""
+
 from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
-import subprocess
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,32 +15,29 @@ from synopsis.cli import main
 from synopsis.cli.common import UsageError
 from synopsis.cli.replay import replay
 from synopsis.cli.report import plot_bytes, write_html
+from tests.cli.helpers import AIDER, CODEX, lines
 
-ROOT = Path(__file__).parent.parent / "examples" / "transcripts"
-CODEX = ROOT / "codex-compaction-config-change.jsonl"
-AIDER = ROOT / "aider-census.jsonl"
-
-
-def load(path: Path) -> list[Any]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """The installed console script, as a user would run it."""
-    exe = shutil.which("synopsis", path=str(Path(sys.executable).parent)) or "synopsis"
-    env = {**os.environ, "COLUMNS": "160"}
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, check=False)
+def replayed(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """What ``synopsis replay ARGS`` prints, once it has succeeded."""
+    code = main(["replay", *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
 
 
-def test_json_png_and_html(tmp_path: Path) -> None:
+def test_json_png_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
     png, page = tmp_path / "x.png", tmp_path / "r.html"
-    done = run(
-        "replay", str(AIDER), "--model", "gpt-4o", "--window", "1500",
+    out = replayed(
+        capsys, str(AIDER), "--model", "gpt-4o", "--window", "1500",
         "--keep", "messages:2", "--trigger", "0.8",
         "--plot", str(png), "--html", str(page), "--json",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = json.loads(out)
     assert report["compactions"] >= 1
     assert report["compactions"] == sum(t["compacted"] for t in report["turns"])
     assert report["tokens_with"] < report["tokens_without"]
@@ -60,38 +56,38 @@ def test_json_png_and_html(tmp_path: Path) -> None:
             assert f"<b>{n} of {n} recallable</b>" in text
 
 
-def test_text_report_and_svg(tmp_path: Path) -> None:
+def test_text_report_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
     svg = tmp_path / "x.svg"
-    done = run("replay", str(AIDER), "--model", "gpt-4o", "--window", "1500", "--plot", str(svg))
-    assert done.returncode == 0, done.stderr
-    assert "20 messages replayed" in done.stdout
+    out = replayed(capsys, str(AIDER), "--model", "gpt-4o", "--window", "1500", "--plot", str(svg))
+    assert "20 messages replayed" in out
     assert "<svg" in svg.read_text()
-    report = replay(load(AIDER), model="gpt-4o", context_window=1500)
+    report = replay(lines(AIDER), model="gpt-4o", context_window=1500)
     assert report.compactions
     title = f"{len(report.compactions)} compaction(s)"
-    assert title in [line.strip() for line in done.stdout.splitlines()]
+    assert title in [line.strip() for line in out.splitlines()]
     header = ("turn", "tokens", "window", "summarized", "kept", "recallable", "reason")
-    assert " ┃ ".join(header) in re.sub(r" +", " ", done.stdout)
+    assert " ┃ ".join(header) in re.sub(r" +", " ", out)
     for turn in report.compactions:
         row = (
             f"{turn.tokens_before:,} → {turn.tokens_after:,} │ "
             f"{turn.tokens_after / report.window:.1%} │ {turn.messages_summarized} │ "
             f"{turn.messages_kept} │ {turn.recallable} of {len(turn.offloaded)} │"
         )
-        assert re.sub(r" +", " ", row) in re.sub(r" +", " ", done.stdout)
+        assert re.sub(r" +", " ", row) in re.sub(r" +", " ", out)
     totals = (
         f"{len(report.compactions)} compaction(s), {report.summarizer_calls} summarizer call(s); "
         f"tokens sent over the session: {report.tokens_with:,} with synopsis, "
         f"{report.tokens_without:,} without ({report.tokens_saved:,} saved, "
         f"{report.saved_share:.1%})"
     )
-    assert totals in " ".join(done.stdout.split())
+    assert totals in " ".join(out.split())
 
 
 def test_message_text_is_escaped_in_the_html(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    items = load(AIDER)
+    items = lines(AIDER)
     attack = "<script>alert(1)</script> and </details></pre><synopsis-summary>"
     items[1] = {**items[1], "content": f"{attack}\n{items[1]['content']}"}
     source, page = tmp_path / "attack.jsonl", tmp_path / "r.html"
@@ -114,7 +110,7 @@ def test_unreachable_is_reported_not_failed(
     function = {"name": "read_file", "arguments": "x" * 40000}
     tool_calls = [{"id": "c1", "type": "function", "function": function}]
     history = tmp_path / "huge.json"
-    history.write_text(json.dumps([*load(AIDER), {"role": "assistant", "tool_calls": tool_calls}]))
+    history.write_text(json.dumps([*lines(AIDER), {"role": "assistant", "tool_calls": tool_calls}]))
     assert main(["replay", str(history), "--window", "4000"]) == 0
     out, err = capsys.readouterr()
     said = " ".join(out.split())  # the console wraps long lines
@@ -125,27 +121,25 @@ def test_unreachable_is_reported_not_failed(
 
 @pytest.mark.parametrize(("window", "turns"), [("3000", 1), ("8000", 2)])
 def test_a_system_prompt_over_the_window_fails_as_compact_does(
-    tmp_path: Path, window: str, turns: int
+    tmp_path: Path, window: str, turns: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The Codex session's system prompt alone takes 4,379 tokens, 10,261 from its second
     # item on: the replay stops at the turn where it no longer fits, so compact on the
     # history as it was then must say the very same line.
-    done = run("replay", str(CODEX), "--window", window, "--json")
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert len(done.stderr.splitlines()) == 1, done.stderr
-    assert "the system prompt alone takes" in done.stderr
+    assert main(["replay", str(CODEX), "--window", window, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    assert "the system prompt alone takes" in err
     then = tmp_path / "then.json"
-    then.write_text(json.dumps(load(CODEX)[:turns]))
-    compact = run("compact", str(then), "--window", window)
-    assert compact.returncode == 2
-    assert done.stderr == compact.stderr
+    then.write_text(json.dumps(lines(CODEX)[:turns]))
+    assert main(["compact", str(then), "--window", window]) == 2
+    assert err == capsys.readouterr().err
 
 
-def test_a_window_of_zero_is_one_line() -> None:
-    done = run("replay", str(AIDER), "--window", "0")
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
+def test_a_window_of_zero_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(AIDER), "--window", "0"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
         "synopsis: error: argument --window: expected a positive number, got 0"
     ]
 
@@ -193,10 +187,10 @@ def _gemini(item: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "body",
     [
-        {"messages": load(AIDER)},
-        {"system": "be brief", "messages": load(AIDER)},
-        {"systemInstruction": INSTRUCTION, "contents": [_gemini(i) for i in load(AIDER)]},
-        {"input": load(AIDER)},
+        {"messages": lines(AIDER)},
+        {"system": "be brief", "messages": lines(AIDER)},
+        {"systemInstruction": INSTRUCTION, "contents": [_gemini(i) for i in lines(AIDER)]},
+        {"input": lines(AIDER)},
         {"input": "hello"},
     ],
     ids=["openai", "anthropic", "gemini", "responses", "responses-text"],
@@ -219,6 +213,7 @@ def test_replay_reads_every_request_body_that_inspect_and_compact_read(
 
 
 def test_plot_without_compactions_or_token_trigger(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
     items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     report = replay(items, trigger="messages:100")
     assert report.trigger_tokens is None
