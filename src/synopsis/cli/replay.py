@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction import Compactor
 from synopsis.compaction.incremental import additive
-from synopsis.compaction.offload import wire_items
+from synopsis.formats import wire_items
 from synopsis.errors import BudgetUnreachableError
 from synopsis.formats import decode
 from synopsis.messages import (

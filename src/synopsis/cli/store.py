@@ -27,7 +27,7 @@ from synopsis.cli.common import (
     warnings_to_stderr,
 )
 from synopsis.compaction import Compactor
-from synopsis.compaction.offload import wire_items
+from synopsis.formats import wire_items
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
 from synopsis.formats import FORMATS, PROFILE_OF_FORMAT

@@ -9,7 +9,6 @@ the history in the caller's own format with what happened (:class:`CompactionRes
 
 from __future__ import annotations
 
-from synopsis.compaction.codec import message_from_json, message_to_json
 from synopsis.compaction.compactor import Compactor, acompact, compact
 from synopsis.compaction.result import CompactionResult
 
@@ -18,6 +17,4 @@ __all__ = [
     "Compactor",
     "acompact",
     "compact",
-    "message_from_json",
-    "message_to_json",
 ]

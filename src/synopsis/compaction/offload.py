@@ -8,35 +8,20 @@ for the ``"synopsis"`` format, the message itself as JSON (:mod:`.codec`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from synopsis.compaction.codec import message_to_json
+from synopsis.formats.native import message_to_json
 from synopsis.messages import content_hash, message_text
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from datetime import datetime
 
     from synopsis.formats import FormatName
     from synopsis.messages import Message
     from synopsis.stores import StoredMessage
 
-__all__ = ["Originals", "wire_items"]
-
-
-def wire_items(data: object, format: FormatName) -> Sequence[Any]:
-    """The list of items in ``data`` (a list, or a request body) as :func:`decode` reads it."""
-    if not isinstance(data, Mapping):
-        return data if isinstance(data, Sequence) else ()
-    if format == "gemini":
-        items = data.get("contents")
-    elif format == "responses":
-        items = data.get("input")
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-    else:
-        items = data.get("messages")
-    return items if isinstance(items, Sequence) else ()
+__all__ = ["Originals"]
 
 
 class Originals:

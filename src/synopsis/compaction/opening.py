@@ -9,13 +9,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction.effects import Effect, LoadSession, LoadSummaries, LoadSummary, Outcome
-from synopsis.compaction.offload import Originals, wire_items
+from synopsis.compaction.offload import Originals
 from synopsis.compaction.prefix import Prefix, boundary, reread
 from synopsis.compaction.projection import Projection
 from synopsis.compaction.state import Request, Run
 from synopsis.errors import ConversationError, StoreError
 from synopsis.events import ChainInvalidated, HistoryRepaired
-from synopsis.formats import decode
+from synopsis.formats import decode, wire_items
 from synopsis.messages import Message, TextPart
 from synopsis.planning.units import is_summary, is_summary_text
 from synopsis.stores import SessionState

@@ -10,7 +10,6 @@ never returned.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -31,7 +30,6 @@ from synopsis.compaction.effects import (
     SaveSession,
     Summarize,
 )
-from synopsis.compaction.offload import wire_items
 from synopsis.compaction.opening import chain, open_run, previous_record, problems
 from synopsis.compaction.projection import recorded
 from synopsis.compaction.rebuild import finish, summary_for
@@ -52,7 +50,7 @@ from synopsis.events import (
     SummarizerFellBack,
     emit,
 )
-from synopsis.formats import encode
+from synopsis.formats import body_system, encode, wire_items
 from synopsis.messages import (
     Message,
     Role,
@@ -75,6 +73,8 @@ from synopsis.summarizers import SummaryRecord, Usage, render
 from synopsis.summarizers.coverage import covers_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Sequence
+
     from synopsis.compaction.prefix import Prefix
     from synopsis.compaction.setup import Setup
     from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
@@ -102,11 +102,7 @@ def output_items(run: Run, messages: Sequence[Message]) -> tuple[list[Any], obje
     the system prompt to send apart."""
     if messages is run.messages and not run.fixes and not run.projected:
         items = wire_items(run.request.data, run.format)
-        system = run.request.system
-        if isinstance(run.request.data, Mapping) and run.format in ("anthropic", "gemini"):
-            key = "system" if run.format == "anthropic" else "systemInstruction"
-            system = run.request.data.get(key, system)
-        return list(items), system
+        return list(items), body_system(run.request.data, run.format, run.request.system)
     if run.format == "openai":
         # The caller's own item for each message kept exactly as it was decoded, so that the
         # output is byte for byte what a client sending its whole history again gets too.

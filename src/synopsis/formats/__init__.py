@@ -16,6 +16,8 @@ from typing import Any, Literal, cast
 from synopsis.errors import UnknownFormatError
 from synopsis.formats import anthropic, gemini, openai_chat, responses
 from synopsis.formats._common import Wire
+from synopsis.formats.body import body_items, body_system, wire_items
+from synopsis.formats.native import message_from_json, message_to_json
 from synopsis.messages import Message
 
 __all__ = [
@@ -24,9 +26,14 @@ __all__ = [
     "Decoded",
     "FormatName",
     "Wire",
+    "body_items",
+    "body_system",
     "decode",
     "detect",
     "encode",
+    "message_from_json",
+    "message_to_json",
+    "wire_items",
 ]
 
 FormatName = Literal["openai", "responses", "anthropic", "gemini", "synopsis"]
@@ -180,20 +187,8 @@ def decode(data: object, format: FormatName | None = None, *, system: object = N
     """Decode ``data`` (a list, or a request body) into messages. ``system`` is the top-level
     system prompt for Anthropic and Gemini when it is passed separately."""
     fmt = format or detect(data)
-    items: Any = data
-    if isinstance(data, Mapping):
-        if fmt == "gemini":
-            items = data.get("contents")
-            for key in ("systemInstruction", "system_instruction"):
-                system = data.get(key, system)
-        elif fmt == "responses":
-            items = data.get("input")
-            if isinstance(items, str):  # the shorthand for one user message
-                items = [{"role": "user", "content": items}]
-        else:
-            items = data.get("messages")
-            if fmt == "anthropic":
-                system = data.get("system", system)
+    items = body_items(data, fmt)
+    system = body_system(data, fmt, system)
     if fmt == "openai":
         return Decoded(fmt, openai_chat.decode(items))
     if fmt == "responses":

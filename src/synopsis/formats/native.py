@@ -1,4 +1,5 @@
-"""Messages of the ``"synopsis"`` format as JSON, so the store can keep them like wire items.
+"""The ``"synopsis"`` format's own JSON: messages as JSON, so the store can keep them like wire
+items.
 
 Every field of every part goes out and comes back (``wire`` included), with a ``type`` tag per
 part; :func:`message_from_json` of :func:`message_to_json` equals the message.

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synopsis.compaction.codec import message_from_json, message_to_json
+from synopsis.formats.native import message_from_json, message_to_json
 from synopsis.errors import ConversationError
 from synopsis.formats import FormatName, decode, encode
 from synopsis.messages import (
