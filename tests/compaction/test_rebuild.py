@@ -30,10 +30,11 @@ from synopsis.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    is_person_message,
+    is_summary,
     message_text,
 )
 from synopsis.planning import analyze
-from synopsis.planning.units import is_real_user, is_summary
 from synopsis.summarizers import Sections, SummaryRecord
 from synopsis.validation import (
     ANTHROPIC,
@@ -112,7 +113,7 @@ def test_summary_is_a_user_message_by_default(profile: Profile, style: Any) -> N
     message = summary_for(record("narrative 🧭 kept"), profile=profile, style=style)
     assert message.role is Role.USER
     assert is_summary(message)
-    assert is_real_user(message)
+    assert is_person_message(message)
     assert "narrative 🧭 kept" in message.text
     assert "Fix the crash" in message.text
     assert summary_role("auto", profile) is Role.USER
@@ -395,7 +396,7 @@ def test_merge_then_anthropic_still_drops_stale_thinking() -> None:
 
 
 def last_person(messages: Sequence[Message]) -> int:
-    found = [i for i, m in enumerate(messages) if is_real_user(m) and not is_summary(m)]
+    found = [i for i, m in enumerate(messages) if is_person_message(m) and not is_summary(m)]
     return found[-1] if found else -1
 
 

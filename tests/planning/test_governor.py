@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, Role, TextPart, ToolResultPart
+from synopsis.messages import SUMMARY_TAG, Message, Role, TextPart, ToolResultPart
 from synopsis.planning import (
     GovernorConfig,
     GovernorState,
@@ -20,7 +20,6 @@ from synopsis.planning import (
     record_failure,
     turn_key,
 )
-from synopsis.planning.units import SUMMARY_TAG
 
 WINDOW = 10_000
 CONFIG = GovernorConfig()

@@ -9,10 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synopsis.formats import decode
-from synopsis.messages import Role
+from synopsis.messages import Role, is_reasoning_only
 from synopsis.pairing import pair_tool_calls
 from synopsis.planning import Keep, Protect, analyze, plan_split
-from synopsis.planning.units import is_reasoning_only
 from synopsis.validation import check, get_profile, repair_messages
 from tests.formats.strategies import responses_history
 from tests.planning.helpers import summary

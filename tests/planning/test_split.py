@@ -6,6 +6,7 @@ import pytest
 
 from synopsis.errors import ConfigurationError
 from synopsis.messages import (
+    SUMMARY_TAG,
     Message,
     Role,
     ToolCallPart,
@@ -14,7 +15,6 @@ from synopsis.messages import (
     message_id,
 )
 from synopsis.planning import Keep, Protect, SplitPlan, analyze, plan_split
-from synopsis.planning.units import SUMMARY_TAG
 from tests.planning.helpers import calls, ones, reasoning, result, say, summary, system, user
 
 WINDOW = 100_000

@@ -4,8 +4,7 @@ import re
 
 import pytest
 
-from synopsis.messages import Role, TextPart
-from synopsis.planning.units import SUMMARY_TAG, is_summary
+from synopsis.messages import SUMMARY_TAG, Role, TextPart, is_summary
 from synopsis.summarizers import (
     ActionItem,
     Coverage,

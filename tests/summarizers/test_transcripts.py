@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from synopsis.messages import ToolCallPart
-from synopsis.planning.units import SUMMARY_TAG, is_real_user, is_summary
+from synopsis.messages import SUMMARY_TAG, ToolCallPart, is_person_message, is_summary
 from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, render, summary_message
 from synopsis.summarizers.files import parse_file_line
 from synopsis.summarizers.scanning import looks_like_observation
@@ -49,7 +48,7 @@ def requests(messages: Sequence[Message]) -> list[str]:
     return [
         m.text
         for m in messages
-        if is_real_user(m)
+        if is_person_message(m)
         and not is_summary(m)
         and m.text.strip()
         and not looks_like_observation(m.text)
@@ -89,7 +88,9 @@ def test_the_first_half_keeps_its_files_and_requests(path: Path) -> None:
     for text in requests(first):
         assert any(item.startswith(text[:chars]) for item in kept), text[:80]
     # A tool's output in a user turn is summarized as the tool result it is, not quoted.
-    observations = [m.text for m in first if is_real_user(m) and looks_like_observation(m.text)]
+    observations = [
+        m.text for m in first if is_person_message(m) and looks_like_observation(m.text)
+    ]
     for text in observations:
         assert not any(item.startswith(text[:chars]) for item in kept), text[:80]
     assert len(kept) == len(requests(first))

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction import Compactor
 from synopsis.compaction.incremental import additive
-from synopsis.formats import wire_items
 from synopsis.errors import BudgetUnreachableError
-from synopsis.formats import decode
+from synopsis.formats import decode, wire_items
 from synopsis.messages import (
     MediaPart,
     Message,
@@ -21,8 +20,8 @@ from synopsis.messages import (
     ToolCallPart,
     ToolResultPart,
     content_hash,
+    is_summary,
 )
-from synopsis.planning.units import is_summary
 from synopsis.summarizers import render
 
 if TYPE_CHECKING:

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 
 from synopsis.compaction.rebuild import summary_for
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Role
+from synopsis.messages import Role, is_person_message, is_summary
 from synopsis.planning import Keep
 from synopsis.planning.room import Room, share_room, summary_budget
-from synopsis.planning.units import is_real_user, is_summary
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -48,7 +47,7 @@ def room_for(run: Run, messages: Sequence[Message]) -> Room:
     for message in messages:
         if protect.system and message.role in (Role.SYSTEM, Role.DEVELOPER):
             head += setup.counter.count_message(message)
-        elif first_user and is_real_user(message) and not is_summary(message):
+        elif first_user and is_person_message(message) and not is_summary(message):
             head += setup.counter.count_message(message)
             first_user = False
     keep = setup.keep

@@ -81,9 +81,8 @@ from synopsis.compaction.prefix import boundary, decode_appended
 from synopsis.compaction.projection import Projection
 from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
-from synopsis.messages import TextPart, ToolCallPart, ToolResultPart
+from synopsis.messages import TextPart, ToolCallPart, ToolResultPart, is_summary, is_summary_text
 from synopsis.planning import GovernorState, Measure, turn_key
-from synopsis.planning.units import is_summary, is_summary_text
 from synopsis.stores import SessionState, Store
 from synopsis.tokens import MessageCounter
 

@@ -16,8 +16,7 @@ from synopsis.compaction.state import Request, Run
 from synopsis.errors import ConversationError, StoreError
 from synopsis.events import ChainInvalidated, HistoryRepaired
 from synopsis.formats import decode, wire_items
-from synopsis.messages import Message, TextPart
-from synopsis.planning.units import is_summary, is_summary_text
+from synopsis.messages import Message, TextPart, is_summary, is_summary_text
 from synopsis.stores import SessionState
 from synopsis.validation import check, repair_messages
 from synopsis.validation.rules import separate_system

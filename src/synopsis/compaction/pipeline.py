@@ -55,6 +55,7 @@ from synopsis.messages import (
     Message,
     Role,
     content_hash,
+    is_summary,
 )
 from synopsis.planning import (
     GovernorState,
@@ -67,7 +68,6 @@ from synopsis.planning import (
     record_failure,
     turn_key,
 )
-from synopsis.planning.units import is_summary
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import SummaryRecord, Usage, render
 from synopsis.summarizers.coverage import covers_of

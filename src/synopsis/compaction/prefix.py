@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synopsis.formats import decode, detect
-from synopsis.messages import ToolCallPart, ToolResultPart
-from synopsis.planning.units import is_real_user, is_summary
+from synopsis.messages import ToolCallPart, ToolResultPart, is_person_message, is_summary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -117,7 +116,7 @@ def boundary(messages: Sequence[Message]) -> int:
     open_calls = 0
     found = 0
     for i, message in enumerate(messages):
-        if not open_calls and is_real_user(message) and not is_summary(message):
+        if not open_calls and is_person_message(message) and not is_summary(message):
             found = i
         for part in message.parts:
             if isinstance(part, ToolCallPart):

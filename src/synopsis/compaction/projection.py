@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synopsis.formats import FORMATS, decode, encode
-from synopsis.messages import Message, Role, TextPart, content_hash
-from synopsis.planning.units import is_summary
+from synopsis.messages import Message, Role, TextPart, content_hash, is_summary
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from synopsis.messages import Message, ReasoningPart, Role, TextPart
-from synopsis.planning.units import is_real_user, is_summary
+from synopsis.messages import Message, ReasoningPart, Role, TextPart, is_person_message, is_summary
 from synopsis.summarizers.render import Style, render
 from synopsis.validation import repair_messages
 
@@ -66,7 +65,7 @@ def _merge_into_next_user(messages: Sequence[Message]) -> tuple[Message, ...]:
     index = 0
     while index < len(out) - 1:
         here, after = out[index], out[index + 1]
-        if is_summary(here) and here.role is Role.USER and is_real_user(after):
+        if is_summary(here) and here.role is Role.USER and is_person_message(after):
             # ``after`` may be a summary too: the merge is then still a summary, and is
             # looked at again with what follows it.
             out[index : index + 2] = [replace(after, parts=(*here.parts, *after.parts))]
@@ -103,7 +102,8 @@ def _join_summaries(messages: Sequence[Message]) -> tuple[Message, ...]:
 def current_turn(messages: Sequence[Message]) -> int:
     """Where the current turn starts: the last message a person wrote (-1 when none)."""
     return max(
-        (i for i, m in enumerate(messages) if is_real_user(m) and not is_summary(m)), default=-1
+        (i for i, m in enumerate(messages) if is_person_message(m) and not is_summary(m)),
+        default=-1,
     )
 
 

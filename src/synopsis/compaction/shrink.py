@@ -10,10 +10,17 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from synopsis.compaction.rebuild import current_turn, without_thinking
-from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
+from synopsis.messages import (
+    Message,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    is_person_message,
+    is_summary,
+)
 from synopsis.planning import TruncateArgs, reduce
 from synopsis.planning.reductions import truncate_call
-from synopsis.planning.units import is_real_user, is_summary
 from synopsis.summarizers import summarize_part
 from synopsis.summarizers.scanning import named_in
 
@@ -69,7 +76,7 @@ def reduce_cheaply(
     for before, after in zip(messages, out, strict=True):
         if after is not before:
             run.originals.adopt(before, after)
-    first = next((i for i, m in enumerate(out) if is_real_user(m) and not is_summary(m)), None)
+    first = next((i for i, m in enumerate(out) if is_person_message(m) and not is_summary(m)), None)
     keep = setup.keep
     verbatim = (
         len(out)

@@ -34,9 +34,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Literal
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import content_hash
+from synopsis.messages import content_hash, is_person_message, is_summary
 from synopsis.planning.triggers import Measure, Trigger
-from synopsis.planning.units import is_real_user, is_summary
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -182,7 +181,7 @@ def turn_key(messages: Sequence[Message]) -> str | None:
     synopsis's own summaries (the message stays in the kept tail, so the key survives the
     compactions of its own turn). Two turns with the very same text share a key."""
     for message in reversed(messages):
-        if is_real_user(message) and not is_summary(message):
+        if is_person_message(message) and not is_summary(message):
             return content_hash(message)[:16]
     return None
 

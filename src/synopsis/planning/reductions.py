@@ -27,10 +27,10 @@ from synopsis.messages import (
     ToolCallPart,
     ToolResultPart,
     derived,
+    is_summary_text,
     thaw,
 )
 from synopsis.planning.triggers import Measure, Trigger
-from synopsis.planning.units import is_summary_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

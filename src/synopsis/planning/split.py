@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from synopsis.errors import ConfigurationError
-from synopsis.messages import Message, Role, content_hash, message_id
-from synopsis.planning.units import Structure, analyze, is_real_user, is_summary
+from synopsis.messages import Message, Role, content_hash, is_person_message, is_summary, message_id
+from synopsis.planning.units import Structure, analyze
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -183,7 +183,7 @@ def _protected(
     first_user_seen = False
     for i, m in enumerate(messages):
         # A summary synopsis wrote is user-voice but no one's request: it is summarized again.
-        person = is_real_user(m) and not is_summary(m)
+        person = is_person_message(m) and not is_summary(m)
         if (protect.system and m.role in (Role.SYSTEM, Role.DEVELOPER)) or (
             protect.first_user and not first_user_seen and person
         ):

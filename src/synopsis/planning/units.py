@@ -23,49 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from synopsis.messages import Message, ReasoningPart, Role, TextPart, ToolResultPart
+from synopsis.messages import Message, Role, ToolResultPart, is_person_message
 from synopsis.pairing import pair_tool_calls
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = [
-    "SUMMARY_TAG",
-    "Structure",
-    "analyze",
-    "is_real_user",
-    "is_reasoning_only",
-    "is_summary",
-    "is_summary_text",
-]
-
-SUMMARY_TAG = "<synopsis-summary"
-"""How the text of a summary message that synopsis writes begins."""
-
-
-def is_reasoning_only(message: Message) -> bool:
-    return bool(message.parts) and all(isinstance(p, ReasoningPart) for p in message.parts)
-
-
-def is_summary_text(text: str) -> bool:
-    """Whether ``text`` is a summary synopsis wrote."""
-    return text.lstrip().startswith(SUMMARY_TAG)
-
-
-def is_summary(message: Message) -> bool:
-    """Whether ``message`` is a summary synopsis wrote (recognised by its text, which survives a
-    round trip through the caller's own format)."""
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            return is_summary_text(part.text)
-    return False
-
-
-def is_real_user(message: Message) -> bool:
-    """A user turn a person wrote: a user message that carries no tool results."""
-    return message.role is Role.USER and not any(
-        isinstance(p, ToolResultPart) for p in message.parts
-    )
+__all__ = ["Structure", "analyze"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +136,7 @@ def analyze(messages: Sequence[Message]) -> Structure:
     running = _running_call(messages, open_at)
     dangling = tuple(sorted(i for i in open_at if i != running))
     orphans = tuple(sorted({loc[0] for loc in pairing.orphans}))
-    turn_starts = frozenset(i for i, m in enumerate(messages) if is_real_user(m))
+    turn_starts = frozenset(i for i, m in enumerate(messages) if is_person_message(m))
     return Structure(
         length=n,
         crossing=tuple(crossing),

@@ -21,9 +21,10 @@ from synopsis.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    is_person_message,
+    is_summary,
 )
 from synopsis.pairing import pair_tool_calls
-from synopsis.planning.units import is_real_user, is_summary
 from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts, parse_arguments
 from synopsis.summarizers.extractors import find_extractor, generic_extractor, search_extractor
 from synopsis.summarizers.requests import Requests
@@ -310,7 +311,7 @@ def digest(
             out.participants.append(label)
         if is_summary(message):
             out.earlier_summaries.append(_user_text(message))
-        elif is_real_user(message):
+        elif is_person_message(message):
             walker.user(message)
         elif message.role is Role.ASSISTANT:
             walker.assistant(message)

@@ -1,6 +1,6 @@
 """A summary record as the text the model reads.
 
-The text opens with :data:`~synopsis.planning.units.SUMMARY_TAG` so the governor recognises
+The text opens with :data:`~synopsis.messages.SUMMARY_TAG` so the governor recognises
 synopsis's own summary in a later history (and summarizes it into the next record rather than
 quoting it as a user turn). Two bodies hold the same content: the nine numbered sections of a
 continuation summary (seed 002) or one ``<state_snapshot>`` block (seed 000).
@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
-from synopsis.messages import Message, Role, TextPart
-from synopsis.planning.units import SUMMARY_TAG
+from synopsis.messages import SUMMARY_TAG, Message, Role, TextPart
 from synopsis.summarizers.requests import label_of
 from synopsis.summarizers.scanning import same_head
 

@@ -35,6 +35,10 @@ from synopsis.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    has_results,
+    is_reasoning_only,
+    only_results,
+    opens_turn,
 )
 from synopsis.pairing import Pairing, pair_tool_calls
 
@@ -88,14 +92,6 @@ class Problem:
         return f"{where}: {self.message} [{self.rule}]"
 
 
-def _has_results(m: Message) -> bool:
-    return any(isinstance(p, ToolResultPart) for p in m.parts)
-
-
-def _only_results(m: Message) -> bool:
-    return bool(m.parts) and all(isinstance(p, ToolResultPart) for p in m.parts)
-
-
 def result_block(messages: Sequence[Message], call_index: int, profile: Profile) -> range:
     """The messages after ``call_index`` that the target reads as the answer turn."""
     j = call_index + 1
@@ -114,9 +110,9 @@ def result_block(messages: Sequence[Message], call_index: int, profile: Profile)
             m = messages[j]
             if m.role is Role.TOOL:
                 j += 1
-            elif m.role is Role.USER and _has_results(m):
+            elif m.role is Role.USER and has_results(m):
                 j += 1
-                if not _only_results(m):
+                if not only_results(m):
                     break
             else:
                 break
@@ -132,7 +128,7 @@ def trailing_call_message(
         if messages[i].tool_calls:
             block = result_block(messages, i, profile)
             if block.stop == len(messages) and all(
-                not messages[k].parts or _only_results(messages[k]) for k in block
+                not messages[k].parts or only_results(messages[k]) for k in block
             ):
                 return i
             return None
@@ -143,20 +139,11 @@ def _is_blank(part: object) -> bool:
     return isinstance(part, TextPart) and not part.text.strip()
 
 
-def _reasoning_only(m: Message) -> bool:
-    return bool(m.parts) and all(isinstance(p, ReasoningPart) for p in m.parts)
-
-
 def _sends_reasoning(m: Message, fmt: str) -> bool:
     """Whether the ``fmt`` converter sends this message's reasoning: reasoning decoded from
     another provider is dropped (its signature means nothing there), so no rule about it
     applies. A message built by hand is taken as the target's own."""
     return m.wire.get("format") in (None, fmt)
-
-
-def _real_user(m: Message) -> bool:
-    """A user message that is more than tool results: it opens a new turn."""
-    return m.role is Role.USER and not _only_results(m)
 
 
 def top_level_systems(messages: Sequence[Message], profile: Profile) -> int:
@@ -184,7 +171,7 @@ def reasoning_orphans(messages: Sequence[Message]) -> list[int]:
     """Reasoning items not followed by the item they produced (R3)."""
     out: list[int] = []
     for i, m in enumerate(messages):
-        if not _reasoning_only(m):
+        if not is_reasoning_only(m):
             continue
         nxt = messages[i + 1] if i + 1 < len(messages) else None
         if nxt is None or nxt.role is not Role.ASSISTANT:
@@ -284,7 +271,7 @@ class _Checker:
                         k,
                         family="tool",
                     )
-            if m.role is Role.TOOL and not _only_results(m):
+            if m.role is Role.TOOL and not only_results(m):
                 self.add(
                     i,
                     "tool_message",
@@ -576,7 +563,7 @@ class _Checker:
         start = None
         for i in range(last_assistant, -1, -1):
             m = msgs[i]
-            if m.role is Role.USER and not _has_results(m):
+            if m.role is Role.USER and not has_results(m):
                 break
             if m.role is Role.ASSISTANT and m.tool_calls and m.parts:
                 start = i
@@ -603,7 +590,7 @@ class _Checker:
     def reasoning_required_rules(self) -> None:
         msgs = self.messages
         start = 0
-        for end in [*(i for i, m in enumerate(msgs) if _real_user(m)), len(msgs)]:
+        for end in [*(i for i, m in enumerate(msgs) if opens_turn(m)), len(msgs)]:
             turn = range(start, end)
             start = end + 1
             if not any(msgs[k].has_reasoning for k in turn):
@@ -662,7 +649,7 @@ class _Checker:
     # -- G4: Gemini 3 wants the thought signature back on the calls of the current turn
     def signature_rules(self) -> None:
         msgs = self.messages
-        users = [i for i, m in enumerate(msgs) if _real_user(m)]
+        users = [i for i, m in enumerate(msgs) if opens_turn(m)]
         for i in range(users[-1] + 1 if users else 0, len(msgs)):
             m = msgs[i]
             first = next((k for k, p in enumerate(m.parts) if isinstance(p, ToolCallPart)), None)

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synopsis import messages as messages_module
 from synopsis.errors import ConversationError
 from synopsis.formats import decode
 from synopsis.messages import (
@@ -25,6 +24,7 @@ from synopsis.messages import (
     message_text,
     thaw,
 )
+from synopsis.messages import model as messages_module
 from tests.formats.strategies import (
     anthropic_request,
     gemini_request,

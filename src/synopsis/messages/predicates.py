@@ -1,0 +1,65 @@
+"""What kind of message a message is: the questions several layers ask, answered once.
+
+"A user message" means two things to two readers, so each meaning has its own name:
+:func:`is_person_message` (a user message with no tool result at all: something a person
+wrote, where a history may be cut and a turn counted) and :func:`opens_turn` (a user message
+that is more than tool results: a provider reads it as the start of a new turn, as with an
+Anthropic user message holding a tool result *and* text).
+"""
+
+from __future__ import annotations
+
+from synopsis.messages.model import Message, ReasoningPart, Role, TextPart, ToolResultPart
+
+__all__ = [
+    "SUMMARY_TAG",
+    "has_results",
+    "is_person_message",
+    "is_reasoning_only",
+    "is_summary",
+    "is_summary_text",
+    "only_results",
+    "opens_turn",
+]
+
+SUMMARY_TAG = "<synopsis-summary"
+"""How the text of a summary message that synopsis writes begins."""
+
+
+def is_summary_text(text: str) -> bool:
+    """Whether ``text`` is a summary synopsis wrote."""
+    return text.lstrip().startswith(SUMMARY_TAG)
+
+
+def is_summary(message: Message) -> bool:
+    """Whether ``message`` is a summary synopsis wrote (recognised by its text, which survives a
+    round trip through the caller's own format)."""
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            return is_summary_text(part.text)
+    return False
+
+
+def has_results(message: Message) -> bool:
+    """Whether ``message`` carries at least one tool result."""
+    return any(isinstance(p, ToolResultPart) for p in message.parts)
+
+
+def only_results(message: Message) -> bool:
+    """Whether ``message`` carries tool results and nothing else."""
+    return bool(message.parts) and all(isinstance(p, ToolResultPart) for p in message.parts)
+
+
+def is_person_message(message: Message) -> bool:
+    """A user message a person wrote: one that carries no tool result at all."""
+    return message.role is Role.USER and not has_results(message)
+
+
+def opens_turn(message: Message) -> bool:
+    """A user message that is more than tool results: the provider reads it as a new turn."""
+    return message.role is Role.USER and not only_results(message)
+
+
+def is_reasoning_only(message: Message) -> bool:
+    """Whether ``message`` holds reasoning and nothing else."""
+    return bool(message.parts) and all(isinstance(p, ReasoningPart) for p in message.parts)
