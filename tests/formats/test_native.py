@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synopsis.formats.native import message_from_json, message_to_json
 from synopsis.errors import ConversationError
 from synopsis.formats import FormatName, decode, encode
+from synopsis.formats.native import message_from_json, message_to_json
 from synopsis.messages import (
     MediaPart,
     Message,

@@ -22,7 +22,7 @@ What this server does (probed with llama-cpp-python 0.3.36):
 - The answer's ``model`` is the model named in the request, whatever it is.
 
 Each test says what synopsis has to get past on this server (see
-:mod:`synopsis.summarizers.dialects` for how it learns it); the "live results" section of the
+:mod:`synopsis.summarizers.llm.dialects` for how it learns it); the "live results" section of the
 run's summary shows what each test saw.
 """
 
@@ -42,8 +42,8 @@ import pytest
 import synopsis
 from synopsis.events import Event, SummarizerFellBack, listening
 from synopsis.summarizers import LLMSummarizer, SummaryRecord, openai_chat_completion
-from synopsis.summarizers.asking import DIALECTS
-from synopsis.summarizers.dialects import Dialect
+from synopsis.summarizers.llm.asking import DIALECTS
+from synopsis.summarizers.llm.dialects import Dialect
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -78,7 +78,7 @@ def messages(count: int | None = None) -> tuple[synopsis.Message, ...]:
 @pytest.fixture(autouse=True)
 def _fresh_dialects() -> None:
     """Each test finds out on its own what the server accepts: what an earlier test learned
-    (the process-wide memory of synopsis.summarizers.asking) is forgotten."""
+    (the process-wide memory of synopsis.summarizers.llm.asking) is forgotten."""
     DIALECTS.forget()
 
 

@@ -4,7 +4,14 @@ import pytest
 
 from synopsis.errors import ConfigurationError
 from synopsis.summarizers import SummaryRecord
-from synopsis.summarizers.budget import ENTITY_KEYS, FACET_KEYS, SECTION_KEYS, Draft, fit, plan_cuts
+from synopsis.summarizers.rules.budget import (
+    ENTITY_KEYS,
+    FACET_KEYS,
+    SECTION_KEYS,
+    Draft,
+    fit,
+    plan_cuts,
+)
 
 
 def draft(**lists: tuple[object, ...]) -> Draft:

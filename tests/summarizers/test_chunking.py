@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synopsis.summarizers.chunking import clip_text, group, trim
+from synopsis.summarizers.llm.chunking import clip_text, group, trim
 from synopsis.tokens import counter_for_model
 
 COUNT = counter_for_model("gpt-4o").count_text

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from synopsis.summarizers import DEFAULT_EXTRACTORS, ToolExchange, ToolFacts, find_extractor
-from synopsis.summarizers.exchanges import parse_arguments
-from synopsis.summarizers.extractors import (
+from synopsis.summarizers.rules.exchanges import parse_arguments
+from synopsis.summarizers.rules.extractors import (
     editor_extractor,
     generic_extractor,
     plan_extractor,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from synopsis.summarizers.files import (
+from synopsis.summarizers.rules.files import (
     ACTIONS,
     bare_line,
     file_lines,

@@ -15,9 +15,9 @@ from synopsis.messages import (
     ToolResultPart,
 )
 from synopsis.summarizers import Sections, SummaryRecord
-from synopsis.summarizers.answers import parse_sectioned
-from synopsis.summarizers.completion import TransportError, is_retryable
-from synopsis.summarizers.prompts import (
+from synopsis.summarizers.llm.answers import parse_sectioned
+from synopsis.summarizers.llm.completion import TransportError, is_retryable
+from synopsis.summarizers.llm.prompts import (
     DATA_WARNING,
     SYSTEM_PROMPT,
     UPDATE_INSTRUCTIONS,

@@ -12,12 +12,12 @@ import pytest
 
 from synopsis.messages import Message, Role, ToolResultPart
 from synopsis.summarizers import LLMSummarizer, Sections, SummaryRecord
-from synopsis.summarizers.answers import SummaryContent, Update, carry_forward, required_anchors
-from synopsis.summarizers.clients import openai_chat_completion
-from synopsis.summarizers.prompts import UPDATE_INSTRUCTIONS
+from synopsis.summarizers.llm.answers import SummaryContent, Update, carry_forward, required_anchors
+from synopsis.summarizers.llm.clients import openai_chat_completion
+from synopsis.summarizers.llm.prompts import UPDATE_INSTRUCTIONS
 from synopsis.summarizers.records import MAX_SECTION_ITEMS, Entities, Facets
+from synopsis.testing.server import chat_completion
 from tests.fakes.echo_model import EchoServer
-from tests.fakes.llm_server import chat_completion
 from tests.summarizers.helpers import call, result, say, user
 
 if TYPE_CHECKING:

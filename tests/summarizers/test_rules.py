@@ -22,8 +22,8 @@ from synopsis.summarizers import (
     render,
     summary_message,
 )
-from synopsis.summarizers.digest import LATEST_USER
 from synopsis.summarizers.records import MAX_KEY_POINTS, MAX_SECTION_ITEMS
+from synopsis.summarizers.rules.digest import LATEST_USER
 from tests.summarizers.helpers import (
     call,
     coding_session,

@@ -9,7 +9,7 @@ import pytest
 
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.summarizers import RuleBasedSummarizer, render
-from synopsis.summarizers.files import bare_line
+from synopsis.summarizers.rules.files import bare_line
 from synopsis.tokens import counter_for_model
 from tests.summarizers.helpers import coding_session, rendered_tokens, user
 

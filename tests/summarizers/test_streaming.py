@@ -13,12 +13,12 @@ import pytest
 
 from synopsis.errors import TransportError
 from synopsis.summarizers import Usage
-from synopsis.summarizers.clients import (
+from synopsis.summarizers.llm.clients import (
     anthropic_completion,
     openai_chat_completion,
     openai_responses_completion,
 )
-from tests.fakes.llm_server import Event, anthropic_message, chat_completion, response
+from synopsis.testing.server import Event, anthropic_message, chat_completion, response
 from tests.summarizers.helpers import GOOD
 from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
 

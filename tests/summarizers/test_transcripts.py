@@ -11,7 +11,7 @@ import pytest
 
 from synopsis.messages import SUMMARY_TAG, ToolCallPart, is_person_message, is_summary
 from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, render, summary_message
-from synopsis.summarizers.files import parse_file_line
+from synopsis.summarizers.rules.files import parse_file_line
 from synopsis.summarizers.scanning import looks_like_observation
 from tests.summarizers.helpers import TRANSCRIPTS, load, rendered_tokens
 

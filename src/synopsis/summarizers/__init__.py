@@ -12,16 +12,13 @@ the openai and anthropic SDKs, which are imported only when such a completion is
 from __future__ import annotations
 
 from synopsis.errors import SummarizerError, TransportError
-from synopsis.summarizers.clients import (
+from synopsis.summarizers.llm.clients import (
     anthropic_completion,
     openai_chat_completion,
     openai_responses_completion,
 )
-from synopsis.summarizers.completion import Completion, CompletionRequest, CompletionResponse
-from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts
-from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS, find_extractor
-from synopsis.summarizers.llm import LLMSummarizer
-from synopsis.summarizers.message_level import summarize_part
+from synopsis.summarizers.llm.completion import Completion, CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.summarizer import LLMSummarizer
 from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
 from synopsis.summarizers.records import (
     ActionItem,
@@ -35,7 +32,10 @@ from synopsis.summarizers.records import (
     summary_schema,
 )
 from synopsis.summarizers.render import render, render_compact, summary_message
-from synopsis.summarizers.rules import RuleBasedSummarizer
+from synopsis.summarizers.rules.exchanges import Extractor, ToolExchange, ToolFacts
+from synopsis.summarizers.rules.extractors import DEFAULT_EXTRACTORS, find_extractor
+from synopsis.summarizers.rules.message_level import summarize_part
+from synopsis.summarizers.rules.summarizer import RuleBasedSummarizer
 
 __all__ = [
     "DEFAULT_EXTRACTORS",

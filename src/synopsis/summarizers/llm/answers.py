@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from synopsis.messages import Message, message_text
-from synopsis.summarizers.digest import digest
-from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS
 from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
     MAX_KEY_POINTS,
@@ -31,6 +29,8 @@ from synopsis.summarizers.records import (
     SummaryRecord,
 )
 from synopsis.summarizers.requests import Constraint, constraint_sentences
+from synopsis.summarizers.rules.digest import digest
+from synopsis.summarizers.rules.extractors import DEFAULT_EXTRACTORS
 from synopsis.summarizers.scanning import dedupe, same_head, scan_text
 
 if TYPE_CHECKING:

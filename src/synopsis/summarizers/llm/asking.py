@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from synopsis.errors import TransportError, brief
-from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
-from synopsis.summarizers.dialects import Dialect, Dialects, overflow, refusal
+from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.dialects import Dialect, Dialects, overflow, refusal
 
 __all__ = [
     "DIALECTS",

@@ -4,7 +4,7 @@ Tool calls are taken with their results (paired as :mod:`synopsis.pairing` does,
 and parallel calls come out right) and handed to the extractor for the tool's name. People's
 words are kept verbatim up to a bound; assistant text gives the reasoning, the decisions and
 what was in progress. Nothing here counts tokens or drops content for a budget: that is
-:mod:`synopsis.summarizers.budget`'s job.
+:mod:`synopsis.summarizers.rules.budget`'s job.
 """
 
 from __future__ import annotations
@@ -25,9 +25,13 @@ from synopsis.messages import (
     is_summary,
 )
 from synopsis.pairing import pair_tool_calls
-from synopsis.summarizers.exchanges import Extractor, ToolExchange, ToolFacts, parse_arguments
-from synopsis.summarizers.extractors import find_extractor, generic_extractor, search_extractor
 from synopsis.summarizers.requests import Requests
+from synopsis.summarizers.rules.exchanges import Extractor, ToolExchange, ToolFacts, parse_arguments
+from synopsis.summarizers.rules.extractors import (
+    find_extractor,
+    generic_extractor,
+    search_extractor,
+)
 from synopsis.summarizers.scanning import (
     bounded,
     dedupe,

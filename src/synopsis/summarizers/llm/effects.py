@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from synopsis.errors import ConfigurationError
-from synopsis.summarizers.completion import Completion, CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.completion import Completion, CompletionRequest, CompletionResponse
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Generator

@@ -1,8 +1,8 @@
 """The rule-based summarizer: offline, free and deterministic (seed 003's default mode).
 
-It reads the messages once (:mod:`~synopsis.summarizers.digest`), carries a previous summary
+It reads the messages once (:mod:`.digest`), carries a previous summary
 forward, and cuts the least important content until the rendered summary fits its budget
-(:mod:`~synopsis.summarizers.budget`): ``max_summary_tokens``, at most a tenth of the remaining
+(:mod:`.budget`): ``max_summary_tokens``, at most a tenth of the remaining
 window when one is given (seed 003: a summary must never cause the overflow it prevents), and
 the per-call ``max_tokens``. The budget holds for both render styles.
 """
@@ -17,11 +17,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from synopsis.errors import ConfigurationError
 from synopsis.summarizers._options import history, utc_now, whole_number
-from synopsis.summarizers.budget import ENTITY_KEYS, Draft, fit
-from synopsis.summarizers.digest import Digest, digest
-from synopsis.summarizers.drafts import record_from, record_lists
-from synopsis.summarizers.extractors import DEFAULT_EXTRACTORS
-from synopsis.summarizers.files import file_lines, merge_file_lines
 from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
     MAX_KEY_POINTS,
@@ -31,6 +26,11 @@ from synopsis.summarizers.records import (
 )
 from synopsis.summarizers.render import render
 from synopsis.summarizers.requests import Constraint, Requests, flagged
+from synopsis.summarizers.rules.budget import ENTITY_KEYS, Draft, fit
+from synopsis.summarizers.rules.digest import Digest, digest
+from synopsis.summarizers.rules.drafts import record_from, record_lists
+from synopsis.summarizers.rules.extractors import DEFAULT_EXTRACTORS
+from synopsis.summarizers.rules.files import file_lines, merge_file_lines
 from synopsis.summarizers.scanning import bounded, dedupe
 from synopsis.tokens import counter_for_model
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from synopsis.messages import Message
-    from synopsis.summarizers.exchanges import Extractor
+    from synopsis.summarizers.rules.exchanges import Extractor
 
 __all__ = ["RuleBasedSummarizer"]
 

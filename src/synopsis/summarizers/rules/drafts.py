@@ -1,7 +1,7 @@
-"""A record's content as named lists (a :class:`~synopsis.summarizers.budget.Draft`) and back.
+"""A record's content as named lists (a :class:`~synopsis.summarizers.rules.budget.Draft`) and back.
 
 The rule-based summarizer builds its records from drafts; any record (an LLM's too) can be
-turned into a draft, cut to a token budget by :func:`~synopsis.summarizers.budget.fit`, and
+turned into a draft, cut to a token budget by :func:`~synopsis.summarizers.rules.budget.fit`, and
 rebuilt. The narrative is a list of paragraphs, so that the oldest can go first.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from synopsis.summarizers.budget import ENTITY_KEYS, Draft, fit
 from synopsis.summarizers.records import Entities, Facets, Sections, SummaryRecord
+from synopsis.summarizers.rules.budget import ENTITY_KEYS, Draft, fit
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -83,7 +83,7 @@ def fit_record(
     record: SummaryRecord, measure: Callable[[SummaryRecord], int], budget: int
 ) -> SummaryRecord:
     """``record`` itself when it measures within ``budget``, else the record after the fewest
-    of :func:`~synopsis.summarizers.budget.plan_cuts`' cuts that make it fit (``truncated``)."""
+    of :func:`~.budget.plan_cuts`' cuts that make it fit (``truncated``)."""
     if measure(record) <= budget:
         return record
     base = record.model_dump(exclude=set(_CONTENT))

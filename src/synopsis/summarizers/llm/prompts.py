@@ -31,7 +31,7 @@ from synopsis.summarizers.scanning import bounded
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from synopsis.summarizers.completion import ChatMessage
+    from synopsis.summarizers.llm.completion import ChatMessage
     from synopsis.summarizers.records import SummaryRecord
 
 __all__ = [

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError
-from synopsis.summarizers.files import bare_line, fold_line
 from synopsis.summarizers.requests import firm, flagged
+from synopsis.summarizers.rules.files import bare_line, fold_line
 from synopsis.summarizers.scanning import bounded, same_head
 
 if TYPE_CHECKING:

@@ -25,13 +25,13 @@ Nothing to summarize (no messages) asks no model: the ``fallback`` gives the rec
 
 An update of a previous record is asked for as an update, section by section. What the answer
 still drops of the previous record's requests, constraints and files is put back before the
-answer is judged, unless the new part replaced it (:func:`~synopsis.summarizers.answers.
+answer is judged, unless the new part replaced it (:func:`~synopsis.summarizers.llm.answers.
 carry_forward`): facts a model forgot are not lost, and a correction it applied is not undone.
 
 In cache-aligned mode the request is the conversation itself, unchanged, with the summary
 instruction as one final user turn, so that a provider's prompt cache for that prefix is hit.
 
-The steps form one plan (:mod:`~synopsis.summarizers.effects`) that ``summarize`` and
+The steps form one plan (:mod:`~synopsis.summarizers.llm.effects`) that ``summarize`` and
 ``asummarize`` both carry out.
 """
 
@@ -49,9 +49,9 @@ from pydantic import ValidationError
 from synopsis.errors import ConfigurationError, brief
 from synopsis.messages import Message, Role, TextPart
 from synopsis.models import context_window
-from synopsis.summarizers import effects
 from synopsis.summarizers._options import history, utc_now, whole_number
-from synopsis.summarizers.answers import (
+from synopsis.summarizers.llm import effects
+from synopsis.summarizers.llm.answers import (
     SUMMARY_SCHEMA,
     SummaryContent,
     Update,
@@ -61,8 +61,8 @@ from synopsis.summarizers.answers import (
     parse_summary,
     required_anchors,
 )
-from synopsis.summarizers.chunking import clip_text, group, trim
-from synopsis.summarizers.completion import (
+from synopsis.summarizers.llm.chunking import clip_text, group, trim
+from synopsis.summarizers.llm.completion import (
     ChatMessage,
     Completion,
     CompletionRequest,
@@ -72,9 +72,8 @@ from synopsis.summarizers.completion import (
     Usage,
     is_retryable,
 )
-from synopsis.summarizers.drafts import fit_record
-from synopsis.summarizers.effects import Call, Effect, Outcome, Sleep
-from synopsis.summarizers.prompts import (
+from synopsis.summarizers.llm.effects import Call, Effect, Outcome, Sleep
+from synopsis.summarizers.llm.prompts import (
     SYSTEM_PROMPT,
     UPDATE_INSTRUCTIONS,
     build_consolidation_prompt,
@@ -88,7 +87,8 @@ from synopsis.summarizers.prompts import (
 from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
 from synopsis.summarizers.records import Covers, SummaryRecord
 from synopsis.summarizers.render import render
-from synopsis.summarizers.rules import RuleBasedSummarizer
+from synopsis.summarizers.rules.drafts import fit_record
+from synopsis.summarizers.rules.summarizer import RuleBasedSummarizer
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class _Context:
     conversation: tuple[Message, ...] = ()
     update: Update | None = None
     """The previous record the answer updates, and what the new part said: see
-    :func:`~synopsis.summarizers.answers.carry_forward`."""
+    :func:`~synopsis.summarizers.llm.answers.carry_forward`."""
 
 
 @dataclass(slots=True)
@@ -181,7 +181,7 @@ def _first_request(messages: Sequence[Message]) -> int | None:
 
 class LLMSummarizer:
     """Summarizes with a model through ``completion`` (see
-    :mod:`~synopsis.summarizers.completion`), trying ``models`` in order of preference.
+    :mod:`~synopsis.summarizers.llm.completion`), trying ``models`` in order of preference.
 
     ``system_prompt`` replaces seed 001's prompt; ``sleep`` replaces :func:`time.sleep` (and
     :func:`asyncio.sleep` in :meth:`asummarize`; an awaitable it returns is awaited there).

@@ -1,12 +1,12 @@
 """Completions over the real SDKs: OpenAI (Chat Completions and Responses) and Anthropic.
 
-Each function takes a client and returns a :data:`~synopsis.summarizers.completion.Completion`
+Each function takes a client and returns a :data:`~synopsis.summarizers.llm.completion.Completion`
 for :class:`~synopsis.summarizers.llm.LLMSummarizer`: a sync callable for ``OpenAI`` /
 ``Anthropic``, an async one for ``AsyncOpenAI`` / ``AsyncAnthropic``::
 
     from openai import OpenAI
     from synopsis.summarizers import LLMSummarizer
-    from synopsis.summarizers.clients import openai_chat_completion
+    from synopsis.summarizers.llm.clients import openai_chat_completion
 
     summarizer = LLMSummarizer(
         openai_chat_completion(OpenAI(max_retries=0)), models=["gpt-4.1-mini"]
@@ -21,7 +21,7 @@ summarizer's retry policy is the only one that runs.
 ``stream=True`` (``openai_chat_completion(client, stream=True)``, and so on) asks for the answer
 as server-sent events, with ``stream_options.include_usage`` for Chat Completions so that the
 usage arrives too, and puts the text deltas and the usage report together into the
-:class:`~synopsis.summarizers.completion.CompletionResponse` the whole answer would give. A
+:class:`~synopsis.summarizers.llm.completion.CompletionResponse` the whole answer would give. A
 stream that breaks off is a retryable ``TransportError``: a connection that drops or a read that
 times out mid-stream, an error event from the provider, or a body that ends before the
 provider's last event (a ``finish_reason``, ``response.completed``, ``message_stop``).
@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from synopsis.formats import FormatName, encode
 from synopsis.messages import thaw
-from synopsis.summarizers.asking import (
+from synopsis.summarizers.llm.asking import (
     AsyncCompletion,
     Endpoint,
     Failures,
@@ -59,8 +59,8 @@ from synopsis.summarizers.asking import (
     missing,
     unfinished,
 )
-from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
-from synopsis.summarizers.dialects import Dialect, strict_messages
+from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.dialects import Dialect, strict_messages
 from synopsis.summarizers.records import Usage
 
 if TYPE_CHECKING:

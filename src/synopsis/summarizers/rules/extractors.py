@@ -1,7 +1,7 @@
 """Per-tool extractors: what one tool call and its result come down to in a summary.
 
-Each takes a :class:`~synopsis.summarizers.exchanges.ToolExchange` and returns
-:class:`~synopsis.summarizers.exchanges.ToolFacts`, rendered as one key point in the form of
+Each takes a :class:`~synopsis.summarizers.rules.exchanges.ToolExchange` and returns
+:class:`~synopsis.summarizers.rules.exchanges.ToolFacts`, rendered as one key point in the form of
 seed 003 (``[✓ read_file: File: a.py | Lines: 120]``). They are looked up by tool name, so
 agents that name their tools differently (``Read``, ``mcp__fs__read_file``) still get the
 right one.
@@ -14,7 +14,7 @@ import re
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from synopsis.summarizers.exchanges import (
+from synopsis.summarizers.rules.exchanges import (
     PATH_KEYS,
     Extractor,
     Status,
