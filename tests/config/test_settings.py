@@ -10,7 +10,8 @@ from hypothesis import given, reject
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from synopsis._settings_text import (
+from synopsis.config import Settings
+from synopsis.config.text import (
     explain,
     normalize_keep,
     normalize_trigger,
@@ -19,7 +20,6 @@ from synopsis._settings_text import (
     toml_value,
     trigger_fraction,
 )
-from synopsis.config import Settings
 from synopsis.errors import ConfigurationError
 from synopsis.formats import FORMATS
 from synopsis.planning import (
@@ -785,7 +785,7 @@ def test_the_configuration_page_is_up_to_date() -> None:
     import importlib.util  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     spec = importlib.util.spec_from_file_location(
         "gen_config_doc", root / "scripts" / "gen_config_doc.py"
     )

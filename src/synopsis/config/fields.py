@@ -20,7 +20,7 @@ from pydantic import (
     field_validator,
 )
 
-from synopsis._settings_text import normalize_keep, normalize_trigger
+from synopsis.config.text import normalize_keep, normalize_trigger
 from synopsis.formats import FormatName  # noqa: TC001 - pydantic reads it at runtime
 from synopsis.validation.profiles import PROFILES
 

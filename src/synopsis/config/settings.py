@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Union, cast, get_args, get_origi
 
 from pydantic import ValidationError, model_validator
 
-from synopsis._settings_fields import SettingsFields
-from synopsis._settings_text import (
+from synopsis.config.fields import SettingsFields
+from synopsis.config.text import (
     Problems,
     explain,
     parse_keep,
