@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, cast
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from synopsis.compaction import Compactor
 from synopsis.compaction.incremental import additive
 from synopsis.errors import BudgetUnreachableError
-from synopsis.formats import decode, wire_items
+from synopsis.formats import body_system, decode, wire_items
 from synopsis.messages import (
     MediaPart,
     Message,
@@ -28,19 +27,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from synopsis.compaction import CompactionResult
+    from synopsis.compaction.compactor import SystemPrompt
     from synopsis.compaction.setup import Setup
     from synopsis.formats import FormatName
 
 __all__ = ["ReplayReport", "Shown", "Turn", "replay"]
 
 SESSION = "replay"
-
-# Where a request body holds its system prompt apart from the items, read as decode() reads
-# it (for Gemini the later key wins).
-_SYSTEM_KEYS: dict[str, tuple[str, ...]] = {
-    "anthropic": ("system",),
-    "gemini": ("systemInstruction", "system_instruction"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,16 +304,6 @@ def _detailed(
     )
 
 
-def _split(data: object, fmt: FormatName, system: object) -> tuple[list[Any], object]:
-    """The items of ``data`` (a list, or a request body as ``compact`` takes it) and the
-    system prompt the body holds apart from them."""
-    if not isinstance(data, Mapping):
-        return list(cast("Sequence[Any]", data)), system
-    for key in _SYSTEM_KEYS.get(fmt, ()):
-        system = data.get(key, system)
-    return list(wire_items(data, fmt)), system
-
-
 def _system_alone(setup: Setup, history: list[Any], fmt: FormatName, system: object) -> bool:
     """Whether the system prompt alone takes all the window leaves after the reserve: the
     test the compactor makes before it gives up, so that no later turn can fit either."""
@@ -360,7 +343,7 @@ def replay(
     items: object,
     *,
     fmt: FormatName | None = None,
-    system: object = None,
+    system: SystemPrompt = None,
     progress: Callable[[int, int], None] | None = None,
     **compactor_options: Any,  # noqa: ANN401 - Compactor validates each option
 ) -> ReplayReport:
@@ -380,7 +363,8 @@ def replay(
     setup = compactor.setup
     # Decoding the whole input first refuses what compact would refuse, before any turn.
     fmt = decode(items, fmt, system=system).format
-    wire, system = _split(items, fmt, system)
+    wire = list(wire_items(items, fmt))
+    prompt = body_system(items, fmt, system)  # a request body's own, else the one given
     report = ReplayReport(
         model=compactor.settings.model,
         window=setup.window,
@@ -389,15 +373,16 @@ def replay(
         items=len(wire),
     )
     history: list[Any] = []
-    without_synopsis = _Without(setup, wire, fmt, system)
+    without_synopsis = _Without(setup, wire, fmt, prompt)
     for index, item in enumerate(wire):
         history.append(item)
         without = without_synopsis.tokens(index + 1)
         try:
-            result = compactor.compact(history, system=system, format=fmt)
+            # The prompt is JSON read from the file or handed back by compact: compact checks it.
+            result = compactor.compact(history, system=cast("SystemPrompt", prompt), format=fmt)
         except BudgetUnreachableError as error:
             report.unreachable = f"turn {index}: {error}"
-            if _system_alone(setup, history, fmt, system):
+            if _system_alone(setup, history, fmt, prompt):
                 report.window_error = error
             break
         record = result.record if result.compacted else None
@@ -415,10 +400,10 @@ def replay(
         )
         # Only a compaction pays for the detail: most turns skip, and they must stay cheap.
         if result.compacted:
-            turn = _detailed(turn, compactor, result, history, fmt=fmt, system=system)
+            turn = _detailed(turn, compactor, result, history, fmt=fmt, system=prompt)
         report.turns.append(turn)
         history = list(result.messages)
-        system = result.system if result.system is not None else system
+        prompt = result.system if result.system is not None else prompt
         if progress is not None:
             progress(index + 1, len(wire))
     return report

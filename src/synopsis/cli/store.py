@@ -27,10 +27,9 @@ from synopsis.cli.common import (
     warnings_to_stderr,
 )
 from synopsis.compaction import Compactor
-from synopsis.formats import wire_items
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
-from synopsis.formats import FORMATS, PROFILE_OF_FORMAT
+from synopsis.formats import FORMATS, PROFILE_OF_FORMAT, wire_items
 from synopsis.stores import SQLiteStore, export_markdown
 from synopsis.stores._query import MARK
 from synopsis.summarizers import render
