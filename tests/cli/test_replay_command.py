@@ -6,15 +6,12 @@ from __future__ import annotations
 import html
 import json
 import re
-import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from synopsis.cli import main
-from synopsis.cli.common import UsageError
 from synopsis.cli.replay import replay
-from synopsis.cli.report import plot_bytes, write_html
 from tests.cli.helpers import AIDER, CODEX, lines
 
 if TYPE_CHECKING:
@@ -30,7 +27,6 @@ def replayed(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 
 def test_json_png_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("matplotlib")
     png, page = tmp_path / "x.png", tmp_path / "r.html"
     out = replayed(
         capsys, str(AIDER), "--model", "gpt-4o", "--window", "1500",
@@ -57,13 +53,15 @@ def test_json_png_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_text_report_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("matplotlib")
     svg = tmp_path / "x.svg"
     out = replayed(capsys, str(AIDER), "--model", "gpt-4o", "--window", "1500", "--plot", str(svg))
     assert "20 messages replayed" in out
     assert "<svg" in svg.read_text()
     report = replay(lines(AIDER), model="gpt-4o", context_window=1500)
     assert report.compactions
+    # The plot's title names the file and the tokens saved (the SVG keeps each text in a comment).
+    said = f"aider-census.jsonl — gpt-4o, 1,500-token window: {report.saved_share:.1%} of tokens"
+    assert said in svg.read_text()
     title = f"{len(report.compactions)} compaction(s)"
     assert title in [line.strip() for line in out.splitlines()]
     header = ("turn", "tokens", "window", "summarized", "kept", "recallable", "reason")
@@ -210,21 +208,3 @@ def test_replay_reads_every_request_body_that_inspect_and_compact_read(
     last = replayed["turns"][-1]
     assert last["tokens_without"] == inspected["total_tokens"] == compacted["tokens_before"]
     assert replayed["completed"]
-
-
-def test_plot_without_compactions_or_token_trigger(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    report = replay(items, trigger="messages:100")
-    assert report.trigger_tokens is None
-    assert plot_bytes(report, "svg").lstrip().startswith(b"<?xml")
-    page = tmp_path / "r.html"
-    write_html(report, page, title="empty")
-    assert "<p>none</p>" in page.read_text()
-
-
-def test_plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    report = replay([{"role": "user", "content": "hi"}])
-    with pytest.raises(UsageError, match=r'pip install "synopsis\[report\]"'):
-        plot_bytes(report, "png")

@@ -6,12 +6,15 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 
+from synopsis.cli.common import UsageError
 from synopsis.cli.replay import ReplayReport, Shown, Turn, replay
-from synopsis.cli.report import SHOWN_CHARS, ranges, write_html
+from synopsis.cli.report import SHOWN_CHARS, figure, plot_bytes, plot_title, ranges, write_html
 from tests.cli.helpers import TRANSCRIPTS, lines
 
 if TYPE_CHECKING:
@@ -210,3 +213,79 @@ def test_edge_cases_of_a_compaction(tmp_path: Path) -> None:
     assert "Nothing was offloaded" in section(page, 2)["Recall"]
     assert "over &lt;the&gt; trigger" in page
     assert "<the>" not in page
+
+
+def test_plot_without_compactions_or_token_trigger(tmp_path: Path) -> None:
+    items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    report = replay(items, trigger="messages:100")
+    assert report.trigger_tokens is None
+    assert plot_bytes(report, "svg").lstrip().startswith(b"<?xml")
+    page = tmp_path / "r.html"
+    write_html(report, page, title="empty")
+    assert "<p>none</p>" in page.read_text()
+
+
+def test_plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    report = replay([{"role": "user", "content": "hi"}])
+    with pytest.raises(UsageError, match=r'pip install "synopsis\[report\]"'):
+        plot_bytes(report, "png")
+
+
+def test_the_plot_names_the_transcript_and_the_tokens_saved(
+    demo: tuple[ReplayReport, str],
+) -> None:
+    report, _ = demo
+    drawn = figure(report, source="codex-compaction-config-change.jsonl")
+    assert drawn.get_suptitle() == (
+        f"codex-compaction-config-change.jsonl — gpt-5, 32,000-token window: "
+        f"{report.saved_share:.1%} of tokens saved"
+    )
+    (axes,) = drawn.axes
+    emergencies = sum(t.code == "emergency" for t in report.compactions)
+    assert axes.get_title() == (
+        f"{report.tokens_with:,} tokens sent instead of {report.tokens_without:,} over "
+        f"{len(report.turns)} turns; {len(report.compactions)} compaction(s), "
+        f"{emergencies} of them in an emergency"
+    )
+
+
+def test_the_plot_marks_emergencies_apart_and_keeps_its_legend_off_the_data(
+    demo: tuple[ReplayReport, str],
+) -> None:
+    report, _ = demo
+    drawn = figure(report)
+    (axes,) = drawn.axes
+    emergency = [t for t in report.compactions if t.code == "emergency"]
+    regular = [t for t in report.compactions if t.code != "emergency"]
+    assert emergency  # the demo session overflows its window more than once
+    assert regular
+    alarm, usual = f"emergency compaction ({len(emergency)})", f"compaction ({len(regular)})"
+    marks = {c.get_label(): c for c in axes.collections}
+    assert set(marks) == {alarm, usual}
+    where = {label: np.asarray(mark.get_offsets()).tolist() for label, mark in marks.items()}
+    assert where[alarm] == [[t.index, t.tokens_after] for t in emergency]
+    assert where[usual] == [[t.index, t.tokens_after] for t in regular]
+    assert not np.array_equal(marks[alarm].get_facecolor(), marks[usual].get_facecolor())
+    # One legend, the figure's, naming both kinds of mark, and wholly below the axes.
+    assert axes.get_legend() is None
+    (legend,) = drawn.legends
+    assert set(marks) <= {text.get_text() for text in legend.get_texts()}
+    drawn.draw_without_rendering()
+    assert legend.get_window_extent().y1 <= axes.get_window_extent().y0
+
+
+def test_the_plot_of_a_replay_that_stopped_says_where() -> None:
+    report = ReplayReport(
+        model=None,
+        window=1000,
+        reserve=100,
+        trigger_tokens=800,
+        items=3,
+        unreachable="turn 0: nothing fits",
+    )
+    assert plot_title(report) == (
+        "synopsis replay — default model, 1,000-token window: 0.0% of tokens saved"
+    )
+    (axes,) = figure(report).axes
+    assert axes.get_title().endswith("; turn 0: nothing fits")

@@ -105,10 +105,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if report.window_error is not None:
         # As compact says it: a report of the turns before would read as a result.
         raise UsageError(str(report.window_error))
+    source = Path(args.file).name
     if args.plot is not None:
-        rendering.plot(report, args.plot)
+        rendering.plot(report, args.plot, source=source)
     if args.html is not None:
-        rendering.write_html(report, args.html, title=f"synopsis replay of {args.file}")
+        title = f"synopsis replay of {args.file}"
+        rendering.write_html(report, args.html, title=title, source=source)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -14,9 +14,21 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from matplotlib.figure import Figure
+
     from synopsis.cli.replay import ReplayReport, Shown, Turn
 
-__all__ = ["SHOWN_CHARS", "plot", "plot_bytes", "plot_kind", "ranges", "window_share", "write_html"]
+__all__ = [
+    "SHOWN_CHARS",
+    "figure",
+    "plot",
+    "plot_bytes",
+    "plot_kind",
+    "plot_title",
+    "ranges",
+    "window_share",
+    "write_html",
+]
 
 _KINDS = {".png": "png", ".svg": "svg"}
 
@@ -29,21 +41,59 @@ def plot_kind(path: Path) -> str:
     return kind
 
 
-def plot_bytes(report: ReplayReport, kind: str) -> bytes:
-    """The plot as ``png`` or ``svg`` bytes: context tokens per turn before and after
-    compaction, the window and trigger lines, and each compaction marked."""
+def _matplotlib() -> None:
+    """Make sure matplotlib (the ``report`` extra) is there, drawing off screen."""
     try:
         import matplotlib  # noqa: PLC0415 - an optional extra
-
-        matplotlib.use("Agg")
-        from matplotlib.figure import Figure  # noqa: PLC0415
     except ImportError:
         raise UsageError('plotting needs matplotlib: pip install "synopsis[report]"') from None
-    figure = Figure(figsize=(10, 5))
-    axes = figure.add_subplot()
+    matplotlib.use("Agg")
+
+
+def plot_title(report: ReplayReport, source: str | None = None) -> str:
+    """What the plot says first: the transcript, the model and window, and the tokens saved."""
+    model = report.model or "default model"
+    return (
+        f"{source or 'synopsis replay'} — {model}, {report.window:,}-token window: "
+        f"{report.saved_share:.1%} of tokens saved"
+    )
+
+
+def _subtitle(report: ReplayReport, emergencies: int) -> str:
+    done = len(report.compactions)
+    said = (
+        f"{report.tokens_with:,} tokens sent instead of {report.tokens_without:,} over "
+        f"{len(report.turns):,} turns; {done} compaction(s), {emergencies} of them in an emergency"
+    )
+    return f"{said}; {report.unreachable}" if report.unreachable is not None else said
+
+
+def figure(report: ReplayReport, *, source: str | None = None) -> Figure:
+    """The plot as a matplotlib figure: context tokens per turn before and after compaction,
+    the window and trigger lines, each compaction marked where it landed (an emergency apart
+    from the rest), and the legend below the axes, clear of the data. ``source`` names the
+    transcript in the title."""
+    _matplotlib()
+    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.ticker import StrMethodFormatter  # noqa: PLC0415
+
+    drawn = Figure(figsize=(10, 6), layout="constrained")
+    axes = drawn.add_subplot()
     turns = [t.index for t in report.turns]
-    axes.plot(turns, [t.tokens_before for t in report.turns], label="before compaction")
-    axes.plot(turns, [t.tokens_after for t in report.turns], label="after compaction")
+    axes.plot(
+        turns,
+        [t.tokens_before for t in report.turns],
+        color="0.6",
+        linewidth=1,
+        label="context before compaction",
+    )
+    axes.plot(
+        turns,
+        [t.tokens_after for t in report.turns],
+        color="tab:blue",
+        linewidth=1.6,
+        label="context sent (after compaction)",
+    )
     axes.axhline(report.window, color="red", linestyle="--", label=f"window {report.window:,}")
     if report.trigger_tokens is not None:
         axes.axhline(
@@ -52,32 +102,55 @@ def plot_bytes(report: ReplayReport, kind: str) -> bytes:
             linestyle=":",
             label=f"trigger {report.trigger_tokens:,}",
         )
-    done = report.compactions
-    if done:
+    emergency = [t for t in report.compactions if t.code == "emergency"]
+    regular = [t for t in report.compactions if t.code != "emergency"]
+    if regular:
         axes.scatter(
-            [t.index for t in done],
-            [t.tokens_after for t in done],
+            [t.index for t in regular],
+            [t.tokens_after for t in regular],
             marker="v",
+            s=48,
             color="green",
             zorder=3,
-            label=f"compaction ({len(done)})",
+            label=f"compaction ({len(regular)})",
+        )
+    if emergency:
+        axes.scatter(
+            [t.index for t in emergency],
+            [t.tokens_after for t in emergency],
+            marker="X",
+            s=80,
+            color="crimson",
+            edgecolors="black",
+            linewidths=0.6,
+            zorder=4,
+            label=f"emergency compaction ({len(emergency)})",
         )
     axes.set_xlabel("turn (input message)")
     axes.set_ylabel("context tokens")
-    axes.set_title(f"synopsis replay: {report.model or 'default model'}")
-    axes.legend(loc="upper left")
+    axes.set_ylim(bottom=0)
+    axes.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    axes.set_title(_subtitle(report, len(emergency)), fontsize="medium")
+    drawn.suptitle(plot_title(report, source), fontweight="bold")
+    # Below the axes, so that no line or mark of the early turns hides behind it.
+    drawn.legend(loc="outside lower center", ncols=3, frameon=False)
+    return drawn
+
+
+def plot_bytes(report: ReplayReport, kind: str, *, source: str | None = None) -> bytes:
+    """:func:`figure` as ``png`` or ``svg`` bytes."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=kind)
+    figure(report, source=source).savefig(buffer, format=kind)
     return buffer.getvalue()
 
 
-def plot(report: ReplayReport, path: Path) -> None:
+def plot(report: ReplayReport, path: Path, *, source: str | None = None) -> None:
     """The plot written to ``path`` (``.png`` or ``.svg``)."""
-    path.write_bytes(plot_bytes(report, plot_kind(path)))
+    path.write_bytes(plot_bytes(report, plot_kind(path), source=source))
 
 
-def _figure(report: ReplayReport, kind: str) -> str:
-    data = plot_bytes(report, kind)
+def _figure(report: ReplayReport, kind: str, source: str | None) -> str:
+    data = plot_bytes(report, kind, source=source)
     if kind == "svg":
         text = data.decode("utf-8")
         return text[text.find("<svg") :]
@@ -281,7 +354,14 @@ def _table(report: ReplayReport) -> str:
     return f"<table>{head}{rows}</table>"
 
 
-def write_html(report: ReplayReport, path: Path, *, title: str, image: str = "svg") -> None:
+def write_html(
+    report: ReplayReport,
+    path: Path,
+    *,
+    title: str,
+    image: str = "svg",
+    source: str | None = None,
+) -> None:
     """One self-contained HTML page: the plot inlined, the totals, a table of the compactions,
     then each compaction with the messages it summarized, its summary, the messages it kept
     and where the originals can be recalled. Every text from the session is escaped."""
@@ -294,7 +374,7 @@ def write_html(report: ReplayReport, path: Path, *, title: str, image: str = "sv
     page = (
         f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{e(title)}</title>'
         f"<style>{_STYLE}</style></head><body><h1>{e(title)}</h1>"
-        f"{_figure(report, image)}<h2>Totals</h2><table>{totals}</table>"
+        f"{_figure(report, image, source)}<h2>Totals</h2><table>{totals}</table>"
         f"<h2>Compactions</h2>{compactions}</body></html>\n"
     )
     path.write_text(page, encoding="utf-8")
