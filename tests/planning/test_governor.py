@@ -158,9 +158,9 @@ def test_after_no_progress_even_an_emergency_waits_for_new_messages() -> None:
 def test_stopping_between_reset_and_trigger_disarms_until_the_cooldown() -> None:
     state, stuck = record_compaction(GovernorState(), at(0.75, 20))
     assert not stuck
-    assert not state.armed
+    assert not state.stuck
     d = decide(at(0.85, 24), state=state)
-    assert d.compact  # seed 001: re-armed by enough new messages
+    assert d.compact  # re-armed by enough new messages
     assert decide(at(0.85, 22), state=state).code == "cooldown"
 
 
@@ -174,19 +174,60 @@ def test_disabled_means_no_even_in_an_emergency_but_force_means_yes() -> None:
 def test_no_progress_is_reported_and_does_not_loop() -> None:
     state, stuck = record_compaction(GovernorState(), at(0.85, 20))
     assert stuck
-    assert not state.armed
+    assert state.stuck
     later = decide(at(0.9, 40), state=state)
     assert (later.compact, later.code) == (False, "no-progress")
+    # Under the trigger but not under the reset ratio: still held.
+    assert decide(at(0.75, 40), state=state).state.stuck
     # Usage falling below the reset ratio re-arms it.
     calm = decide(at(0.65, 41), state=later.state)
-    assert calm.state.armed
+    assert not calm.state.stuck
     assert decide(at(0.85, 45), state=calm.state).compact
 
 
-def test_progress_keeps_it_armed() -> None:
+# A trigger whose line lies under the reset ratio (70% of the window): by tokens, by messages
+# or a small share. The last compaction could not get under it (its kept tail alone is
+# larger), so compacting the same history again after every cooldown would loop.
+LOW_TRIGGERS = [
+    (Trigger.tokens(3_000), Measure(2_900, 40, WINDOW)),
+    (Trigger.messages(30), Measure(3_500, 29, WINDOW)),
+    (Trigger.fraction(0.3), Measure(2_900, 40, WINDOW)),
+]
+
+
+@pytest.mark.parametrize(("trigger", "under"), LOW_TRIGGERS, ids=["tokens", "messages", "share"])
+def test_no_progress_holds_under_a_trigger_below_the_reset_ratio(
+    trigger: Trigger, under: Measure
+) -> None:
+    state, stuck = record_compaction(GovernorState(), Measure(3_500, 32, WINDOW), trigger=trigger)
+    assert stuck
+    codes = []
+    for extra in range(1, 21):
+        d = decide(Measure(3_500 + 50 * extra, 32 + extra, WINDOW), state=state, trigger=trigger)
+        assert d.state.stuck
+        codes.append(d.code)
+        state = d.state
+    assert codes == ["cooldown"] * 3 + ["no-progress"] * 17
+    # The emergency still gives way once the cooldown's messages are in.
+    assert decide(Measure(WINDOW, 60, WINDOW), state=state, trigger=trigger).code == "emergency"
+    # A history under the trigger (and the reset ratio) re-arms it.
+    calm = decide(under, state=state, trigger=trigger)
+    assert not calm.state.stuck
+    grown = decide(Measure(3_600, 70, WINDOW), state=calm.state, trigger=trigger)
+    assert (grown.compact, grown.code) == (True, "triggered")
+
+
+def test_a_state_saved_with_the_retired_armed_flag_still_loads() -> None:
+    saved = {"compactions": 2, "length_after_last": 40, "armed": False, "stuck": True}
+    state = GovernorState.from_json(saved)
+    assert state == replace(GovernorState(), compactions=2, length_after_last=40, stuck=True)
+    assert "armed" not in state.to_json()
+
+
+def test_progress_leaves_it_armed() -> None:
     state, stuck = record_compaction(GovernorState(), at(0.5, 20))
     assert not stuck
-    assert state.armed
+    assert not state.stuck
     assert state.compactions == 1
 
 
@@ -273,7 +314,6 @@ def test_bad_configuration_is_refused_with_a_sentence(kwargs, match) -> None:
         GovernorState,
         compactions=st.integers(0, 100),
         length_after_last=st.none() | st.integers(0, 10_000),
-        armed=st.booleans(),
         stuck=st.booleans(),
         consecutive_failures=st.integers(0, 9),
         turn=st.none() | st.text(max_size=16),
@@ -288,7 +328,7 @@ def test_state_is_a_plain_value_with_a_json_round_trip(state) -> None:
     ("data", "match"),
     [
         ({"compactions": -1}, "compactions"),
-        ({"armed": "yes"}, "armed"),
+        ({"stuck": "yes"}, "stuck"),
         ({"stuck": 1}, "stuck"),
         ({"turn": 5}, "turn"),
         ({"length_after_last": "x"}, "length_after_last"),

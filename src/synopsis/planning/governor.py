@@ -7,11 +7,13 @@ Each check has a knob in :class:`GovernorConfig`, with the seeds' defaults:
 - *minimum messages* (12): short histories are left alone.
 - *cooldown* (4): after a compaction, that many new messages must arrive before the next one,
   counted on the history as it was after the compaction.
-- *hysteresis* (seed 001): a compaction aims for ``reset_ratio`` (70%) of the window. One that
-  stops above it disarms the trigger until usage falls below the reset ratio or the cooldown's
-  new messages arrive.
+- *hysteresis*: a compaction aims under ``reset_ratio`` (70%) of the window; one that stops
+  between that line and the trigger waits for the cooldown's new messages like any other.
 - *no progress*: a compaction that leaves the history still at or over the trigger is reported,
-  and the trigger stays disarmed until usage falls below the reset ratio: it cannot loop.
+  and the trigger stays disarmed until the history is under the trigger and under the reset
+  ratio again: it cannot loop. Both lines count, so that a trigger on tokens or messages set
+  below the reset ratio holds too (with only the reset ratio, such a trigger would be re-armed
+  at once and compact the same history again after every cooldown).
 - *emergency* (100% of the window): the next request would fail, so the cooldown gives way. The
   other guards hold; after a compaction that made no progress even an emergency waits for the
   cooldown's new messages, since the same input would give the same result.
@@ -124,13 +126,18 @@ class GovernorConfig:
         return Trigger.fraction(self.trigger_ratio)
 
 
+_RETIRED = frozenset({"armed"})
+"""Keys earlier versions saved and this one ignores: a session stored then still loads.
+``armed`` duplicated the cooldown (every state it held back was cooling anyway) and was
+never consulted."""
+
+
 @dataclass(frozen=True, slots=True)
 class GovernorState:
     """What the governor remembers between calls; ``to_json``/``from_json`` round-trip it."""
 
     compactions: int = 0
     length_after_last: int | None = None
-    armed: bool = True
     stuck: bool = False
     consecutive_failures: int = 0
     turn: str | None = None
@@ -142,19 +149,16 @@ class GovernorState:
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> GovernorState:
         known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
+        unknown = set(data) - known - _RETIRED
         if unknown:
             raise ConfigurationError(f"unknown governor state keys: {', '.join(sorted(unknown))}")
-        state = cls(**data)  # type: ignore[arg-type]
+        state = cls(**{k: v for k, v in data.items() if k in known})  # type: ignore[arg-type]
         for name in ("compactions", "consecutive_failures", "turn_compactions"):
             _whole(getattr(state, name), name, 0)
         if state.length_after_last is not None:
             _whole(state.length_after_last, "length_after_last", 0)
-        for flag in ("armed", "stuck"):
-            if not isinstance(getattr(state, flag), bool):
-                raise ConfigurationError(
-                    f"{flag} must be true or false, got {getattr(state, flag)!r}"
-                )
+        if not isinstance(state.stuck, bool):
+            raise ConfigurationError(f"stuck must be true or false, got {state.stuck!r}")
         if state.turn is not None and not isinstance(state.turn, str):
             raise ConfigurationError(f"turn must be a string or null, got {state.turn!r}")
         return state
@@ -209,11 +213,8 @@ def decide(
     since = state.messages_since(measure.messages)
     if turn is not None and turn != state.turn:
         state = replace(state, turn=turn, turn_compactions=0)
-    if not state.armed:
-        if measure.ratio < config.reset_ratio:
-            state = replace(state, armed=True, stuck=False)
-        elif not state.stuck and (since is None or since >= config.cooldown_messages):
-            state = replace(state, armed=True)
+    if state.stuck and measure.ratio < config.reset_ratio and not trigger.fires(measure):
+        state = replace(state, stuck=False)
     emergency = measure.ratio >= config.emergency_ratio
     usage = f"{measure.tokens:,} of {measure.window:,} tokens ({measure.ratio:.0%})"
 
@@ -298,7 +299,6 @@ def record_compaction(
         state,
         compactions=state.compactions + 1,
         length_after_last=after.messages,
-        armed=not stuck and after.ratio < config.reset_ratio,
         stuck=stuck,
         consecutive_failures=0,
         turn_compactions=state.turn_compactions + 1,
