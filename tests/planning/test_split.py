@@ -205,6 +205,18 @@ def test_user_turns_are_kept_newest_first_up_to_their_token_bound() -> None:
     assert not set(kept_users) & set(p.summarize)
 
 
+def test_a_user_turn_exactly_the_size_of_what_is_left_of_the_bound_is_kept() -> None:
+    # Two turns of 10 tokens under a bound of 20: the second fills the bound to the token,
+    # and a bound is inclusive ("up to"), so both are kept.
+    msgs = chat(6)
+    p = plan(msgs, ones(msgs), keep=Keep.messages(2), protect=Protect(user_turns_tokens=20))
+    assert p is not None
+    assert [i for i in p.head if i not in (0, 1)] == [7, 9]
+    one_short = plan(msgs, keep=Keep.messages(2), protect=Protect(user_turns_tokens=19))
+    assert one_short is not None
+    assert [i for i in one_short.head if i not in (0, 1)] == [9]
+
+
 def test_keep_by_tokens_and_by_fraction_of_the_window() -> None:
     msgs = chat(6)
     by_tokens = plan(msgs, keep=Keep.tokens(35))
