@@ -1,6 +1,10 @@
 """One compaction as a plan: normalise, decide, reduce, summarize in passes, rebuild, verify,
-record (DESIGN "The pipeline"). No I/O here: the summarizer and the store are effects that the
-drivers in :mod:`.compactor` carry out, blocking or awaiting, so both run the same steps.
+record. No I/O here: the summarizer and the store are effects (:mod:`.effects`) that the
+drivers in :mod:`.drivers` carry out, blocking or awaiting, so both run the same steps.
+
+The steps live beside it: :mod:`.opening` (normalise, read the session), :mod:`.shrink`
+(the cheap reductions), :mod:`.summarizing` (one summary pass), :mod:`.fitting` (valid and
+within the limit), :mod:`.rebuild` (the history for the provider).
 
 The input is never changed, and nothing is saved unless the whole compaction succeeded: the
 store write is the last step, one transaction, and a history whose originals were not saved is
@@ -18,9 +22,7 @@ from synopsis.compaction.budgets import (
     keep_for,
     refill,
     room_for,
-    squeeze,
     summary_budget_for,
-    summary_index,
     turn_start_tail,
 )
 from synopsis.compaction.effects import (
@@ -28,19 +30,16 @@ from synopsis.compaction.effects import (
     Outcome,
     SaveCompaction,
     SaveSession,
-    Summarize,
 )
-from synopsis.compaction.opening import chain, open_run, previous_record, problems
+from synopsis.compaction.fitting import fitted, unreachable, verify
+from synopsis.compaction.opening import open_run, previous_record, problems
 from synopsis.compaction.projection import recorded
-from synopsis.compaction.rebuild import finish, summary_for
 from synopsis.compaction.result import CompactionResult
-from synopsis.compaction.shrink import keep_reduced, reduce_cheaply, thin, trim
-from synopsis.compaction.state import LastSummary, Request, Run
+from synopsis.compaction.shrink import reduce_cheaply
+from synopsis.compaction.state import Request, Run
+from synopsis.compaction.summarizing import drive, offload_ref
 from synopsis.errors import (
-    BudgetUnreachableError,
-    ConversationError,
     StoreError,
-    SummarizerError,
 )
 from synopsis.events import (
     CompactionCompleted,
@@ -54,31 +53,26 @@ from synopsis.formats import body_system, encode, wire_items
 from synopsis.messages import (
     Message,
     Role,
-    content_hash,
     is_summary,
 )
 from synopsis.planning import (
     GovernorState,
-    Keep,
     check_savings,
     decide,
     iter_passes,
-    plan_split,
     record_compaction,
     record_failure,
     turn_key,
 )
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
-from synopsis.summarizers import SummaryRecord, Usage, render
-from synopsis.summarizers.coverage import covers_of
+from synopsis.summarizers import Usage, render
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
 
     from synopsis.compaction.prefix import Prefix
     from synopsis.compaction.setup import Setup
-    from synopsis.planning import Decision, Measure, PassResult, PassStep, SplitPlan
-    from synopsis.validation import Fix
+    from synopsis.planning import Decision, Measure, PassResult
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -188,121 +182,6 @@ def _skip_saving(run: Run, decision: Decision) -> Generator[Effect, Outcome, Com
     return _skip(run, decision)
 
 
-def _offload_ref(run: Run) -> str | None:
-    """Where the messages a summary stands for can be fetched: the session's whole offloaded
-    history so far (what this call added is at its end)."""
-    last = run.state.offset + len(run.stored)
-    if run.session_id is None or not run.setup.keeps_originals or last == 0:
-        return None
-    first = run.stored[0].position if run.stored else 0
-    return (
-        f'session "{run.session_id}", offloaded messages 0 to {last - 1}, this part from '
-        f"{first} (recall_history with start and stop, or a query)"
-    )
-
-
-def _chain_hashes(run: Run) -> Generator[Effect, Outcome, list[str]]:
-    """The content hashes of every message the session's summary chain covers, in order
-    (what this compaction summarized last)."""
-    stored = yield from chain(run)
-    return [h for record in (*stored, *run.records) for h in covers_of(record.covers).hashes]
-
-
-def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
-    """How many leading messages of ``cut`` the summary chain already covers (by content),
-    when it covers them all: a caller that sends its uncompacted history again (a retry, a
-    stateless proxy) gets the summary it already has, not a second one of the same prefix."""
-    # A chain longer than the cut compares unequal with the cut's hashes: nothing covered.
-    hashes = [content_hash(m) for m in cut[: len(chain)]]
-    return len(chain) if chain and hashes == list(chain) else 0
-
-
-def _summarize_step(
-    run: Run, plan: SplitPlan, cut: Sequence[Message], previous: SummaryRecord | None
-) -> Generator[Effect, Outcome, tuple[Message, SummaryRecord | None]]:
-    setup = run.setup
-    profile = setup.profile_for(run.format)
-    earlier = [m for m in cut if is_summary(m)]
-    if len(earlier) == len(cut) == 1:
-        # A pass whose cut is the last pass's summary alone would only summarize a summary.
-        return cut[0], previous
-    if previous is not None and earlier:
-        source = tuple(m for m in cut if not is_summary(m))
-    else:
-        covered = _covered(cut, (yield from _chain_hashes(run))) if previous is not None else 0
-        source, previous = (tuple(cut[covered:]), previous) if covered else (tuple(cut), None)
-    if previous is not None and not source:
-        # Nothing new: the summary the chain ends with stands for the cut as it is.
-        message = (
-            earlier[-1]
-            if earlier
-            else summary_for(
-                previous,
-                profile=profile,
-                role=setup.summary_role,
-                style=setup.summary_style,
-                offload_ref=_offload_ref(run),
-            )
-        )
-        return message, previous
-    budget = summary_budget_for(run, plan)
-    outcome = yield Summarize(source, previous, run.request.instructions, budget)
-    if isinstance(outcome, SummarizerError) and getattr(
-        setup.summarizer, "abort_on_failure", False
-    ):
-        # The summarizer was told not to fall back (abort_on_failure): neither do we.
-        raise outcome
-    if not isinstance(outcome, SummaryRecord):
-        reason = (
-            repr(outcome)
-            if isinstance(outcome, BaseException)
-            else (f"returned {type(outcome).__name__}, not a SummaryRecord")
-        )
-        run.emit(
-            SummarizerFellBack(
-                session_id=run.session_id,
-                model=setup.summarizer_name,
-                reason=reason,
-                fallback="rules",
-            )
-        )
-        outcome = setup.rules.summarize(
-            source, previous=previous, instructions=run.request.instructions, max_tokens=budget
-        )
-    record: SummaryRecord = outcome
-    run.usage.append(record.usage)
-    offset = run.state.offset + len(run.stored)
-    stored = (
-        run.originals.stored(
-            source,
-            session_id=run.session_id or "",
-            offset=offset,
-            compaction_id=record.id,
-            at=record.created_at,
-        )
-        if setup.keeps_originals
-        else []
-    )
-    run.stored += stored
-    run.records.append(record)
-    message = summary_for(
-        record,
-        profile=profile,
-        role=setup.summary_role,
-        style=setup.summary_style,
-        offload_ref=_offload_ref(run),
-    )
-    last = run.last
-    if last is not None and len(run.records) >= 2 and previous is run.records[-2]:
-        # A further pass updating this compaction's own record.
-        run.last = LastSummary(
-            message, source, previous, budget, (*last.sources, *source), last.base, last.made + 1
-        )
-    else:
-        run.last = LastSummary(message, source, previous, budget, source, previous)
-    return message, record
-
-
 def _save(run: Run, governor: GovernorState) -> Generator[Effect, Outcome, None]:
     if not (run.setup.has_store and run.session_id is not None):
         return
@@ -339,9 +218,6 @@ def govern(
         )
     return decision
 
-
-_Rebuilt: TypeAlias = "tuple[tuple[Message, ...], tuple[Fix, ...]]"
-"""What :func:`~.rebuild.finish` gives: the rebuilt history and the fixes it made."""
 
 Observer: TypeAlias = "Callable[[Run, Measure], None]"
 """Told the run and its size when a call ends in a skip of a history as the caller gave it,
@@ -411,103 +287,6 @@ def compaction(
     return result
 
 
-def _drive(
-    run: Run,
-    steps: Generator[PassStep, Sequence[Message], PassResult],
-    plan: SplitPlan,
-    cut: list[Message],
-    previous: SummaryRecord | None,
-) -> Generator[Effect, Outcome, PassResult]:
-    """Summarize each pass's cut until the pass loop is done."""
-    while True:
-        message, previous = yield from _summarize_step(run, plan, cut, previous)
-        try:
-            plan, cut = steps.send([message])
-        except StopIteration as stop:
-            result: PassResult = stop.value
-            run.gave_way = result.shrunk
-            return result
-
-
-def _last_pass(
-    run: Run, messages: tuple[Message, ...], previous: SummaryRecord | None
-) -> Generator[Effect, Outcome, tuple[Message, ...]]:
-    """One more pass when the passes left too much: the split that keeps the fewest messages
-    (down to ``min_tail_messages``) at any safe boundary, not only at the start of a turn,
-    since a long tool loop after the last user message is one turn."""
-    setup = run.setup
-    counts = [setup.counter.count_message(m) for m in messages]
-    plan = plan_split(
-        messages,
-        counts,
-        keep=Keep.messages(setup.governor.min_tail_messages),
-        threshold=1,
-        window=setup.window,
-        protect=setup.protect,
-        min_tail=setup.governor.min_tail_messages,
-    )
-    if plan is None or not any(not is_summary(messages[i]) for i in plan.summarize):
-        return messages
-    cut = [messages[i] for i in plan.summarize]
-    message, _ = yield from _summarize_step(run, plan, cut, previous)
-    run.gave_way = True
-    return plan.apply(messages, [message])
-
-
-def _unreachable(setup: Setup, tokens: int, limit: int, system: int) -> BudgetUnreachableError:
-    why = (
-        f"the system prompt alone takes {system:,}"
-        if system >= limit
-        else "the messages that must be kept (system prompt, protected and newest turns) "
-        "are too large"
-    )
-    return BudgetUnreachableError(
-        f"the history takes {tokens:,} tokens, over the {limit:,} the window leaves after "
-        f"{setup.reserve:,} reserved for the answer, and compaction cannot fix that: {why}"
-    )
-
-
-def _verify(
-    run: Run,
-    kept: tuple[Message, ...],
-    limit: int,
-    finished: _Rebuilt | None = None,
-) -> tuple[tuple[Message, ...], Measure]:
-    """The rebuilt history and its size, once it is valid for the provider and fits
-    ``limit`` (trimmed when it must be); otherwise the error that says why not.
-    ``finished`` is :func:`finish` of ``kept``, when the caller has it already."""
-    setup = run.setup
-    profile = setup.profile_for(run.format)
-    if profile.thinking_rules:
-        kept = thin(run, kept)
-        finished = None
-    if finished is None:
-        finished = finish(kept, profile, role=setup.summary_role)
-    final, fixes = finished
-    if run.measure(final).tokens > limit:
-        kept = trim(run, kept, limit)
-        final, fixes = finish(kept, profile, role=setup.summary_role)
-    over = run.measure(final).tokens - limit
-    index = summary_index(run, kept)
-    if over > 0 and index is not None:
-        kept = squeeze(run, kept, index, over, offload_ref=_offload_ref(run))
-        final, fixes = finish(kept, profile, role=setup.summary_role)
-    run.fixes += fixes
-    keep_reduced(run, kept)
-    after = run.measure(final)
-    if after.tokens > limit:
-        system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
-        raise _unreachable(setup, after.tokens, limit, system)
-    left = problems(final, profile)
-    if left:
-        raise ConversationError(
-            f"the compacted history breaks {left[0].rule}: {left[0].message}",
-            index=left[0].index,
-            rule=left[0].rule,
-        )
-    return final, after
-
-
 def _compacted_state(
     run: Run, decision: Decision, after: Measure, final: Sequence[Message]
 ) -> SessionState:
@@ -539,19 +318,6 @@ def _compacted_state(
     )
 
 
-def _fitted(
-    run: Run, kept: tuple[Message, ...], limit: int, previous: SummaryRecord | None
-) -> Generator[Effect, Outcome, tuple[tuple[Message, ...], _Rebuilt | None]]:
-    """``kept``, given one last pass when even rebuilt it does not fit ``limit``, and its
-    rebuild (:func:`finish`) while that is still the one to verify."""
-    setup = run.setup
-    finished = finish(kept, setup.profile_for(run.format), role=setup.summary_role)
-    if run.measure(finished[0]).tokens <= limit:
-        return kept, finished
-    head = run.records[-1] if run.records else previous
-    return (yield from _last_pass(run, kept, head)), None
-
-
 def _compact(
     run: Run, decision: Decision, before: Measure, started: float
 ) -> Generator[Effect, Outcome, CompactionResult]:
@@ -560,7 +326,7 @@ def _compact(
     system = sum(setup.counter.count_message(m) for m in run.messages if m.role is Role.SYSTEM)
     if system >= limit:
         # No summary can help: fail before paying for one.
-        raise _unreachable(setup, before.tokens, limit, system)
+        raise unreachable(setup, before.tokens, limit, system)
     current = reduce_cheaply(run, run.messages, before, emergency=decision.code == "emergency")
     previous = yield from previous_record(run)
     run.overhead = before.tokens - sum(setup.counter.count_message(m) for m in run.given)
@@ -605,17 +371,17 @@ def _compact(
             steps.close()
             return (yield from _skip_saving(run, checked))
         if checked.compact:
-            passes = yield from _drive(run, steps, first, cut, previous)
+            passes = yield from drive(run, steps, first, cut, previous)
         else:
             steps.close()  # too little to summarize, but the reductions are worth keeping
-    kept, finished = yield from _fitted(
+    kept, finished = yield from fitted(
         run, passes.messages if passes is not None else current, limit, previous
     )
     final, after = refill(
         run,
-        *_verify(run, kept, limit, finished),
+        *verify(run, kept, limit, finished),
         min(limit, before.tokens - 1),
-        offload_ref=_offload_ref(run),
+        offload_ref=offload_ref(run),
         valid=lambda history: not problems(history, setup.profile_for(run.format)),
     )
     if decision.code == "forced" and after.tokens >= before.tokens:

@@ -1,0 +1,98 @@
+"""The end of a compaction: the rebuilt history made valid for the provider and brought
+within the limit (one more pass, trimming, squeezing the summary), or the error that says
+why it cannot be.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeAlias
+
+from synopsis.compaction.budgets import squeeze, summary_index
+from synopsis.compaction.opening import problems
+from synopsis.compaction.rebuild import finish
+from synopsis.compaction.shrink import keep_reduced, thin, trim
+from synopsis.compaction.summarizing import last_pass, offload_ref
+from synopsis.errors import BudgetUnreachableError, ConversationError
+from synopsis.messages import Message, Role
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from synopsis.compaction.effects import Effect, Outcome
+    from synopsis.compaction.setup import Setup
+    from synopsis.compaction.state import Run
+    from synopsis.planning import Measure
+    from synopsis.summarizers import SummaryRecord
+    from synopsis.validation import Fix
+
+__all__ = ["fitted", "unreachable", "verify"]
+
+_Rebuilt: TypeAlias = "tuple[tuple[Message, ...], tuple[Fix, ...]]"
+"""What :func:`~.rebuild.finish` gives: the rebuilt history and the fixes it made."""
+
+
+def unreachable(setup: Setup, tokens: int, limit: int, system: int) -> BudgetUnreachableError:
+    why = (
+        f"the system prompt alone takes {system:,}"
+        if system >= limit
+        else "the messages that must be kept (system prompt, protected and newest turns) "
+        "are too large"
+    )
+    return BudgetUnreachableError(
+        f"the history takes {tokens:,} tokens, over the {limit:,} the window leaves after "
+        f"{setup.reserve:,} reserved for the answer, and compaction cannot fix that: {why}"
+    )
+
+
+def verify(
+    run: Run,
+    kept: tuple[Message, ...],
+    limit: int,
+    finished: _Rebuilt | None = None,
+) -> tuple[tuple[Message, ...], Measure]:
+    """The rebuilt history and its size, once it is valid for the provider and fits
+    ``limit`` (trimmed when it must be); otherwise the error that says why not.
+    ``finished`` is :func:`finish` of ``kept``, when the caller has it already."""
+    setup = run.setup
+    profile = setup.profile_for(run.format)
+    if profile.thinking_rules:
+        kept = thin(run, kept)
+        finished = None
+    if finished is None:
+        finished = finish(kept, profile, role=setup.summary_role)
+    final, fixes = finished
+    if run.measure(final).tokens > limit:
+        kept = trim(run, kept, limit)
+        final, fixes = finish(kept, profile, role=setup.summary_role)
+    over = run.measure(final).tokens - limit
+    index = summary_index(run, kept)
+    if over > 0 and index is not None:
+        kept = squeeze(run, kept, index, over, offload_ref=offload_ref(run))
+        final, fixes = finish(kept, profile, role=setup.summary_role)
+    run.fixes += fixes
+    keep_reduced(run, kept)
+    after = run.measure(final)
+    if after.tokens > limit:
+        system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
+        raise unreachable(setup, after.tokens, limit, system)
+    left = problems(final, profile)
+    if left:
+        raise ConversationError(
+            f"the compacted history breaks {left[0].rule}: {left[0].message}",
+            index=left[0].index,
+            rule=left[0].rule,
+        )
+    return final, after
+
+
+def fitted(
+    run: Run, kept: tuple[Message, ...], limit: int, previous: SummaryRecord | None
+) -> Generator[Effect, Outcome, tuple[tuple[Message, ...], _Rebuilt | None]]:
+    """``kept``, given one last pass when even rebuilt it does not fit ``limit``, and its
+    rebuild (:func:`finish`) while that is still the one to verify."""
+    setup = run.setup
+    finished = finish(kept, setup.profile_for(run.format), role=setup.summary_role)
+    if run.measure(finished[0]).tokens <= limit:
+        return kept, finished
+    head = run.records[-1] if run.records else previous
+    return (yield from last_pass(run, kept, head)), None
