@@ -181,3 +181,56 @@ def test_compact_left_unset_reads_the_environment(monkeypatch: pytest.MonkeyPatc
     ]
     with pytest.raises(synopsis.BudgetUnreachableError, match="over the 3,500"):
         synopsis.compact(history, force=True)
+
+
+TESTING = [
+    "OPERATIONS",
+    "CompletionAnswer",
+    "FailingStore",
+    "FixedCounter",
+    "ScriptedCompletion",
+    "ScriptedSummarizer",
+    "SummarizeCall",
+    "SummaryAnswer",
+    "assistant",
+    "conversation",
+    "system",
+    "tool_call",
+    "tool_result",
+    "user",
+]
+TESTING_SERVER = [
+    "PATHS",
+    "Event",
+    "FakeLLMServer",
+    "Picky",
+    "Recorded",
+    "Reply",
+    "anthropic_message",
+    "chat_completion",
+    "response",
+    "split",
+    "stream_events",
+]
+
+
+def test_testing_all_is_pinned() -> None:
+    import synopsis.testing as testing  # noqa: PLC0415 - the module under test
+    import synopsis.testing.server as server  # noqa: PLC0415
+
+    for module, pinned in ((testing, TESTING), (server, TESTING_SERVER)):
+        assert module.__all__ == pinned
+        for name in module.__all__:
+            assert hasattr(module, name), name
+
+
+def test_importing_synopsis_imports_no_test_doubles() -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = (
+        "import sys, synopsis, synopsis.summarizers, synopsis.stores; "
+        "print(sorted(m for m in sys.modules if m.startswith('synopsis.testing')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,9 +1,21 @@
 """A fake OpenAI- and Anthropic-compatible HTTP server: scripted answers, recorded requests.
 
+The real SDKs (``openai``, ``anthropic``) talk to it as they would to the provider, so a test
+covers everything between your code and the wire without a network or a key::
+
+    from synopsis.testing.server import FakeLLMServer, chat_completion
+
+    with FakeLLMServer() as server:
+        server.add(chat_completion("a summary"))
+        client = openai.OpenAI(api_key="test", base_url=server.base_url)
+        ...
+        assert server.requests[0].body["model"] == "gpt-4o-mini"
+
 Standard library only: a :class:`~http.server.ThreadingHTTPServer` on ``127.0.0.1`` (a free
 port) in a background thread. ``POST /v1/chat/completions``, ``/v1/responses`` and
-``/v1/messages`` each pop the next :class:`Reply` from the queue (``script``); with none left
-they answer 500. Every request is recorded (path, headers, JSON body) before it is answered.
+``/v1/messages`` each take the next :class:`Reply` of the script (``add``, ``error``); with
+none left they ask ``default``, if given, or answer 500. Every request is recorded (path,
+headers, JSON body) before it is answered.
 
 A request whose body has ``"stream": true`` gets a successful reply as server-sent events in
 that endpoint's own format, built from the scripted body (its text split into a few deltas;
@@ -23,14 +35,26 @@ import select
 import socket
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
+
+from synopsis.testing._wire import (
+    Event,
+    anthropic_message,
+    chat_completion,
+    cut_events,
+    response,
+    split,
+    stream_events,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
+    from types import TracebackType
 
 __all__ = [
+    "PATHS",
     "Event",
     "FakeLLMServer",
     "Picky",
@@ -44,6 +68,7 @@ __all__ = [
 ]
 
 PATHS = frozenset({"/v1/chat/completions", "/v1/responses", "/v1/messages"})
+"""The endpoints the server answers; any other path gets a 404."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +92,11 @@ class Reply:
 
 @dataclass(frozen=True)
 class Recorded:
+    """One request as the server received it: its path (without a query), its headers (names
+    in lower case) and its JSON body."""
+
     path: str
-    headers: dict[str, str]  # names in lower case
+    headers: dict[str, str]
     body: dict[str, Any]
 
 
@@ -206,217 +234,38 @@ def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-def chat_completion(text: str, *, model: str = "gpt-test", usage: bool = True) -> dict[str, Any]:
-    """A ``/v1/chat/completions`` answer whose message is ``text``."""
-    body: dict[str, Any] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": text},
-            }
-        ],
-    }
-    if usage:
-        body["usage"] = {
-            "prompt_tokens": 900,
-            "completion_tokens": 80,
-            "total_tokens": 980,
-            "prompt_tokens_details": {"cached_tokens": 100},
-            "completion_tokens_details": {"reasoning_tokens": 30},
-        }
-    return body
-
-
-def response(text: str, *, model: str = "gpt-test", usage: bool = True) -> dict[str, Any]:
-    """A ``/v1/responses`` answer whose output text is ``text``."""
-    body: dict[str, Any] = {
-        "id": "resp_1",
-        "object": "response",
-        "created_at": 1700000000,
-        "status": "completed",
-        "model": model,
-        "output": [
-            {
-                "type": "message",
-                "id": "msg_1",
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}],
-            }
-        ],
-        "parallel_tool_calls": False,
-        "tool_choice": "auto",
-        "tools": [],
-    }
-    if usage:
-        body["usage"] = {
-            "input_tokens": 900,
-            "input_tokens_details": {"cached_tokens": 100},
-            "output_tokens": 80,
-            "output_tokens_details": {"reasoning_tokens": 30},
-            "total_tokens": 980,
-        }
-    return body
-
-
-def anthropic_message(text: str, *, model: str = "claude-test") -> dict[str, Any]:
-    """A ``/v1/messages`` answer whose text block is ``text``."""
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": 800,
-            "output_tokens": 80,
-            "cache_read_input_tokens": 100,
-            "cache_creation_input_tokens": None,
-        },
-    }
-
-
-# -- streaming ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Event:
-    """One server-sent event: its ``event:`` name (None: a bare ``data:`` line), its data, and
-    whether it carries a piece of the answer's text (what ``Reply.cut_after`` counts)."""
-
-    name: str | None
-    data: dict[str, Any] | str
-    delta: bool = False
-
-    def encode(self) -> bytes:
-        data = self.data if isinstance(self.data, str) else json.dumps(self.data)
-        head = f"event: {self.name}\n" if self.name is not None else ""
-        return f"{head}data: {data}\n\n".encode()
-
-
-def split(text: str, pieces: int = 3) -> list[str]:
-    """``text`` in up to ``pieces`` consecutive, non-empty parts (none for an empty text)."""
-    size = max(1, -(-len(text) // pieces))
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _chat_events(body: dict[str, Any], request: dict[str, Any]) -> list[Event]:
-    """Chunks as ``/v1/chat/completions`` streams them: the role, the content deltas, the
-    finish reason, then (with ``stream_options.include_usage``) a usage chunk, then ``[DONE]``."""
-    include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-    head = {k: body[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    if include_usage:
-        head["usage"] = None
-
-    def chunk(choices: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-        return head | {"choices": choices} | fields
-
-    events: list[Event] = []
-    for choice in body["choices"]:
-        index, text = choice["index"], choice["message"]["content"] or ""
-        delta: dict[str, Any] = {"role": "assistant", "content": ""}
-        events.append(Event(None, chunk([{"index": index, "delta": delta}])))
-        for piece in split(text):
-            piece_choice = {"index": index, "delta": {"content": piece}, "finish_reason": None}
-            events.append(Event(None, chunk([piece_choice]), delta=True))
-        end = {"index": index, "delta": {}, "finish_reason": choice["finish_reason"]}
-        events.append(Event(None, chunk([end])))
-    if include_usage:
-        events.append(Event(None, chunk([], usage=body.get("usage"))))
-    return [*events, Event(None, "[DONE]")]
-
-
-def _responses_events(body: dict[str, Any]) -> list[Event]:
-    """Events as ``/v1/responses`` streams them, each with its ``sequence_number``: created,
-    in progress, per message its item and part, the text deltas and their ends, and the final
-    ``response.<status>`` event carrying the whole response."""
-    events: list[Event] = []
-
-    def event(name: str, data: dict[str, Any], *, delta: bool = False) -> None:
-        events.append(Event(name, {"type": name, "sequence_number": len(events), **data}, delta))
-
-    pending = body | {"status": "in_progress", "output": [], "usage": None}
-    event("response.created", {"response": pending})
-    event("response.in_progress", {"response": pending})
-    for out_index, item in enumerate(body["output"]):
-        added = item | {"status": "in_progress", "content": []}
-        event("response.output_item.added", {"output_index": out_index, "item": added})
-        for content_index, part in enumerate(item.get("content", [])):
-            at = {"item_id": item["id"], "output_index": out_index, "content_index": content_index}
-            event("response.content_part.added", at | {"part": part | {"text": ""}})
-            for text in split(part["text"]):
-                event(
-                    "response.output_text.delta", at | {"delta": text, "logprobs": []}, delta=True
-                )
-            event("response.output_text.done", at | {"text": part["text"], "logprobs": []})
-            event("response.content_part.done", at | {"part": part})
-        event("response.output_item.done", {"output_index": out_index, "item": item})
-    event(f"response.{body['status']}", {"response": body})
-    return events
-
-
-def _anthropic_events(body: dict[str, Any]) -> list[Event]:
-    """Events as ``/v1/messages`` streams them: ``message_start`` (the input usage and one
-    output token), a ping, per text block its start, deltas and stop, ``message_delta`` (the
-    stop reason and the output tokens) and ``message_stop``."""
-    events: list[Event] = []
-
-    def event(name: str, data: dict[str, Any] | None = None, *, delta: bool = False) -> None:
-        events.append(Event(name, {"type": name, **(data or {})}, delta))
-
-    usage = body["usage"]
-    empty: dict[str, Any] = {"content": [], "stop_reason": None, "stop_sequence": None}
-    event("message_start", {"message": body | empty | {"usage": usage | {"output_tokens": 1}}})
-    event("ping")
-    for index, block in enumerate(body["content"]):
-        event("content_block_start", {"index": index, "content_block": block | {"text": ""}})
-        for text in split(block["text"]):
-            piece = {"type": "text_delta", "text": text}
-            event("content_block_delta", {"index": index, "delta": piece}, delta=True)
-        event("content_block_stop", {"index": index})
-    stop = {"stop_reason": body["stop_reason"], "stop_sequence": body["stop_sequence"]}
-    event("message_delta", {"delta": stop, "usage": {"output_tokens": usage["output_tokens"]}})
-    event("message_stop")
-    return events
-
-
-def stream_events(path: str, body: dict[str, Any], request: dict[str, Any]) -> list[Event]:
-    """The events that stream ``body`` (a scripted answer for ``path``) to ``request``."""
-    if path == "/v1/chat/completions":
-        return _chat_events(body, request)
-    if path == "/v1/responses":
-        return _responses_events(body)
-    return _anthropic_events(body)
-
-
-def _sent(events: list[Event], cut_after: int | None) -> Iterator[Event]:
-    """The events up to the cut: all of them, or those before the delta after the last one."""
-    deltas = 0
-    for event in events:
-        if cut_after is not None and event.delta:
-            if deltas == cut_after:
-                return
-            deltas += 1
-        yield event
-
-
-@dataclass
 class FakeLLMServer:
-    """Start with :meth:`start`, stop with :meth:`stop`; ``base_url`` ends in ``/v1``."""
+    """The fake server. Use it as a context manager (``with FakeLLMServer() as server:``), or
+    call :meth:`start` and :meth:`stop`. ``base_url`` (ending in ``/v1``) is what an OpenAI
+    client takes; ``root`` (without it) is what an Anthropic client takes.
 
-    script: deque[Reply] = field(default_factory=deque)
-    requests: list[Recorded] = field(default_factory=list)
-    picky: Picky = field(default_factory=Picky)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    Args:
+        picky: what the server refuses, as servers of local models do (see :class:`Picky`).
+            Settable at any time.
+        default: answers a request when the script is empty (a function of the recorded
+            request, to answer from what was asked); without it, such a request gets a 500.
+
+    ``script`` holds the replies still to send, in order; ``requests`` every request received,
+    in order (clear it between phases of a test).
+    """
+
+    def __init__(
+        self,
+        *,
+        picky: Picky | None = None,
+        default: Callable[[Recorded], Reply] | None = None,
+    ) -> None:
+        self.script: deque[Reply] = deque()
+        self.requests: list[Recorded] = []
+        self.picky = picky or Picky()
+        self.default = default
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._server is not None else "not started"
+        return f"FakeLLMServer({where}, {len(self.script)} scripted, {len(self.requests)} received)"
 
     def add(
         self,
@@ -429,22 +278,29 @@ class FakeLLMServer:
         chunk_delay: float = 0.0,
         rewrite: Callable[[list[Event]], list[Event]] | None = None,
     ) -> None:
+        """Script the next reply: ``body`` with ``status`` (see :class:`Reply` for the rest)."""
         self.script.append(Reply(body, status, delay, cut_after, cut_cleanly, chunk_delay, rewrite))
 
     def error(self, status: int, message: str = "scripted failure", *, delay: float = 0.0) -> None:
+        """Script an error reply: ``status`` with a JSON error body carrying ``message``."""
         self.add({"error": {"type": "error", "message": message}}, status=status, delay=delay)
 
     @property
     def root(self) -> str:
-        assert self._server is not None, "server not started"
+        """``http://127.0.0.1:<port>``."""
+        if self._server is None:
+            raise RuntimeError("the fake server is not started")
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
     @property
     def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``."""
         return f"{self.root}/v1"
 
-    def _next(self, recorded: Recorded) -> Reply:
+    def _reply_to(self, recorded: Recorded) -> Reply:
+        """Record a request and choose its reply: a refusal (``picky``), else the next scripted
+        reply, else ``default``'s, else a 500. Called by the request's handler thread."""
         with self._lock:
             self.requests.append(recorded)
             refused = self.picky.refusal(recorded.body)
@@ -452,83 +308,15 @@ class FakeLLMServer:
                 return Reply(refused[1], refused[0])
             if self.script:
                 return self.script.popleft()
+        if self.default is not None:
+            return self.default(recorded)
         return Reply({"error": {"type": "error", "message": "no scripted reply left"}}, 500)
 
-    def start(self) -> FakeLLMServer:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Quiet: the tests read ``requests`` instead."""
-
-            def handle(self) -> None:
-                # a client that hangs up with a stream unread resets the connection
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    super().handle()
-
-            def _send(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                # The client may have given up already (a timeout test).
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(data)
-
-            def _wait(self, seconds: float) -> bool:
-                """Wait ``seconds``, or less if the client hangs up (a timeout test): then the
-                answer is False, and this thread is free to end without keeping
-                :meth:`FakeLLMServer.stop` waiting."""
-                readable, _, _ = select.select([self.connection], [], [], seconds)
-                with contextlib.suppress(OSError):
-                    return not readable or self.connection.recv(1, socket.MSG_PEEK) != b""
-                return False
-
-            def _stream(self, events: list[Event], reply: Reply) -> None:
-                """Server-sent events in a chunked body; a cut drops the connection before the
-                last chunk, unless ``cut_cleanly`` ends the body there."""
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                try:
-                    for event in _sent(events, reply.cut_after):
-                        if reply.chunk_delay and not self._wait(reply.chunk_delay):
-                            return
-                        data = event.encode()
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                        self.wfile.flush()
-                    if reply.cut_after is None or reply.cut_cleanly:
-                        self.wfile.write(b"0\r\n\r\n")
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test)
-                # after a cut, the connection closes with the body unfinished
-                self.close_connection = reply.cut_after is not None and not reply.cut_cleanly
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                path = self.path.split("?", 1)[0]
-                if path not in PATHS:
-                    self._send(404, {"error": {"type": "not_found", "message": path}})
-                    return
-                body = json.loads(raw or b"{}")
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = fake._next(Recorded(path, headers, body))
-                if reply.delay and not self._wait(reply.delay):
-                    return
-                if body.get("stream") is True and reply.status < 400:
-                    events = stream_events(path, reply.body, body)
-                    self._stream(reply.rewrite(events) if reply.rewrite else events, reply)
-                else:
-                    self._send(reply.status, reply.body)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+    def start(self) -> Self:
+        """Listen on a free port of ``127.0.0.1`` in a background thread."""
+        if self._server is not None:
+            raise RuntimeError("the fake server is already started")
+        self._server = _Server(self)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
@@ -536,9 +324,110 @@ class FakeLLMServer:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        """Stop listening and wait for the thread (a no-op when not started)."""
+        if self._server is None or self._thread is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
         self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, fake: FakeLLMServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: a test reads ``requests`` instead."""
+
+    def handle(self) -> None:
+        # A client that gives up (a timeout, a stream left unread) closes or resets the
+        # connection under a reply being written: that reply is lost, as it would be.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            super().handle()
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self._end_headers()
+        self.wfile.write(data)
+
+    def _end_headers(self) -> None:
+        # One request per connection: a client's pool then holds no connection open after
+        # the test (an unclosed socket warns when it is collected, and a suite that makes
+        # warnings errors would fail on the fake's account).
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less if the client hangs up (a timeout test): then the answer
+        is False, and this thread is free to end without keeping :meth:`FakeLLMServer.stop`
+        waiting."""
+        readable, _, _ = select.select([self.connection], [], [], seconds)
+        if not readable:
+            return True
+        try:
+            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:  # the client reset the connection
+            return False
+        return peeked != b""
+
+    def _stream(self, events: list[Event], reply: Reply) -> None:
+        """Server-sent events in a chunked body; a cut drops the connection before the last
+        chunk, unless ``cut_cleanly`` ends the body there."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self._end_headers()
+        for event in cut_events(events, reply.cut_after):
+            if reply.chunk_delay and not self._wait(reply.chunk_delay):
+                return
+            data = event.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        # After a cut, the connection closes with the body unfinished.
+        if reply.cut_after is None or reply.cut_cleanly:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?", 1)[0]
+        if path not in PATHS:
+            self._send(404, {"error": {"type": "not_found", "message": path}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError as error:
+            self._send(400, {"error": {"type": "invalid_request_error", "message": str(error)}})
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        reply = self.server.fake._reply_to(Recorded(path, headers, body))
+        if reply.delay and not self._wait(reply.delay):
+            return
+        if body.get("stream") is True and reply.status < 400:
+            events = stream_events(path, reply.body, body)
+            self._stream(reply.rewrite(events) if reply.rewrite else events, reply)
+        else:
+            self._send(reply.status, reply.body)
