@@ -1,0 +1,221 @@
+"""One request tried on every model in turn: asked with retries, the answer read and judged.
+
+An answer is used when it reads as a summary (JSON, or numbered sections), renders shorter
+than what it replaces, and keeps the anchors the input names; a summary missing anchors is
+asked for once more, naming them. What failed is a :class:`Failure`, which says whether the
+model answered at all (an answer that could not be used is not retried on the same prompt).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from pydantic import ValidationError
+
+from synopsis.errors import brief
+from synopsis.summarizers.llm.answers import (
+    SUMMARY_SCHEMA,
+    SummaryContent,
+    Update,
+    carry_forward,
+    missing_anchors,
+    parse_sectioned,
+    parse_summary,
+)
+from synopsis.summarizers.llm.completion import (
+    ChatMessage,
+    CompletionRequest,
+    CompletionResponse,
+    TransportError,
+    Usage,
+    is_retryable,
+)
+from synopsis.summarizers.llm.effects import Call, Effect, Outcome, Sleep
+from synopsis.summarizers.llm.prompts import missing_anchors_prompt
+from synopsis.summarizers.records import SummaryRecord
+from synopsis.summarizers.render import render
+from synopsis.summarizers.rules.drafts import fit_record
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Sequence
+
+    from synopsis.messages import Message
+    from synopsis.summarizers.llm.summarizer import LLMSummarizer
+
+__all__ = ["Context", "Failure", "Job", "Plan", "ask_models", "total", "update_of"]
+
+logger = logging.getLogger("synopsis.summarizers")
+
+_LOGGED_CHARS: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    reason: str
+    cause: BaseException | None = None
+    context: Context | None = None
+    """The request that failed in transport (to size a smaller one after an overflow)."""
+    answered: bool = False
+    """The model answered, and the answer could not be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """One request to make (with every model in turn) and how to judge its answer."""
+
+    prompt: list[ChatMessage]
+    anchors: list[str]
+    base: dict[str, Any]
+    input_tokens: int | None
+    """The answer must render shorter than the messages it replaces (and the summary it
+    revises), counted here; ``None`` for a partial summary (of a chunk,
+    or of some partials), which may be longer than a small part: only the whole is judged."""
+    max_tokens: int
+    conversation: tuple[Message, ...] = ()
+    update: Update | None = None
+    """The previous record the answer updates, and what the new part said: see
+    :func:`~synopsis.summarizers.llm.answers.carry_forward`."""
+
+
+@dataclass(slots=True)
+class Job:
+    """One ``summarize`` call: its arguments, and the usage of every accepted request."""
+
+    messages: Sequence[Message]
+    previous: SummaryRecord | None
+    instructions: str | None
+    limit: int
+    spent: list[Usage] = field(default_factory=list)
+
+
+Plan: TypeAlias = "Generator[Effect, Outcome, SummaryRecord | Failure]"
+
+
+def total(usages: Sequence[Usage]) -> Usage:
+    return Usage(**{name: sum(getattr(u, name) for u in usages) for name in Usage.model_fields})
+
+
+def update_of(previous: SummaryRecord | None, messages: Sequence[Message]) -> Update | None:
+    return Update.of(previous, messages) if previous is not None else None
+
+
+def ask(
+    summarizer: LLMSummarizer, model: str, context: Context, turns: list[ChatMessage]
+) -> Generator[Effect, Outcome, CompletionResponse | Exception]:
+    aligned = bool(context.conversation)
+    request = CompletionRequest(
+        model=model,
+        system="" if aligned else summarizer.system_prompt,
+        messages=turns,
+        temperature=summarizer.temperature,
+        max_tokens=context.max_tokens,
+        json_schema=None if aligned else SUMMARY_SCHEMA,
+        conversation=context.conversation,
+        tools=summarizer.tools if aligned else (),
+    )
+    attempt = 0
+    while True:
+        outcome = yield Call(request)
+        if isinstance(outcome, CompletionResponse):
+            return outcome
+        if not isinstance(outcome, Exception):
+            outcome = TransportError(
+                f"completion returned {type(outcome).__name__}, not a CompletionResponse",
+                retryable=False,
+            )
+        logger.warning(
+            "summarizer %s: transport error (attempt %d): %s",
+            model,
+            attempt + 1,
+            brief(repr(outcome)),
+        )
+        if attempt >= summarizer.max_retries or not is_retryable(outcome):
+            return outcome
+        yield Sleep(summarizer.backoff * 2**attempt)
+        attempt += 1
+
+
+def accept(
+    summarizer: LLMSummarizer,
+    model: str,
+    response: CompletionResponse,
+    context: Context,
+    usage: Usage,
+) -> tuple[SummaryRecord, SummaryContent] | Failure:
+    if not isinstance(response.text, str):
+        # A completion that ignores its type gave no answer a summary can be read from.
+        reason = f"answer text is {type(response.text).__name__}, not a string"
+        return bad(model, reason, repr(response.text))
+    try:
+        content = parse_summary(response.text)
+    except (ValueError, ValidationError) as error:
+        sectioned = parse_sectioned(response.text)
+        if sectioned is None:
+            return bad(model, "invalid JSON summary", response.text, error)
+        logger.info("summarizer %s: answer in sections, not JSON; its sections are kept", model)
+        content = sectioned
+    if context.update is not None:
+        content = carry_forward(content, context.update)
+    record = SummaryRecord(
+        **context.base,
+        narrative=content.narrative,
+        key_points=content.key_points,
+        sections=content.sections,
+        facets=content.facets,
+        model=response.model or model,
+        usage=usage,
+    )
+    record = fit_record(record, summarizer.measure, context.max_tokens)
+    tokens_out = summarizer.counter.count_text(render(record))
+    if context.input_tokens is not None and tokens_out >= context.input_tokens:
+        return bad(
+            model,
+            f"summary not shorter than its input ({tokens_out} >= {context.input_tokens} tokens)",
+            response.text,
+        )
+    return record.model_copy(update={"tokens_out": tokens_out}), content
+
+
+def bad(model: str, reason: str, text: str, error: Exception | None = None) -> Failure:
+    logger.warning("summarizer %s: bad output (%s): %r", model, reason, text[:_LOGGED_CHARS])
+    return Failure(f"{model}: {reason}", error, answered=True)
+
+
+def try_model(summarizer: LLMSummarizer, model: str, context: Context) -> Plan:
+    outcome = yield from ask(summarizer, model, context, context.prompt)
+    if isinstance(outcome, Exception):
+        return Failure(f"{model}: transport error {brief(repr(outcome))}", outcome, context)
+    accepted = accept(summarizer, model, outcome, context, outcome.usage)
+    if isinstance(accepted, Failure):
+        return accepted
+    record, content = accepted
+    missing = missing_anchors(content, context.anchors)
+    if not missing:
+        return record
+    logger.info("summarizer %s: summary misses %s; asking again", model, missing)
+    turns = [*context.prompt, *missing_anchors_prompt(outcome.text, missing)]
+    again = yield from ask(summarizer, model, context, turns)
+    if isinstance(again, Exception):
+        return Failure(f"{model}: transport error {brief(repr(again))}", again)
+    accepted = accept(summarizer, model, again, context, total([outcome.usage, again.usage]))
+    if isinstance(accepted, Failure):
+        return accepted
+    record, content = accepted
+    missing = missing_anchors(content, context.anchors)
+    if missing:
+        logger.warning("summarizer %s: summary still misses %s", model, missing)
+        return Failure(f"{model}: summary misses {missing}", answered=True)
+    return record
+
+
+def ask_models(summarizer: LLMSummarizer, job: Job, context: Context) -> Plan:
+    failure = Failure("no model tried")
+    for model in summarizer.models:
+        result = yield from try_model(summarizer, model, context)
+        if isinstance(result, SummaryRecord):
+            job.spent.append(result.usage)
+            return result
+        failure = result
+    return failure

@@ -1,0 +1,162 @@
+"""What to ask: the request for a whole summary, for one chunk's partial summary, for a
+cache-aligned conversation, and for a merge of partial summaries, each with how its answer
+will be judged (its anchors, the size it must stay under).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from synopsis.summarizers.llm.answers import required_anchors
+from synopsis.summarizers.llm.attempts import Context, Job, update_of
+from synopsis.summarizers.llm.prompts import (
+    UPDATE_INSTRUCTIONS,
+    build_consolidation_prompt,
+    build_prompt,
+    cache_aligned_prompt,
+    partial_json,
+)
+from synopsis.summarizers.records import Covers, SummaryRecord
+from synopsis.summarizers.render import render
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.messages import Message
+    from synopsis.summarizers.llm.summarizer import LLMSummarizer
+
+__all__ = [
+    "FRAME_TOKENS",
+    "MIN_TRANSCRIPT",
+    "aligned",
+    "anchors_for",
+    "base_fields",
+    "merged",
+    "quoted",
+    "room",
+]
+
+logger = logging.getLogger("synopsis.summarizers")
+
+FRAME_TOKENS: Final = 200
+"""Tokens of a request's framing: the meta line, the headings, the closing request."""
+MIN_TRANSCRIPT: Final = 256
+"""The least transcript a request carries, however much else the input cap must hold."""
+
+
+def base_fields(
+    summarizer: LLMSummarizer,
+    messages: Sequence[Message],
+    previous: SummaryRecord | None,
+    offset: int = 0,
+) -> dict[str, Any]:
+    return {
+        "created_at": summarizer.clock(),
+        "depth": previous.depth + 1 if previous else 0,
+        "parent_id": previous.id if previous else None,
+        "covers": Covers.of(messages, offset),
+        "covered_total": previous.messages_covered + len(messages) if previous else None,
+        "tokens_in": sum(summarizer.counter.count_message(m) for m in messages),
+    }
+
+
+def anchors_for(
+    summarizer: LLMSummarizer, messages: Sequence[Message], previous: SummaryRecord | None
+) -> list[str]:
+    if not summarizer.quality_guard:
+        return []
+    return required_anchors(messages, previous, limit=summarizer.anchor_limit)
+
+
+def room(summarizer: LLMSummarizer, job: Job, previous: SummaryRecord | None) -> int:
+    """Tokens left for the transcript (or the partial summaries) in one request."""
+    count = summarizer.counter.count_text
+    used = count(summarizer.system_prompt) + FRAME_TOKENS
+    used += count(partial_json(previous)) + count(UPDATE_INSTRUCTIONS) if previous else 0
+    used += count(job.instructions) if job.instructions else 0
+    return max(summarizer._input_cap_now() - used, MIN_TRANSCRIPT)
+
+
+def aligned(summarizer: LLMSummarizer, job: Job) -> Context | None:
+    prompt = cache_aligned_prompt(previous=job.previous, instructions=job.instructions)
+    base = base_fields(summarizer, job.messages, job.previous)
+    tools = sum(summarizer.counter.count_text(json.dumps(t, default=str)) for t in summarizer.tools)
+    size = base["tokens_in"] + tools + summarizer.counter.count_text(prompt[0]["content"])
+    if size > summarizer._input_cap_now():
+        logger.info(
+            "summarizer: the conversation (%d tokens) is over the input cap (%d); "
+            "summarizing it without cache alignment",
+            size,
+            summarizer._input_cap_now(),
+        )
+        return None
+    previous = summarizer.counter.count_text(render(job.previous)) if job.previous else 0
+    return Context(
+        prompt,
+        anchors_for(summarizer, job.messages, job.previous),
+        base,
+        base["tokens_in"] + previous,
+        job.limit,
+        tuple(job.messages),
+        update_of(job.previous, job.messages),
+    )
+
+
+def quoted(
+    summarizer: LLMSummarizer, job: Job, start: int, stop: int, transcript: str, *, whole: bool
+) -> Context:
+    """The request over ``job.messages[start:stop]`` given as ``transcript``: the whole
+    summary (with the previous one to revise), or one chunk's partial summary."""
+    messages = job.messages[start:stop]
+    previous = job.previous if whole else None
+    base = base_fields(summarizer, messages, previous, start)
+    prompt = build_prompt(
+        messages,
+        previous=previous,
+        instructions=job.instructions,
+        total_tokens=base["tokens_in"],
+        transcript=transcript,
+    )
+    size = base["tokens_in"] + (summarizer.counter.count_text(render(previous)) if previous else 0)
+    return Context(
+        prompt,
+        anchors_for(summarizer, messages, previous),
+        base,
+        size if whole else None,
+        job.limit,
+        update=update_of(previous, messages),
+    )
+
+
+def merged(
+    summarizer: LLMSummarizer,
+    job: Job,
+    partials: Sequence[SummaryRecord],
+    text: str,
+    *,
+    final: bool,
+) -> Context:
+    previous = job.previous if final else None
+    if final:
+        base = base_fields(summarizer, job.messages, previous)
+        anchors = anchors_for(summarizer, job.messages, previous)
+    else:
+        base = {
+            "created_at": summarizer.clock(),
+            "covers": Covers.join(p.covers for p in partials),
+            "tokens_in": sum(p.tokens_in for p in partials),
+        }
+        anchors = []
+    prompt = build_consolidation_prompt(
+        text,
+        count=len(partials),
+        messages=len(base["covers"]),
+        previous=previous,
+        instructions=job.instructions,
+        total_tokens=base["tokens_in"],
+    )
+    size = base["tokens_in"] + (summarizer.counter.count_text(render(previous)) if previous else 0)
+    update = update_of(previous, job.messages)
+    return Context(prompt, anchors, base, size if final else None, job.limit, update=update)
