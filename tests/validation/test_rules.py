@@ -38,7 +38,7 @@ from tests.strategies import any_history, assistant, user, valid_history
 
 RESULT_ROLES: list[Literal["tool", "user"]] = ["tool", "user"]
 
-TRANSCRIPTS = sorted((Path(__file__).parent.parent / "examples" / "transcripts").glob("*.jsonl"))
+TRANSCRIPTS = sorted((Path(__file__).parents[2] / "examples" / "transcripts").glob("*.jsonl"))
 
 
 def load(path: Path) -> list[dict[str, Any]]:

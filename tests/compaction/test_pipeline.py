@@ -1,4 +1,4 @@
-"""Behaviours a review of the pipeline found missing, each shown as a user would meet it."""
+"""The pipeline's decisions and edges, each shown as a user would meet it."""
 
 from __future__ import annotations
 
