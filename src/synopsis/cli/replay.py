@@ -26,8 +26,7 @@ from synopsis.summarizers import render
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from synopsis.compaction import CompactionResult
-    from synopsis.compaction.compactor import SystemPrompt
+    from synopsis.compaction import CompactionResult, SystemPrompt
     from synopsis.compaction.setup import Setup
     from synopsis.formats import FormatName
 

@@ -30,8 +30,7 @@ from synopsis.compaction import Compactor
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
 from synopsis.formats import FORMATS, PROFILE_OF_FORMAT, wire_items
-from synopsis.stores import SQLiteStore, export_markdown
-from synopsis.stores._query import MARK
+from synopsis.stores import SNIPPET_MARK, SQLiteStore, export_markdown
 from synopsis.summarizers import render
 from synopsis.validation import validate
 
@@ -242,7 +241,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
-_MARKED = re.compile(re.escape(MARK) + r"(.+?)" + re.escape(MARK))
+_MARKED = re.compile(re.escape(SNIPPET_MARK) + r"(.+?)" + re.escape(SNIPPET_MARK))
 
 
 def _emphasis(snippet: str) -> str:

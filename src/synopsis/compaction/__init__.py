@@ -9,12 +9,22 @@ the history in the caller's own format with what happened (:class:`CompactionRes
 
 from __future__ import annotations
 
-from synopsis.compaction.compactor import Compactor, acompact, compact
+from synopsis.compaction.compactor import (
+    Compactor,
+    StoreOption,
+    SummarizerOption,
+    SystemPrompt,
+    acompact,
+    compact,
+)
 from synopsis.compaction.result import CompactionResult
 
 __all__ = [
     "CompactionResult",
     "Compactor",
+    "StoreOption",
+    "SummarizerOption",
+    "SystemPrompt",
     "acompact",
     "compact",
 ]

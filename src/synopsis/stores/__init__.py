@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from synopsis.errors import StoreError
 from synopsis.stores._paths import data_dir, default_database_path
+from synopsis.stores._query import MARK as SNIPPET_MARK  # how a snippet marks a match
 from synopsis.stores.export import export_markdown
 from synopsis.stores.memory import MemoryStore
 from synopsis.stores.protocols import AsyncStore, Store
@@ -35,6 +36,7 @@ from synopsis.stores.tool import RECALL_TOOL_NAME, ahandle_recall, handle_recall
 __all__ = [
     "LAST_SUMMARY_CHARS",
     "RECALL_TOOL_NAME",
+    "SNIPPET_MARK",
     "AsyncStore",
     "Compaction",
     "MemoryStore",
