@@ -23,7 +23,8 @@ Every option can be given three ways, the first found winning:
 
 A value out of range is refused with one sentence naming the option and where it came from,
 for example `{ENV_PREFIX}TRIGGER=1.5: trigger must be a fraction in (0, 1], got 1.5`.
-The source column names the seed document (or synopsis itself) each option comes from.
+The source in brackets names the system an option was taken from (see
+[lineage](lineage.md)), or synopsis itself.
 
 | option | type | default | what it does (source) |
 |---|---|---|---|

@@ -1,5 +1,6 @@
 """The options of :class:`synopsis.config.Settings`: each field, its default, its description
-(naming the seed it comes from) and the checks that need no other option.
+(ending, in brackets, with the system the option was taken from, see docs/lineage.md, or
+synopsis itself) and the checks that need no other option.
 
 Values may come as text (the environment) or TOML values, so every field accepts the text
 form: numbers as text, ``"none"`` (or nothing) to unset an optional one, and names as one
@@ -77,33 +78,34 @@ class SettingsFields(BaseModel):
     model: OptionalText = Field(
         None,
         description="The conversation's model: it sizes the window and picks the token "
-        "counter (seed 001 modelInfo; seed 004 resolves the window from it).",
+        "counter (chat-app plan; adk-deepagents resolves the window from it).",
     )
     context_window: OptionalWhole = Field(
-        None, gt=0, description="Window in tokens, over the model table (seed 004)."
+        None, gt=0, description="Window in tokens, over the model table (adk-deepagents)."
     )
     reserve_output_tokens: OptionalWhole = Field(
         None,
         ge=0,
         description="Tokens left free for the answer; unset: the model's max output, at most "
-        "20% of the window (seed 003: a summary must never cause the overflow it prevents).",
+        "20% of the window (coding-agent plan: a summary must never cause the overflow it "
+        "prevents).",
     )
     # -- when: the trigger and the governor --
     trigger: float | str = Field(
         0.8,
         description="When to compact: a share of the window, 'fraction:F', 'tokens:N' or "
-        "'messages:N', combined with | (or) and & (and) (seed 001 triggerTokenRatio 0.8; "
-        "seed 002 fixed token threshold; seed 004 trigger).",
+        "'messages:N', combined with | (or) and & (and) (chat-app plan: 0.8; mcpagent: a "
+        "fixed token count, either one; adk-deepagents: the kind:value form).",
     )
     enabled: bool = Field(
-        True, description="Master switch; off, only a forced compaction runs (seed 001)."
+        True, description="Master switch; off, only a forced compaction runs (chat-app plan)."
     )
     reset_ratio: Number = Field(
         0.7,
         gt=0,
         lt=1,
         description="Hysteresis: a compaction aims below this share of the window, and the "
-        "trigger re-arms under it (seed 001 resetTokenRatio).",
+        "trigger re-arms under it (chat-app plan).",
     )
     target_ratio: Number = Field(
         0.5,
@@ -116,27 +118,27 @@ class SettingsFields(BaseModel):
         "retention-versus-cost benchmark).",
     )
     min_messages: Whole = Field(
-        12, ge=0, description="Shorter histories are left alone (seed 001 minMessages)."
+        12, ge=0, description="Shorter histories are left alone (chat-app plan)."
     )
     cooldown_messages: Whole = Field(
         4,
         ge=0,
-        description="New messages needed after a compaction before the next (seed 001).",
+        description="New messages needed after a compaction before the next (chat-app plan).",
     )
     emergency_ratio: Number = Field(
         1.0,
         gt=0,
         le=10,
-        description="At this share of the window the cooldown gives way (seed 001 emergency).",
+        description="At this share of the window the cooldown gives way (chat-app plan).",
     )
     max_passes: Whole = Field(
         3,
         ge=1,
-        description="Summarizing passes per compaction before the tail shrinks (seed 001 "
-        "maxSummaryChainDepth).",
+        description="Summarizing passes per compaction before the tail shrinks (chat-app plan, "
+        "which capped the depth of the summary chain).",
     )
     min_tail_messages: Whole = Field(
-        2, ge=0, description="The kept tail never shrinks below this (seed 001: never below 2)."
+        2, ge=0, description="The kept tail never shrinks below this (chat-app plan)."
     )
     max_per_turn: Whole = Field(
         5, ge=1, description="Most compactions while one user turn runs (synopsis)."
@@ -145,14 +147,14 @@ class SettingsFields(BaseModel):
         3,
         ge=1,
         description="Summarizer failures in a row after which only an emergency tries again "
-        "(synopsis; seed 001 fails safe).",
+        "(synopsis; the chat-app plan falls back to the original messages).",
     )
     min_savings: Number = Field(
         0.3,
         gt=0,
         le=1,
         description="Skip a plan freeing less than this share of the trigger's tokens "
-        "(synopsis; seed 000 counted messages).",
+        "(synopsis; zrb's check counted messages).",
     )
     refresh_after_messages: OptionalWhole = Field(
         None, ge=1, description="Also compact every this many new messages (synopsis)."
@@ -162,13 +164,14 @@ class SettingsFields(BaseModel):
         "auto",
         description="Recent history kept verbatim: 'auto' (what target_ratio leaves after "
         "the protected head and the summary), 'messages:N' (or N), 'tokens:N' or "
-        "'fraction:F' of the window (seed 004 keep; seed 001 preserveRecent 6).",
+        "'fraction:F' of the window (adk-deepagents: the kind:value form; chat-app plan: 6 "
+        "messages).",
     )
     protect_system: bool = Field(
-        True, description="Never summarize system and developer messages (seed 000)."
+        True, description="Never summarize system and developer messages (zrb, mcpagent)."
     )
     protect_first_user: bool = Field(
-        True, description="Keep the first message a person wrote, the task (seed 001)."
+        True, description="Keep the first message a person wrote, the task (chat-app plan)."
     )
     pinned: Names = Field(
         (),
@@ -178,28 +181,29 @@ class SettingsFields(BaseModel):
     user_turns_tokens: OptionalWhole = Field(
         None,
         ge=0,
-        description="Also keep the newest user turns up to this many tokens (seed 002).",
+        description="Also keep the newest user turns up to this many tokens (mcpagent).",
     )
     # -- cheap reductions --
     truncate_args: bool = Field(
         True,
-        description="Cut long arguments of old file-writing tool calls (seed 004 "
-        "TruncateArgsConfig).",
+        description="Cut long arguments of old file-writing tool calls (adk-deepagents).",
     )
     truncate_tools: Names = Field(
-        ("write_file", "edit_file"), description="Tools whose arguments are cut (seed 004)."
+        ("write_file", "edit_file"), description="Tools whose arguments are cut (adk-deepagents)."
     )
     truncate_trigger: Number = Field(
-        0.7, gt=0, le=1, description="Share of the window where cutting starts (seed 004)."
+        0.7, gt=0, le=1, description="Share of the window where cutting starts (adk-deepagents)."
     )
     truncate_keep_messages: Whole = Field(
-        20, ge=0, description="Recent messages whose arguments stay whole (seed 004)."
+        20, ge=0, description="Recent messages whose arguments stay whole (adk-deepagents)."
     )
     truncate_max_length: Whole = Field(
-        2000, ge=0, description="Arguments longer than this many characters are cut (seed 004)."
+        2000,
+        ge=0,
+        description="Arguments longer than this many characters are cut (adk-deepagents).",
     )
     truncate_prefix: Whole = Field(
-        20, ge=0, description="Characters kept before the marker (seed 004)."
+        20, ge=0, description="Characters kept before the marker (adk-deepagents)."
     )
     dedupe_results: bool = Field(
         True, description="An old tool result identical to an earlier one is referenced (synopsis)."
@@ -215,16 +219,17 @@ class SettingsFields(BaseModel):
         gt=0,
         le=1,
         description="A part above this share of the trigger's tokens is summarized on its own; "
-        "'none' switches it off (seed 000 message_token_threshold, 50%).",
+        "'none' switches it off (zrb, 50%).",
     )
     # -- the summarizer --
     summarizer: Literal["rules", "openai", "openai-responses", "anthropic"] = Field(
-        "rules", description="Who summarizes: offline rules or an LLM (seed 003 modes)."
+        "rules",
+        description="Who summarizes: offline rules or an LLM (coding-agent plan: rules by "
+        "default).",
     )
     summarizer_models: Names = Field(
         (),
-        description="Models to try in order; empty: the conversation's model (seed 001 "
-        "summarizerModelPreference).",
+        description="Models to try in order; empty: the conversation's model (chat-app plan).",
     )
     base_url: OptionalText = Field(
         None, description="API base URL for an OpenAI- or Anthropic-compatible server (synopsis)."
@@ -250,23 +255,25 @@ class SettingsFields(BaseModel):
         4000,
         ge=1,
         description="Ceiling of an LLM summary's budget, which otherwise scales with the "
-        "window (seed 001 set 2000 for every window).",
+        "window (the chat-app plan set 2,000 for every window).",
     )
     rules_max_summary_tokens: Whole = Field(
         8000,
         ge=100,
         description="Ceiling of a rule-based summary's budget, which otherwise scales with "
-        "the window; its frame alone takes about 70 (seed 003 set 500 for every window).",
+        "the window; its frame alone takes about 70 (the coding-agent plan set 500 for every "
+        "window).",
     )
     max_input_tokens: OptionalWhole = Field(
         None,
         ge=1,
-        description="Most tokens sent to the summarizer at once; unset: its window (seed 004).",
+        description="Most tokens sent to the summarizer at once; unset: its window "
+        "(adk-deepagents).",
     )
     oversize: Literal["chunk", "trim"] = Field(
         "chunk",
         description="Input over max_input_tokens: summarized in chunks, or trimmed from the "
-        "oldest side (seed 000 chunks; seed 001 trims).",
+        "oldest side (zrb chunks; the chat-app plan trims).",
     )
     cache_aligned: bool = Field(
         False,
@@ -282,13 +289,13 @@ class SettingsFields(BaseModel):
     abort_on_failure: bool = Field(
         False,
         description="Raise when every model fails instead of falling back to the rules "
-        "(seed 001 abortOnFailure).",
+        "(chat-app plan).",
     )
     max_retries: Whole = Field(
-        2, ge=0, description="Retries of a transport failure, with backoff (seed 001)."
+        2, ge=0, description="Retries of a transport failure, with backoff (chat-app plan)."
     )
     timeout: Number = Field(
-        60.0, gt=0, description="Seconds one summarizer request may take (seed 001)."
+        60.0, gt=0, description="Seconds one summarizer request may take (chat-app plan)."
     )
     summarizer_timeout: OptionalNumber = Field(
         None,
@@ -297,32 +304,32 @@ class SettingsFields(BaseModel):
         "rules take over; unset: 45 for an LLM summarizer, so that a server that never answers "
         "holds a compaction up for less than a minute (raise it for a slow local model or a "
         "long history summarized in chunks), and no limit for the rules or a summarizer of "
-        "your own (seed 001 fails safe).",
+        "your own (synopsis; the chat-app plan fails safe).",
     )
     # -- the summary message --
     summary_role: Literal["auto", "user", "system", "merge"] = Field(
         "auto",
-        description="Voice of the summary turn; auto: what the provider accepts (seed 000 "
-        "user; seed 001 system).",
+        description="Voice of the summary turn; auto: what the provider accepts (mcpagent: "
+        "user; chat-app plan: system).",
     )
     summary_style: Literal["sections", "snapshot"] = Field(
         "sections",
-        description="Numbered sections (seed 002) or one <state_snapshot> block (seed 000).",
+        description="Numbered sections (mcpagent) or one <state_snapshot> block (zrb).",
     )
     preserved_thinking: bool = Field(
         False,
         description="The model keeps thinking across turns and checks the prefix before each "
         "block, so after a compaction every thinking block is dropped, not only those of "
-        "earlier turns (synopsis; provider rule A10, Claude preserved thinking).",
+        "earlier turns (synopsis; Claude preserved thinking, see docs/message-rules.md).",
     )
     # -- where replaced messages go, and the conversation --
     store: OptionalText = Field(
         None,
         description="Where replaced messages go: unset (nowhere), 'memory', 'sqlite' (the "
-        "default file) or a SQLite file path (seed 004 offloads history).",
+        "default file) or a SQLite file path (adk-deepagents offloads history).",
     )
     session_id: OptionalText = Field(
-        None, description="The conversation's id in the store (seed 004)."
+        None, description="The conversation's id in the store (adk-deepagents)."
     )
     format: FormatName | None = Field(
         None, description="Wire format of the history; unset: detected (synopsis)."
@@ -330,7 +337,7 @@ class SettingsFields(BaseModel):
     provider: OptionalText = Field(
         None,
         description="Provider rules the output is validated for; unset: from the format "
-        "(seed 000 role alternation).",
+        "(zrb repairs role alternation).",
     )
 
     @field_validator("trigger", mode="before")
