@@ -34,7 +34,7 @@ def compacted(state: GovernorState, ratio: float, messages: int) -> GovernorStat
     return new
 
 
-def test_the_seeds_defaults() -> None:
+def test_the_defaults() -> None:
     c = GovernorConfig()
     assert (c.trigger_ratio, c.reset_ratio, c.min_messages, c.cooldown_messages) == (
         0.8,
@@ -72,7 +72,7 @@ def test_short_histories_are_left_alone() -> None:
 
 
 def test_a_burst_crossing_the_threshold_compacts_once() -> None:
-    # Seed 001: a rapid 5-message burst crossing the threshold gives one summarization.
+    # A rapid 5-message burst crossing the threshold gives one summarization.
     state = GovernorState()
     compactions = 0
     length = 30

@@ -44,8 +44,8 @@ def fixed_summary(size: int):
 
 
 def test_a_small_context_compacts_repeatedly_up_to_the_pass_cap_then_shrinks() -> None:
-    # Seed 001: a model with a 2K context; each summary alone is large, so passes over the
-    # same tail make no room, and after the pass cap the kept tail shrinks (never below two).
+    # A model with a 2K context; each summary alone is large, so passes over the same tail make
+    # no room, and after the pass cap the kept tail shrinks (never below two).
     msgs = grow(20, 800)
     config = GovernorConfig()
     done = compact(msgs, summary_tokens=900, keep=8)

@@ -168,8 +168,8 @@ def segment(topic: str, n: int) -> list[Message]:
 
 
 def test_drift_an_early_technical_term_survives_two_rounds(case: Case) -> None:
-    """Seed 001's drift test: a term from the first segment is still there after two more
-    rounds of summarization that each carry the previous summary forward."""
+    """Drift: a term from the first segment is still there after two more rounds of
+    summarization that each carry the previous summary forward."""
     first = [
         user("Port the TokenBucketLimiter from limiter.go to Python; keep its burst semantics."),
         say("I'll read limiter.go first."),

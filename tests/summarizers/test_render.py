@@ -64,7 +64,7 @@ def test_the_governor_recognises_the_summary_message() -> None:
 def test_sections_are_numbered_as_in_the_nine_section_format() -> None:
     text = render(record())
     headings = re.findall(r"^(\d+)\. (.+):$", text, re.MULTILINE)
-    # Seed 002's nine sections with the constraints second: ten. Empty sections are skipped
+    # The nine numbered sections with the constraints second: ten. Empty sections are skipped
     # but keep their numbers: 1, 5, 7, 10 here.
     assert headings == [
         ("1", "Primary Request and Intent"),

@@ -314,7 +314,7 @@ class Compactor:
         return list(self._store().search(self._session(session_id), query, limit=limit))
 
     def export(self, session_id: str | None = None) -> str:
-        """A session's offloaded history as Markdown, a section per compaction (seed 004)."""
+        """A session's offloaded history as Markdown, a section per compaction."""
         return export_markdown(self._store(), self._session(session_id))
 
 
@@ -359,9 +359,9 @@ def compact(
     tools: Sequence[Mapping[str, Any]] | None = None,
     **options: Any,  # noqa: ANN401 - any other Settings option
 ) -> CompactionResult:
-    """Compact ``messages`` once (DESIGN's pinned signature; any other option of
-    :class:`~synopsis.config.Settings` by keyword too). Without a ``store`` and ``session_id``
-    nothing is remembered between calls; hold a :class:`Compactor` for that."""
+    """Compact ``messages`` once (any other option of :class:`~synopsis.config.Settings` by
+    keyword too). Without a ``store`` and ``session_id`` nothing is remembered between calls;
+    hold a :class:`Compactor` for that."""
     compactor = _one_shot(model, context_window, trigger, keep, summarizer, counter, store, options)
     return compactor.compact(
         messages,

@@ -1,12 +1,12 @@
 """Rebuilding a history around its summary so that the target provider accepts it.
 
-The summary is its own user turn by default: every provider accepts one anywhere a user may
-speak. A system message mid-history only where the profile allows one (``mid_system``);
-otherwise that request falls back to the user voice. Where the provider wants strict
-alternation or merges same-role neighbours, the repair step merges the summary into the user
-turn next to it, without mutating anything. For Anthropic, thinking blocks of turns before the
-current one are dropped once the history was edited: the API strips them anyway, and a block
-sent after an edit may no longer pass its signature check (provider rules A9, A10).
+The summary is its own user turn by default: every provider accepts one anywhere a user may speak.
+A system message mid-history only where the profile allows one (``mid_system``); otherwise that
+request falls back to the user voice. Where the provider wants strict alternation or merges
+same-role neighbours, the repair step merges the summary into the user turn next to it, without
+mutating anything. For Anthropic, thinking blocks of turns before the current one are dropped once
+the history was edited: the API strips them anyway, and a block sent after an edit may no longer
+pass its signature check (see Anthropic thinking in docs/message-rules.md).
 """
 
 from __future__ import annotations

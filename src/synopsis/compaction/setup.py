@@ -223,10 +223,10 @@ def build_setup(
     rules = RuleBasedSummarizer(
         max_summary_tokens=settings.rules_max_summary_tokens, model_for_counting=model
     )
-    # One oversized message shrunk in place stays a short digest: a tenth of the window, at
-    # least seed 003's 500 tokens. The conversation's budget is for the summary of many
-    # messages, not one; but a person's long request digested to 500 tokens at 8k and more
-    # loses the rules it states.
+    # One oversized message shrunk in place stays a short digest: a tenth of the window, at least
+    # 500 tokens (the fixed budget the coding-agent plan gave every summary). The conversation's
+    # budget is for the summary of many messages, not one; but a person's long request digested to
+    # 500 tokens at 8k and more loses the rules it states.
     digester = RuleBasedSummarizer(
         max_summary_tokens=min(
             max(_DIGEST_TOKENS, window // _DIGEST_SHARE), settings.rules_max_summary_tokens

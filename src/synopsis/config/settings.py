@@ -1,9 +1,9 @@
 """Every option of the compaction pipeline in one validated, frozen model: :class:`Settings`.
 
-Options come from keywords, ``SYNOPSIS_<OPTION>`` environment variables and a TOML file, in
-that order of precedence, over the seeds' defaults (:meth:`Settings.load`). A bad value, from
-anywhere, is a :class:`~synopsis.errors.ConfigurationError` whose sentence names the option
-and where it came from. The builders turn the settings into the planning core's values.
+Options come from keywords, ``SYNOPSIS_<OPTION>`` environment variables and a TOML file, in that
+order of precedence, over the defaults listed in docs/configuration.md (:meth:`Settings.load`). A
+bad value, from anywhere, is a :class:`~synopsis.errors.ConfigurationError` whose sentence names
+the option and where it came from. The builders turn the settings into the planning core's values.
 """
 
 from __future__ import annotations

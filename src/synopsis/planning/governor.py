@@ -1,6 +1,6 @@
 """Whether to compact now: the governor that keeps compaction from looping or wasting money.
 
-Each check has a knob in :class:`GovernorConfig`, with the seeds' defaults:
+Each check has a knob in :class:`GovernorConfig`, with its default:
 
 - *trigger*: the caller's :class:`~synopsis.planning.triggers.Trigger` (default: 80% of the
   window, ``trigger_ratio``); below it nothing happens.

@@ -1,11 +1,10 @@
 """The bounded pass loop of one compaction, as a pure function.
 
-Seed 001's depth strategy: summarize everything but the kept tail; if the result is still
-above the target (the governor's reset ratio of the window, or the trigger if that is lower),
-summarize again (the previous summary is part of what gets summarized), up to ``max_passes``;
-then shrink the kept tail (halving, never below ``min_tail_messages``) and try once more.
-The caller supplies the summarizer as a function, so this stays free of I/O and the same loop
-can drive any summarizer.
+Summarize everything but the kept tail; if the result is still above the target (the governor's
+reset ratio of the window, or the trigger if that is lower), summarize again (the previous
+summary is part of what gets summarized), up to ``max_passes``; then shrink the kept tail
+(halving, never below ``min_tail_messages``) and try once more. The caller supplies the
+summarizer as a function, so this stays free of I/O and the same loop can drive any summarizer.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A session's offloaded history as Markdown: the running log of seed 004, one section per
-compaction with the messages it replaced."""
+"""A session's offloaded history as Markdown: a running log, one section per compaction,
+with the messages it replaced."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 MAX_KEY_POINTS = 30
-"""Seed 001 caps key points at 30."""
+"""At most 30 key points: more stop being key."""
 MAX_FACET_ITEMS = 50
 MAX_SECTION_ITEMS = 50
 
@@ -76,7 +76,8 @@ class Entities(BaseModel):
     errors: FacetList = ()
     versions: FacetList = ()
     numbers: FacetList = ()
-    """Dates, amounts and other figures (seed 001: keep concrete numbers, dates, versions)."""
+    """Dates, amounts and other figures (kept verbatim: a continued session trips over a wrong
+    number, date or version)."""
 
 
 class Facets(BaseModel):
@@ -90,8 +91,9 @@ class Facets(BaseModel):
 
 
 class Sections(BaseModel):
-    """The sections of the continuation summary: seed 002's nine, in its order, and the
-    constraints and corrections a person stated (which a continued session must still obey)."""
+    """The sections of the continuation summary: the nine numbered sections (request and intent
+    to next step), in that order, and the constraints and corrections a person stated (which a
+    continued session must still obey)."""
 
     model_config = _FROZEN
 

@@ -3,7 +3,7 @@
 The text opens with :data:`~synopsis.messages.SUMMARY_TAG` so the governor recognises
 synopsis's own summary in a later history (and summarizes it into the next record rather than
 quoting it as a user turn). Two bodies hold the same content: the nine numbered sections of a
-continuation summary (seed 002) or one ``<state_snapshot>`` block (seed 000).
+continuation summary or one ``<state_snapshot>`` block.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ SECTION_TITLES: tuple[tuple[str, str], ...] = (
     ("current_work", "Current Work"),
     ("next_step", "Optional Next Step"),
 )
-"""Seed 002's nine sections in its order, with the person's constraints second: a section
-keeps its number even when an earlier one is empty, so "section 7" means the same thing in
-every summary."""
+"""The nine sections of a continuation summary in their usual order, with the person's
+constraints second: a section keeps its number even when an earlier one is empty, so
+"section 7" means the same thing in every summary."""
 
 _CLOSE = "</synopsis-summary>"
 _CUT_NOTE = "cut to fit its budget."
@@ -202,5 +202,6 @@ def render_compact(record: SummaryRecord) -> str:
 def summary_message(
     record: SummaryRecord, *, style: Style = "sections", offload_ref: str | None = None
 ) -> Message:
-    """The summary as its own user turn (the default voice; see the design's rebuild step)."""
+    """The summary as its own user turn (the default voice: every provider accepts a user turn,
+    where a mid-history system message is refused by strict servers)."""
     return Message(Role.USER, (TextPart(render(record, style=style, offload_ref=offload_ref)),))

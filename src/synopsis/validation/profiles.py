@@ -1,11 +1,11 @@
-"""Provider profiles: which of the rules in provider-rules.md a target enforces.
+"""Provider profiles: which of the provider rules (docs/message-rules.md) a target enforces.
 
 A profile is a plain frozen value; ``dataclasses.replace(ANTHROPIC, mid_system=True)`` makes a
-variant (Claude Opus 4.8 and later accept a system message right after a user turn). Rules the
-reference marks *conservative* (enforced once, or by some hosts) are switched on by default
-and reported with ``conservative=True`` so callers can tell them apart. Rules that only some
-models enforce (R4, G4) or that depend on the request (R5 ``store``, A6/A7 ``thinking``) are
-off, or permissive, by default: the history alone does not say which model it goes to.
+variant (Claude Opus 4.8 and later accept a system message right after a user turn). Rules
+marked *conservative* (enforced once, or by some hosts) are switched on by default and reported
+with ``conservative=True`` so callers can tell them apart. Rules that only some models enforce
+(R4, G4) or that depend on the request (R5 ``store``, A6/A7 ``thinking``) are off, or
+permissive, by default: the history alone does not say which model it goes to.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""The checks: every rule of provider-rules.md, expressed on the message model.
+"""The checks: every provider rule synopsis enforces (docs/message-rules.md), expressed on the
+message model.
 
-Rules are stated on the model as the target's converter would send it: consecutive tool
-messages become one Anthropic user turn, results held in a user message become OpenAI tool
-messages, and so on. Rule ids are ``<family>.<code>`` where the reference numbers the rule
+Rules are stated on the model as the target's converter would send it: consecutive tool messages
+become one Anthropic user turn, results held in a user message become OpenAI tool messages, and
+so on. Rule ids are ``<family>.<code>`` where docs/message-rules.md numbers the rule
 (``openai.C2``, ``anthropic.A1``) and a short slug otherwise.
 
 Some rules cannot be checked from a history alone, so nothing here reports them:

@@ -2,7 +2,7 @@
 
 :class:`SummaryContent` is the schema the LLM fills (generated, so it cannot drift from the
 record); :func:`required_anchors` lists what a summary must keep verbatim, and
-:func:`missing_anchors` which of those an answer dropped (the quality guard of seed 001).
+:func:`missing_anchors` which of those an answer dropped (the quality guard).
 
 An answer that updates a previous record may still forget some of it. :func:`carry_forward`
 puts back what the answer dropped of the previous record's requests, constraints and files,
@@ -320,9 +320,9 @@ _MIN_SECTIONS: Final = 2
 
 
 def parse_sectioned(text: str) -> SummaryContent | None:
-    """The content of an answer written as seed 002's numbered sections instead of JSON (an
-    LLM that ignored the format but did the work), or ``None`` when fewer than two of the
-    sections are there. Prose under "Analysis" (or before the first section) is the
+    """The content of an answer written in the rendered summary's numbered sections instead of
+    JSON (an LLM that ignored the format but did the work), or ``None`` when fewer than two of
+    the sections are there. Prose under "Analysis" (or before the first section) is the
     narrative; each other line under a section heading is one item, bullets stripped."""
     sections: dict[str, list[str]] = {}
     prose: list[str] = []

@@ -1,4 +1,4 @@
-"""Fitting a summarizer's input into its cap: groups, clipping and trimming (seeds 000, 001, 004).
+"""Fitting a summarizer's input into its cap: groups, clipping and trimming.
 
 Pure functions over sizes already counted, so the LLM summarizer's planner can use them without
 I/O. Everything here is deterministic: the same input and cap give the same chunks, the same
@@ -65,11 +65,10 @@ def trim(
     *,
     keep: int | None = None,
 ) -> list[str]:
-    """The blocks that fit ``budget`` when the oldest must go (seed 001: "trimming oldest"):
-    block ``keep`` (the user's first request, which a summary must never lose) and the newest
-    blocks that fit, in order, each run of left-out blocks replaced by a line naming it.
-    ``keep`` takes at most half of the budget; a newest block that does not fit alone is
-    clipped."""
+    """The blocks that fit ``budget`` when the oldest must go: block ``keep`` (the user's first
+    request, which a summary must never lose) and the newest blocks that fit, in order, each run
+    of left-out blocks replaced by a line naming it. ``keep`` takes at most half of the budget;
+    a newest block that does not fit alone is clipped."""
     if sum(sizes) <= budget:
         return list(blocks)
     chosen: dict[int, str] = {}

@@ -1,4 +1,5 @@
-"""The prompt an LLM summarizer sends: seed 001's system prompt, the history as quoted data.
+"""The prompt an LLM summarizer sends: a system prompt asking for strict JSON, the history as
+quoted data.
 
 The prompt asks for the sections the rule-based summary keeps, in the same order of
 importance: the person's requests, their constraints and corrections (the latest value of
@@ -84,8 +85,8 @@ SYSTEM_PROMPT = f"""You are an expert conversation summarizer. Produce a STRICT 
 matching the provided schema. No markdown, no commentary.
 {DATA_WARNING}
 {_PRESERVE}"""
-"""Seed 001's baseline system prompt, with the data warning and what to keep, in the order of
-importance the rule-based summary uses."""
+"""The system prompt: strict JSON only, identifiers and figures verbatim, nothing invented, with
+the data warning and what to keep, in the order of importance the rule-based summary uses."""
 
 UPDATE_INSTRUCTIONS = """Update that summary with the new part of the conversation; do not \
 write a fresh one. Section by section:

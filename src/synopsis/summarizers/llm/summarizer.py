@@ -1,12 +1,13 @@
 """The LLM summarizer: completion calls, checked, with a way out of every failure.
 
-The order of things when a call does not give a good summary (DESIGN "Summarize"; seed 001):
+The order of things when a call does not give a good summary:
 
 1. A transport failure (:class:`~synopsis.errors.TransportError`, a timeout, a dropped
    connection) is retried after ``backoff * 2**attempt`` seconds, ``max_retries`` times.
 2. Bad output (not JSON, not the schema, empty, or not shorter than its input) is logged with
    its first 200 characters and not retried: the same prompt would likely fail the same way.
-   An answer in seed 002's numbered sections instead of JSON is read as such, not discarded.
+   An answer written in the numbered sections of the rendered summary instead of JSON is read
+   as such, not discarded.
 3. A summary that drops anchors (the first request, the constraints people stated, paths and
    identifiers the input repeats, pending items) is asked for once more, naming what is
    missing.
@@ -14,12 +15,11 @@ The order of things when a call does not give a good summary (DESIGN "Summarize"
    summarizer (rule-based by default), or raises :class:`SummarizerError` when
    ``abort_on_failure`` is set.
 
-Input over ``max_input_tokens`` (seed 000's chunked summarization) is cut into consecutive
-chunks that fit, each summarized on its own; the partial summaries are then consolidated into
-one, in rounds when even they do not fit together, at most ``max_depth`` levels deep, after
-which what is left is truncated deterministically. With ``oversize="trim"`` the oldest messages
-are left out instead (seeds 001 and 004), the first request always kept. A single message
-larger than the cap is clipped, head and tail kept.
+Input over ``max_input_tokens`` is cut into consecutive chunks that fit, each summarized on its
+own; the partial summaries are then consolidated into one, in rounds when even they do not fit
+together, at most ``max_depth`` levels deep, after which what is left is truncated
+deterministically. With ``oversize="trim"`` the oldest messages are left out instead, the first
+request always kept. A single message larger than the cap is clipped, head and tail kept.
 
 Nothing to summarize (no messages) asks no model: the ``fallback`` gives the record.
 
@@ -119,20 +119,21 @@ class LLMSummarizer:
     """Summarizes with a model through ``completion`` (see
     :mod:`~synopsis.summarizers.llm.completion`), trying ``models`` in order of preference.
 
-    ``system_prompt`` replaces seed 001's prompt; ``sleep`` replaces :func:`time.sleep` (and
-    :func:`asyncio.sleep` in :meth:`asummarize`; an awaitable it returns is awaited there).
+    ``system_prompt`` replaces the default prompt
+    (:data:`~synopsis.summarizers.llm.prompts.SYSTEM_PROMPT`); ``sleep`` replaces
+    :func:`time.sleep` (and :func:`asyncio.sleep` in :meth:`asummarize`; an awaitable it returns
+    is awaited there).
     ``result_chars`` clips each tool call's arguments and result in the prompt.
     ``max_summary_tokens`` is the completion's ``max_tokens`` (lowered by a call's own) and
     the most tokens the rendered record may take: a longer answer is cut to fit, least
     important content first, and marked ``truncated``.
 
-    ``max_input_tokens`` caps one request's prompt (seed 001 uses 8,000, seed 004 4,000),
-    for every model or per model (a mapping of model to cap); by default each model's cap is
-    its window less ``max_summary_tokens``, and requests are made to fit the smallest. A
-    server that says a request is over its context window (a local model's window is rarely
-    known) has the summary asked again once, in parts that fit the window it named. Over it,
-    ``oversize="chunk"`` summarizes in chunks and consolidates them (``max_depth`` levels at
-    most), ``"trim"`` leaves the oldest messages out.
+    ``max_input_tokens`` caps one request's prompt, for every model or per model (a mapping of
+    model to cap); by default each model's cap is its window less ``max_summary_tokens``, and
+    requests are made to fit the smallest. A server that says a request is over its context
+    window (a local model's window is rarely known) has the summary asked again once, in parts
+    that fit the window it named. Over it, ``oversize="chunk"`` summarizes in chunks and
+    consolidates them (``max_depth`` levels at most), ``"trim"`` leaves the oldest messages out.
 
     ``cache_aligned=True`` is for a summarizer that is the conversation's own model: pass the
     whole prefix to summarize, its system message first, and the agent's ``tools`` here; the

@@ -1,10 +1,9 @@
 """Per-tool extractors: what one tool call and its result come down to in a summary.
 
 Each takes a :class:`~synopsis.summarizers.rules.exchanges.ToolExchange` and returns
-:class:`~synopsis.summarizers.rules.exchanges.ToolFacts`, rendered as one key point in the form of
-seed 003 (``[✓ read_file: File: a.py | Lines: 120]``). They are looked up by tool name, so
-agents that name their tools differently (``Read``, ``mcp__fs__read_file``) still get the
-right one.
+:class:`~synopsis.summarizers.rules.exchanges.ToolFacts`, rendered as one key point, a compact
+line (``[✓ read_file: File: a.py | Lines: 120]``). They are looked up by tool name, so agents
+that name their tools differently (``Read``, ``mcp__fs__read_file``) still get the right one.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The rule-based summarizer: offline, free and deterministic (seed 003's default mode).
+"""The rule-based summarizer: offline, free and deterministic (the default summarizer).
 
-It reads the messages once (:mod:`.digest`), carries a previous summary
-forward, and cuts the least important content until the rendered summary fits its budget
-(:mod:`.budget`): ``max_summary_tokens``, at most a tenth of the remaining
-window when one is given (seed 003: a summary must never cause the overflow it prevents), and
-the per-call ``max_tokens``. The budget holds for both render styles.
+It reads the messages once (:mod:`.digest`), carries a previous summary forward, and cuts the
+least important content until the rendered summary fits its budget (:mod:`.budget`):
+``max_summary_tokens``, at most a tenth of the remaining window when one is given (a summary
+must never cause the overflow it prevents), and the per-call ``max_tokens``. The budget holds
+for both render styles.
 """
 
 from __future__ import annotations
@@ -210,10 +210,10 @@ def _file_notes(found: Digest) -> dict[str, list[str]]:
 def _requests(
     found: Digest, previous: SummaryRecord | None, user_chars: int
 ) -> tuple[list[str], list[str], list[str], frozenset[str]]:
-    """The primary request, the constraints, every request (seed 002's "all user
-    messages", the first among them) and the values now stale, the previous record's
-    carried forward and updated: a constraint the new part corrects is replaced, and the
-    sentence that stated the old value leaves the requests too."""
+    """The primary request, the constraints, every request (all the person's messages, the first
+    among them) and the values now stale, the previous record's carried forward and updated: a
+    constraint the new part corrects is replaced, and the sentence that stated the old value
+    leaves the requests too."""
     merged = Requests()
     primary: list[str] = []
     if previous is not None:
