@@ -211,7 +211,7 @@ def test_sync_and_async_chunk_the_same_way():
     assert first.model_dump(exclude={"id"}) == second.model_dump(exclude={"id"})
 
 
-# -- trimming (seeds 001 and 004) -------------------------------------------------------
+# -- trimming the oldest ----------------------------------------------------------------
 
 
 def test_trim_keeps_the_first_request_and_the_newest_messages():
