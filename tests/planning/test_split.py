@@ -69,7 +69,7 @@ def test_a_plain_chat_keeps_the_last_messages_and_protects_the_head() -> None:
 
 
 def test_a_keep_boundary_on_a_tool_result_moves_to_keep_the_call_with_it() -> None:
-    # Seed worked case: the message at the keep boundary is a tool result.
+    # A worked case: the message at the keep boundary is a tool result.
     msgs = [system(), user("task"), say("a"), user("b"), calls("c1"), result("c1"), say("done")]
     p = plan(msgs, keep=Keep.messages(2))
     assert p is not None

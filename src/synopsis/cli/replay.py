@@ -308,7 +308,7 @@ def _system_alone(setup: Setup, history: list[Any], fmt: FormatName, system: obj
     test the compactor makes before it gives up, so that no later turn can fit either."""
     messages = decode(history, fmt, system=system).messages
     prompt = sum(setup.counter.count_message(m) for m in messages if m.role is Role.SYSTEM)
-    return prompt >= setup.window - setup.reserve
+    return prompt >= setup.limit
 
 
 class _Without:

@@ -53,7 +53,7 @@ def room_for(run: Run, messages: Sequence[Message]) -> Room:
     keep = setup.keep
     return share_room(
         window=setup.window,
-        limit=setup.window - setup.reserve,
+        limit=setup.limit,
         threshold=setup.trigger.token_threshold(setup.window),
         fixed=run.overhead + head,
         target_ratio=setup.target_ratio,
@@ -103,7 +103,7 @@ def summary_budget_for(run: Run, plan: SplitPlan) -> int:
     less the reserve (see :mod:`synopsis.planning.room`)."""
     setup = run.setup
     room = run.room
-    target = room.target if room is not None else setup.window - setup.reserve
+    target = room.target if room is not None else setup.limit
     kept = run.overhead + plan.tokens_head + plan.tokens_tail
     planned = room.summary if room is not None else 0
     budget = summary_budget(
@@ -111,7 +111,7 @@ def summary_budget_for(run: Run, plan: SplitPlan) -> int:
         floor=setup.min_summary_tokens,
         ceiling=setup.max_summary_tokens,
     )
-    fits = setup.window - setup.reserve - kept
+    fits = setup.limit - kept
     # A tail too large to leave room is cut shorter by the next pass, which updates this
     # record: cutting the record to what this pass leaves would lose its content for good.
     floor = setup.min_summary_tokens

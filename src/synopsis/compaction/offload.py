@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.formats.native import message_to_json
 from synopsis.messages import content_hash, message_text
+from synopsis.stores import StoredMessage
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 
     from synopsis.formats import FormatName
     from synopsis.messages import Message
-    from synopsis.stores import StoredMessage
 
 __all__ = ["Originals"]
 
@@ -83,8 +83,6 @@ class Originals:
         from ``offset`` in order. What is not one of the caller's items (a summary made in
         this call) is skipped; a summary the caller sent is stored like any of its items,
         since no record of it may exist in this store."""
-        from synopsis.stores import StoredMessage  # noqa: PLC0415 - stores import compaction
-
         out: list[StoredMessage] = []
         seen: set[int] = set()
         for message in messages:

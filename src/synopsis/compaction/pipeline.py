@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
     from synopsis.compaction.prefix import Prefix
     from synopsis.compaction.setup import Setup
-    from synopsis.planning import Decision, Measure, PassResult
+    from synopsis.planning import Code, Decision, Measure, PassResult
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -118,7 +118,7 @@ def _result(
     messages: tuple[Message, ...],
     *,
     compacted: bool,
-    code: str,
+    code: Code,
     reason: str,
     before: Measure,
     after: Measure,
@@ -205,7 +205,7 @@ def govern(
         turn=turn,
         force=force,
     )
-    limit = setup.window - setup.reserve
+    limit = setup.limit
     if not decision.compact and before.tokens > limit and decision.code in _GIVES_WAY:
         # The trigger is a share of the whole window, but the request must leave room for
         # the answer: past that, it is an emergency whatever the trigger says.
@@ -322,7 +322,7 @@ def _compact(
     run: Run, decision: Decision, before: Measure, started: float
 ) -> Generator[Effect, Outcome, CompactionResult]:
     setup = run.setup
-    limit = setup.window - setup.reserve
+    limit = setup.limit
     system = sum(setup.counter.count_message(m) for m in run.messages if m.role is Role.SYSTEM)
     if system >= limit:
         # No summary can help: fail before paying for one.

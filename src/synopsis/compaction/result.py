@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from synopsis.events import Event
+    from synopsis.formats import FormatName
+    from synopsis.planning import Code
     from synopsis.summarizers import SummaryRecord
     from synopsis.validation import Fix
 
@@ -26,14 +28,14 @@ class CompactionResult:
 
     messages: list[Any]
     compacted: bool
-    code: str
+    code: Code
     reason: str
     record: SummaryRecord | None
     tokens_before: int
     tokens_after: int
     events: tuple[Event, ...]
     system: object = None
-    format: str = "openai"
+    format: FormatName = "openai"
     fixes: tuple[Fix, ...] = ()
     offloaded: tuple[str, ...] = ()
     session_id: str | None = None

@@ -76,6 +76,11 @@ class Setup:
     """The ceiling of the chosen summarizer's budget."""
 
     @property
+    def limit(self) -> int:
+        """The most tokens a request may take: the window less the reserve for the answer."""
+        return self.window - self.reserve
+
+    @property
     def has_store(self) -> bool:
         return self.store is not None
 

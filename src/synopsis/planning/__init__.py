@@ -4,6 +4,7 @@ split and keep policies), and the cheap reductions that run first. No I/O anywhe
 from __future__ import annotations
 
 from synopsis.planning.governor import (
+    Code,
     Decision,
     GovernorConfig,
     GovernorState,
@@ -27,6 +28,7 @@ from synopsis.planning.triggers import Measure, Trigger, measure_history
 from synopsis.planning.units import Structure, analyze
 
 __all__ = [
+    "Code",
     "Decision",
     "GovernorConfig",
     "GovernorState",
