@@ -1,8 +1,12 @@
 """synopsis: keep long-running LLM agents inside their model's context window.
 
-One flat namespace over private modules: :func:`compact` / :func:`acompact` /
+The names most code needs, in one namespace: :func:`compact` / :func:`acompact` /
 :class:`Compactor` (the pipeline), the message model, the provider formats, the validator and
-repair, offline token counting, the model-window table, settings, events and stores.
+repair, offline token counting, the model-window table, settings, events and stores. The
+subpackages hold the rest, one concept each: ``synopsis.messages``, ``formats``, ``tokens``,
+``validation``, ``planning`` (pure: where to cut, when to compact), ``summarizers``
+(``rules`` offline, ``llm`` with a model), ``compaction`` (the pipeline and its drivers),
+``stores``, ``config``, ``cli`` and ``testing`` (fakes for your own tests).
 
 >>> import synopsis
 >>> history = [{"role": "user", "content": "Fix the failing test in app.py"}]
