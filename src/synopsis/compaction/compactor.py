@@ -63,26 +63,14 @@ class Compactor:
     ``keep`` (likewise), ``summarizer``, ``counter``, ``store`` (a store, or what Settings
     parses) and ``listeners``.
 
-    Without a store, a Compactor remembers the last call that compacted nothing, and when the
-    next call passes the same list with items appended (same ``system``, ``format`` and
-    ``tools``, no ``force`` or ``instructions``) it decodes, checks and counts only the
-    appended items and the current turn, not the whole history; the result is the one the
-    full path gives (see :mod:`synopsis.compaction.incremental`). The earlier items are
-    recognised by identity, or, in an OpenAI chat history of text and tool calls, as copies
-    equal to what it read (a client that decodes its history from JSON on every request).
-    An item the caller changed *in place* after passing it is not read again, so its old
-    token count stands (the result still holds the caller's item). Call :meth:`reset` after
-    changing a passed item in place, or pass the changed message as a new object (it is not
-    equal to what was read, so the next call reads the whole history). With a session whose
-    summary stands for the start of a history sent again whole, the same holds for the
-    projected history, and right after the compaction that made the summary. Any other
-    compaction, and any error, forgets the call.
-
-    A call that compacts, or that the memo cannot answer, still does not decode again the
-    items of an OpenAI chat list that the last such call read (the very same objects, at the
-    start of the list): it keeps their messages (about 0.6 KiB a message beside the
-    caller's own items) and checks the rules only from the last turn of a person on (see
-    :mod:`synopsis.compaction.prefix`). The same caution about items changed in place holds.
+    A Compactor remembers the last call that compacted nothing, and reads only what a next
+    call appended to the same list (the result is the one the full path gives; see
+    :mod:`synopsis.compaction.incremental`). Earlier items are recognised by identity, or in
+    OpenAI chat as equal copies, so an item changed *in place* after it was passed is not
+    read again: call :meth:`reset` after such a change, or pass a changed copy. It also
+    keeps the messages it last decoded from an OpenAI chat list (about 0.6 KiB each), so
+    that a call which must read the whole history decodes only the new items
+    (:mod:`synopsis.compaction.prefix`).
     """
 
     def __init__(

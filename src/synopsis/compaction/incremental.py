@@ -1,70 +1,14 @@
 """The skip of a :class:`~.compactor.Compactor` that has seen the history before.
 
 An agent loop calls ``compact`` before every request with the history it had plus what was
-appended since; most calls compact nothing. The full path decodes, validates and counts the
-whole history each time. A :class:`Memo` of the last call that skipped lets the next call
-read only what was appended, and it gives the very result the full path would, or it is not
-used: every condition below is there because the full path could otherwise differ.
+appended since; most calls compact nothing. A :class:`Memo` of the last call that skipped
+lets the next call read only what was appended (:func:`skip`), and it gives the very result
+the full path would, or it is not used: a compaction is never made from the memo. Earlier
+items are recognised by identity (or, in OpenAI chat, as equal copies of what was read), so
+an item changed in place is not read again: ``Compactor.reset()``.
 
-The memo keeps the caller's items (a shallow copy of the list), the ``system``, ``format``
-and ``tools`` arguments, the resolved format, the number of decoded messages, the request's
-token count, and the decoded messages from a boundary ``b`` on: the last user message a
-person wrote (not a summary, no tool results) before which every tool call is answered
-(``b = 0``, the whole history, when there is none). A memo is made only when the full path
-skipped on a history that broke no rule and had no summary to take out of a merged turn,
-came as a plain list in a format whose items decode one by one, with no store or a
-blocking one, and with a counter whose count is a sum over messages. With a store it keeps
-the session as the call saved it. When the session's summary took the place of the part of
-the history it stands for (a projection, see :mod:`.projection`; OpenAI chat only), the
-count, tokens and window are the projected history's, and the memo keeps the output too. A
-compaction of such a history (OpenAI chat, a session, no summary in what the caller sent)
-leaves a memo of the same kind, when the projection it saved, applied to that very history,
-gives back its output: the first request after it is read alone as well.
-
-A later call :func:`skip` takes only when it is the same request grown at its end:
-
-* the same setup and session, no ``force``, no ``instructions``, the same ``format`` argument,
-  the same ``system`` (equal text, or the same object still equal to the memo's copy of it,
-  so a list of blocks changed in place is noticed) and ``tools`` (the same definition
-  objects in the same order, so their count is the same); the governor then starts from a
-  fresh state, as the full path's does with no store, or with a store from the session read
-  back, which must be the very state the memo's call saved (no other call moved it on);
-* the list starts with the memo's very items (by identity; an item the caller changed in
-  place is not noticed, see the Compactor's docstring), or, for an OpenAI chat history of
-  text, calls with JSON text arguments and text results, with copies equal to the items as
-  they were read (the memo keeps their containers copied): what a client decoding its
-  history from JSON on every request sends. Anything else is recognised by identity only,
-  since an equal copy may still decode or count differently (``1 == True``);
-* with a projection, no appended message is a summary (the full path would then not
-  project), and the output is the memo's grown by the appended items themselves;
-* the appended items decode on their own into the messages the whole list would decode to:
-  for ``openai``, ``anthropic`` (the leading system message is the memo's), ``responses``
-  and ``synopsis`` a message depends on its own item only, save for the legacy OpenAI
-  ``function`` message, which takes the id of an earlier ``function_call`` (such an item
-  goes the full path, and so does Gemini, whose synthetic call ids count turns). Without a
-  ``format`` argument, a list is detected as OpenAI only when no item says otherwise, so the
-  appended items must not either (every other format is named by an item of the memo's);
-* no appended message holds a summary merged into other text (the full path would take it
-  out, and the turn key reads the result);
-* the window ``messages[b:]`` breaks no rule (the same filter as the full path). The earlier
-  history broke none, and :func:`~.prefix.boundary` picks ``b`` so that each rule decides
-  the same on the window as on the whole: no tool call is open across ``b``, so the pairing
-  restarts there; a user message without tool results starts a turn for every turn-based rule (A6,
-  R4, G4), stops a tool loop, ends any answer block before it and opens the window with a
-  user (first-user, alternation, system placement and G1 see the same neighbours); and what
-  depends on the end of the history (the final empty assistant, the trailing call, the last
-  assistant) lies in the window, since ``b`` is an index of the earlier history;
-* the token count is the memo's plus the appended messages' (the counter's total is reply
-  priming + each message's count + tool definitions, and the tools are the same);
-* the turn key is read from the window, which holds the message at ``b`` that the full scan
-  from the end would otherwise stop at, or is the whole history when ``b = 0``.
-
-Then the governor decides as :func:`~.pipeline.compaction` does (:func:`~.pipeline.govern`).
-A decision to compact goes the full path: a compaction is never made from the memo. A
-decision that changes the session's governor state in a way a later call would see (a new
-turn after one that compacted) saves that state, as the full path does; only the turn last
-seen while it had no compaction is left unsaved. A skip returns the caller's items (or the
-projected history), the event and every field the full path would.
+Why each condition is needed, and why together they give the full path's answer, is set out
+in ``docs/architecture.md`` ("Why the incremental skip gives the full path's answer").
 """
 
 from __future__ import annotations
