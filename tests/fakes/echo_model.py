@@ -15,11 +15,11 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
-from synopsis.summarizers.prompts import render_transcript
+from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.prompts import render_transcript
 from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_KEY_POINTS, MAX_SECTION_ITEMS
 from synopsis.summarizers.scanning import dedupe, scan_text
-from tests.fakes.llm_server import FakeLLMServer, Recorded, Reply, chat_completion
+from synopsis.testing.server import FakeLLMServer, Recorded, Reply, chat_completion
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -180,18 +180,17 @@ def echo_completion(request: CompletionRequest) -> CompletionResponse:
     return CompletionResponse(echo_text(turns), model=request.model)
 
 
+def _echo_reply(recorded: Recorded) -> Reply:
+    """The echo model's answer to a Chat Completions request, read as it came over HTTP (the
+    system message aside)."""
+    body = recorded.body
+    turns = [m for m in body["messages"] if m["role"] != "system"]
+    return Reply(chat_completion(echo_text(turns), model=body["model"]))
+
+
 class EchoServer(FakeLLMServer):
     """The fake server with the echo model behind ``/v1/chat/completions``: a request is
-    answered with a scripted reply while any is left, else by the echo model reading the
-    request's messages as they came over HTTP (the system message aside)."""
+    answered with a scripted reply while any is left, else by the echo model."""
 
-    def _next(self, recorded: Recorded) -> Reply:
-        with self._lock:
-            scripted = bool(self.script)
-        if scripted or recorded.path != "/v1/chat/completions":
-            return super()._next(recorded)
-        with self._lock:
-            self.requests.append(recorded)
-        body = recorded.body
-        turns = [m for m in body["messages"] if m["role"] != "system"]
-        return Reply(chat_completion(echo_text(turns), model=body["model"]))
+    def __init__(self) -> None:
+        super().__init__(default=_echo_reply)

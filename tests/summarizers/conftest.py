@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.fakes.llm_server import FakeLLMServer
+from synopsis.testing.server import FakeLLMServer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -15,8 +15,5 @@ if TYPE_CHECKING:
 @pytest.fixture
 def llm_server() -> Iterator[FakeLLMServer]:
     """A fake OpenAI/Anthropic server on 127.0.0.1, stopped after the test."""
-    server = FakeLLMServer().start()
-    try:
+    with FakeLLMServer() as server:
         yield server
-    finally:
-        server.stop()

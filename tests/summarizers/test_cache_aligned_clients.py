@@ -11,13 +11,13 @@ import pytest
 
 from synopsis.formats import decode, encode
 from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from synopsis.summarizers.completion import CompletionRequest
+from synopsis.summarizers.llm.completion import CompletionRequest
 from tests.summarizers.test_clients import FLAVOURS, MODES, ask
 from tests.summarizers.test_streaming import streamed
 
 if TYPE_CHECKING:
     from synopsis.formats import FormatName
-    from tests.fakes.llm_server import FakeLLMServer, Recorded
+    from synopsis.testing.server import FakeLLMServer, Recorded
     from tests.summarizers.test_clients import Flavour
 
 CHAT, RESPONSES, ANTHROPIC = FLAVOURS

@@ -1,5 +1,5 @@
 """The real openai and anthropic SDKs, pointed at a fake server on 127.0.0.1, driving
-LLMSummarizer end to end through the completions of :mod:`synopsis.summarizers.clients`."""
+LLMSummarizer end to end through the completions of :mod:`synopsis.summarizers.llm.clients`."""
 
 from __future__ import annotations
 
@@ -18,20 +18,20 @@ import pytest
 
 from synopsis.errors import TransportError
 from synopsis.summarizers import LLMSummarizer, SummaryRecord, Usage
-from synopsis.summarizers.clients import (
+from synopsis.summarizers.llm.clients import (
     DEFAULT_ANTHROPIC_MAX_TOKENS,
     anthropic_completion,
     openai_chat_completion,
     openai_responses_completion,
 )
-from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
-from synopsis.summarizers.llm import SUMMARY_SCHEMA
-from synopsis.summarizers.prompts import SYSTEM_PROMPT
-from tests.fakes.llm_server import anthropic_message, chat_completion, response
+from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.prompts import SYSTEM_PROMPT
+from synopsis.summarizers.llm.summarizer import SUMMARY_SCHEMA
+from synopsis.testing.server import anthropic_message, chat_completion, response
 from tests.summarizers.helpers import GOOD, history
 
 if TYPE_CHECKING:
-    from tests.fakes.llm_server import FakeLLMServer
+    from synopsis.testing.server import FakeLLMServer
 
 
 GOOD_TEXT = json.dumps(GOOD)
@@ -199,12 +199,14 @@ def test_a_reply_slower_than_the_timeout_is_a_retryable_transport_error(llm_serv
 @flavours
 @modes
 def test_a_closed_port_is_a_retryable_transport_error(flavour, mode):
-    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    closed = cast("FakeLLMServer", _Closed(f"http://127.0.0.1:{port}"))
-    with pytest.raises(TransportError, match="Connection") as caught:
-        ask(flavour, mode, closed, request(flavour.model), timeout=1.0)
+    # A port held bound but not listening refuses every connection, and no other test (in this
+    # worker or another) can start a server on it meanwhile.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        closed = cast("FakeLLMServer", _Closed(f"http://127.0.0.1:{port}"))
+        with pytest.raises(TransportError, match="Connection") as caught:
+            ask(flavour, mode, closed, request(flavour.model), timeout=1.0)
     assert caught.value.retryable is True
 
 

@@ -16,17 +16,17 @@ from hypothesis import strategies as st
 
 from synopsis.errors import TransportError
 from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
-from synopsis.summarizers.asking import DIALECTS, transport_error
-from synopsis.summarizers.completion import CompletionRequest
-from synopsis.summarizers.dialects import Dialect, Dialects, refusal, strict_messages
-from synopsis.summarizers.llm import SUMMARY_SCHEMA
-from tests.fakes.llm_server import Picky
+from synopsis.summarizers.llm.asking import DIALECTS, transport_error
+from synopsis.summarizers.llm.completion import CompletionRequest
+from synopsis.summarizers.llm.dialects import Dialect, Dialects, refusal, strict_messages
+from synopsis.summarizers.llm.summarizer import SUMMARY_SCHEMA
+from synopsis.testing.server import Picky
 from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from tests.fakes.llm_server import FakeLLMServer
+    from synopsis.testing.server import FakeLLMServer
     from tests.summarizers.test_clients import Flavour
 
 CHAT, RESPONSES, ANTHROPIC = FLAVOURS

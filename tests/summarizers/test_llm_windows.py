@@ -11,17 +11,17 @@ import pytest
 
 from synopsis.errors import ConfigurationError, TransportError
 from synopsis.summarizers import LLMSummarizer, openai_chat_completion
-from synopsis.summarizers.asking import DIALECTS, transport_error
-from synopsis.summarizers.dialects import overflow, refusal
-from tests.fakes.llm_server import Picky, chat_completion
+from synopsis.summarizers.llm.asking import DIALECTS, transport_error
+from synopsis.summarizers.llm.dialects import overflow, refusal
+from synopsis.testing.server import Picky, chat_completion
 from tests.summarizers.helpers import TRANSCRIPTS, load
 from tests.summarizers.test_clients import GOOD_TEXT
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
-    from tests.fakes.llm_server import FakeLLMServer
+    from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
+    from synopsis.testing.server import FakeLLMServer
 
 LLAMA = "Requested tokens (9437) exceed context window of 8192"
 OPENAI_STYLE = (

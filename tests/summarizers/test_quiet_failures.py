@@ -17,15 +17,15 @@ from synopsis import Compactor, ConfigurationError, Settings, SummarizerFellBack
 from synopsis.cli import main
 from synopsis.compaction.setup import LLM_SUMMARIZER_TIMEOUT
 from synopsis.errors import ERROR_CHARS
+from synopsis.testing.server import chat_completion
 from tests.compaction.helpers import load_items
 from tests.compaction.test_incremental import CLEAN
 from tests.compaction.test_paths import CHAT, SUMMARY_TEXT
-from tests.fakes.llm_server import chat_completion
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.fakes.llm_server import FakeLLMServer
+    from synopsis.testing.server import FakeLLMServer
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
