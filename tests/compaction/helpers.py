@@ -1,4 +1,4 @@
-"""Shared pieces for the pipeline tests: bundled transcripts, a counting summarizer."""
+"""Shared pieces for the pipeline tests: bundled transcripts, a compactor, its drivers."""
 
 from __future__ import annotations
 
@@ -10,14 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction import CompactionResult, Compactor
 from synopsis.formats import decode, encode
-from synopsis.summarizers import RuleBasedSummarizer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from synopsis.events import Event
-    from synopsis.messages import Message
-    from synopsis.summarizers import SummaryRecord
 
 TRANSCRIPTS = sorted(
     (Path(__file__).resolve().parents[2] / "examples" / "transcripts").glob("*.jsonl")
@@ -68,34 +65,3 @@ def arun(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
 
 def kinds(events: Sequence[Event]) -> list[str]:
     return [type(e).__name__ for e in events]
-
-
-class Recording:
-    """The rule-based summarizer (or ``inner``), keeping every call's arguments."""
-
-    def __init__(self, inner: RuleBasedSummarizer | None = None) -> None:
-        self.inner = inner or RuleBasedSummarizer()
-        self.calls: list[dict[str, Any]] = []
-
-    def summarize(
-        self,
-        messages: Sequence[Message],
-        *,
-        previous: SummaryRecord | None = None,
-        instructions: str | None = None,
-        max_tokens: int | None = None,
-    ) -> SummaryRecord:
-        self.calls.append(
-            {"messages": list(messages), "previous": previous, "instructions": instructions}
-        )
-        return self.inner.summarize(
-            messages, previous=previous, instructions=instructions, max_tokens=max_tokens
-        )
-
-
-class Counting(Recording):
-    """A :class:`Recording` whose ``sizes`` are how many messages each call got."""
-
-    @property
-    def sizes(self) -> list[int]:
-        return [len(call["messages"]) for call in self.calls]

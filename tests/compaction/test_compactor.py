@@ -32,15 +32,13 @@ from synopsis.events import (
     notify,
 )
 from synopsis.formats import decode
-from synopsis.messages import Message, Role
-from synopsis.planning.units import is_summary
+from synopsis.messages import Message, Role, is_summary
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, render
+from synopsis.testing import ScriptedSummarizer, SummarizeCall
 from synopsis.validation import get_profile, validate
 from tests.compaction.helpers import (
     TRANSCRIPTS,
-    Counting,
-    Recording,
     arun,
     in_format,
     kinds,
@@ -120,7 +118,7 @@ def test_compacting_a_compacted_history_that_fits_does_nothing(fmt: str) -> None
     items, system = in_format([{"role": "system", "content": SYSTEM}, *AIDER], fmt)
     first = run(make(), items, system=system, format=fmt)
     assert first.compacted
-    again = Counting()
+    again = ScriptedSummarizer()
     second = run(make(summarizer=again), first.messages, system=first.system, format=fmt)
     assert not second.compacted
     assert second.code == "under-trigger"
@@ -136,13 +134,13 @@ def test_compacting_a_compacted_history_that_fits_does_nothing(fmt: str) -> None
 
 
 def test_a_second_compaction_updates_the_first_summary_and_never_resummarizes_it() -> None:
-    summarizer = Recording()
+    summarizer = ScriptedSummarizer()
     compactor = make(summarizer=summarizer, store="memory", session_id="chain")
     first = run(compactor, AIDER)
     assert first.compacted
     assert first.record is not None
     assert first.record.depth == 0
-    covered_first = {m.text for m in summarizer.calls[0]["messages"]}
+    covered_first = {m.text for m in summarizer.calls[0].messages}
 
     history = [*first.messages, *FOLLOW_UP]
     second = run(compactor, history, force=True)
@@ -150,11 +148,11 @@ def test_a_second_compaction_updates_the_first_summary_and_never_resummarizes_it
     assert second.code == "forced"
     assert len(summarizer.calls) == 2
     call = summarizer.calls[1]
-    assert call["previous"] == first.record
-    assert call["messages"]
-    assert not any(is_summary(m) for m in call["messages"])
+    assert call.previous == first.record
+    assert call.messages
+    assert not any(is_summary(m) for m in call.messages)
     # Nothing the first record covers is summarized again.
-    assert not covered_first & {m.text for m in call["messages"]}
+    assert not covered_first & {m.text for m in call.messages}
 
     record = second.record
     assert record is not None
@@ -205,19 +203,19 @@ def test_merge_role_a_user_turn_merged_into_the_summary_is_not_lost() -> None:
 
 
 def test_force_compacts_below_the_trigger_and_passes_the_instructions() -> None:
-    summarizer = Recording()
+    summarizer = ScriptedSummarizer()
     compactor = make(context_window=8000, summarizer=summarizer)
     assert run(compactor, AIDER).code == "under-trigger"
     assert summarizer.calls == []
     result = run(compactor, AIDER, force=True, instructions="keep the port numbers")
     assert result.compacted
     assert result.code == "forced"
-    assert [c["instructions"] for c in summarizer.calls] == ["keep the port numbers"]
+    assert [c.instructions for c in summarizer.calls] == ["keep the port numbers"]
     assert result.tokens_after < result.tokens_before
 
 
 def test_force_with_nothing_before_the_tail_does_not_compact() -> None:
-    summarizer = Counting()
+    summarizer = ScriptedSummarizer()
     result = run(make(summarizer=summarizer), AIDER[:1], force=True)
     assert not result.compacted
     assert result.code == "nothing-to-compact"
@@ -228,7 +226,7 @@ def test_force_with_nothing_before_the_tail_does_not_compact() -> None:
 
 def test_force_on_a_history_shorter_than_the_kept_tail_does_not_compact() -> None:
     # An explicit tail: the automatic one gives a forced compaction half of what it can cut.
-    summarizer = Counting()
+    summarizer = ScriptedSummarizer()
     result = run(make(summarizer=summarizer, keep="messages:6"), AIDER[:3], force=True)
     assert summarizer.calls == []
     assert not result.compacted
@@ -262,7 +260,7 @@ def test_the_session_state_after_two_compactions() -> None:
 
 def test_a_skipped_call_persists_the_governor_state() -> None:
     store = MemoryStore()
-    summarizer = Counting()
+    summarizer = ScriptedSummarizer()
     compactor = make(store=store, session_id="cool", min_messages=4, summarizer=summarizer)
     first = run(compactor, AIDER)
     assert first.compacted
@@ -328,13 +326,16 @@ def test_a_skipped_call_emits_compaction_skipped_with_the_code() -> None:
 
 
 def test_events_a_summarizer_reports_reach_the_listeners_and_the_result() -> None:
-    class Reporting(Recording):
-        def summarize(self, messages: Sequence[Message], **options: Any) -> SummaryRecord:
-            notify(SummarizerFellBack(model="big", reason="rate limited", fallback="small"))
-            return super().summarize(messages, **options)
+    def reporting(call: SummarizeCall) -> str:
+        notify(SummarizerFellBack(model="big", reason="rate limited", fallback="small"))
+        return "The small model summarized it."
 
     got: list[Event] = []
-    result = run(make(summarizer=Reporting(), session_id="r"), AIDER, listeners=[got.append])
+    result = run(
+        make(summarizer=ScriptedSummarizer(default=reporting), session_id="r"),
+        AIDER,
+        listeners=[got.append],
+    )
     assert kinds(got) == ["CompactionStarted", "SummarizerFellBack", "CompactionCompleted"]
     assert tuple(got) == result.events
     assert got[1].session_id == "r"

@@ -16,8 +16,9 @@ import pytest
 from synopsis.compaction import Compactor
 from synopsis.errors import BudgetUnreachableError
 from synopsis.stores import MemoryStore
+from synopsis.testing import ScriptedSummarizer
 from synopsis.validation import validate
-from tests.compaction.helpers import TRANSCRIPTS, Counting, in_format, load_items
+from tests.compaction.helpers import TRANSCRIPTS, in_format, load_items
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -29,7 +30,7 @@ SUMMARIZING = {"triggered", "emergency", "forced", "refresh"}
 
 def replay(path: Path, window: int, fmt: str) -> dict[str, Any]:
     items, system = in_format(load_items(path), fmt)
-    summarizer = Counting()
+    summarizer = ScriptedSummarizer()
     store = MemoryStore()
     compactor = Compactor(
         model="gpt-4o",

@@ -19,7 +19,8 @@ from synopsis.errors import ConfigurationError, StoreError, SummarizerError
 from synopsis.events import SummarizerFellBack
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer
-from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
+from synopsis.testing import FailingStore
 from synopsis.validation import validate
 from tests.compaction.helpers import TRANSCRIPTS, load_items
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from synopsis.messages import Message
-    from synopsis.stores import Compaction
     from synopsis.summarizers import SummaryRecord
 
 CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -139,14 +139,9 @@ def test_abort_on_failure_raises_through_compact_and_leaves_everything_as_it_was
     assert store.recall("f") == []
 
 
-class FailingStore(MemoryStore):
-    def save(self, compaction: Compaction) -> None:
-        raise OSError("disk on fire")
-
-
 @pytest.mark.parametrize("run", ["sync", "async"])
 def test_a_store_that_fails_leaves_the_history_untouched(run: str):
-    store = FailingStore()
+    store = FailingStore(fail={"save"})
     c = compactor(RuleBasedSummarizer(), store=store)
     items = list(ITEMS)
     sent = copy.deepcopy(items)

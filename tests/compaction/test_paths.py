@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from synopsis import Keep, Trigger
-from synopsis.compaction import CompactionResult, Compactor, message_from_json
+from synopsis.compaction import CompactionResult, Compactor
 from synopsis.compaction.offload import Originals
 from synopsis.compaction.rebuild import finish
 from synopsis.errors import (
@@ -25,16 +25,16 @@ from synopsis.errors import (
     StoreError,
 )
 from synopsis.events import CompactionFailed, Event, SummarizerFellBack
-from synopsis.formats import decode
-from synopsis.messages import Message, Role, TextPart
-from synopsis.planning.units import is_summary
+from synopsis.formats import decode, message_from_json
+from synopsis.messages import Message, Role, TextPart, is_summary
 from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
 from synopsis.stores._base import StoreBase
+from synopsis.testing import FailingStore, ScriptedSummarizer
+from synopsis.testing.server import FakeLLMServer, anthropic_message, chat_completion, response
 from synopsis.tokens import counter_for_model
 from synopsis.validation import validate
 from tests.compaction.helpers import (
     TRANSCRIPTS,
-    Recording,
     arun,
     in_format,
     kinds,
@@ -42,7 +42,6 @@ from tests.compaction.helpers import (
     make,
     run,
 )
-from tests.fakes.llm_server import FakeLLMServer, anthropic_message, chat_completion, response
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -481,14 +480,14 @@ def foreign_history() -> tuple[list[dict[str, Any]], str]:
 
 def test_a_summary_from_another_compactor_is_summarized_with_the_rest() -> None:
     history, summary = foreign_history()
-    summarizer = Recording()
+    summarizer = ScriptedSummarizer()
     store = MemoryStore()
     result = run(make(store=store, session_id="here", summarizer=summarizer), history, force=True)
     assert result.compacted
     assert result.record is not None
     assert result.record.depth == 0  # no record of it in this store: a new chain
     (call,) = summarizer.calls
-    given = call["messages"]
+    given = call.messages
     assert [m.text for m in given if is_summary(m)] == [summary]
     assert len(given) > 1
     assert len(summaries_in(result)) == 1
@@ -548,37 +547,8 @@ def test_a_huge_call_whose_arguments_are_not_json_makes_the_budget_unreachable()
     assert kinds(got) == ["CompactionStarted", "CompactionFailed"]
 
 
-class Failures(MemoryStore):
-    """A MemoryStore whose named methods raise once ``broken`` holds their name."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.broken: set[str] = set()
-
-    def _fail(self, name: str) -> None:
-        if name in self.broken:
-            raise OSError(f"{name} is broken")
-
-    def session(self, session_id: str) -> SessionState | None:
-        self._fail("session")
-        return super().session(session_id)
-
-    def summaries(self, session_id: str) -> list[SummaryRecord]:
-        self._fail("summaries")
-        return super().summaries(session_id)
-
-    def summary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
-        self._fail("summary")
-        return super().summary(session_id, summary_id)
-
-    def save_session(self, state: SessionState) -> None:
-        self._fail("save_session")
-        super().save_session(state)
-
-
 def test_a_store_that_cannot_read_the_session_refuses_the_call() -> None:
-    store = Failures()
-    store.broken.add("session")
+    store = FailingStore(fail={"session"})
     history = list(AIDER)
     with pytest.raises(StoreError, match="could not read session 'st'") as caught:
         run(make(store=store, session_id="st"), history)
@@ -588,17 +558,17 @@ def test_a_store_that_cannot_read_the_session_refuses_the_call() -> None:
 
 
 def test_a_store_that_cannot_read_the_summaries_refuses_the_compaction() -> None:
-    store = Failures()
+    store = FailingStore()
     got: list[Event] = []
     compactor = make(store=store, session_id="st", listeners=[got.append])
     first = run(compactor, AIDER)
     assert first.compacted
     offloaded = store.recall("st")
-    store.broken.add("summary")  # the chain's head, read alone
+    store.fail("summary")  # the chain's head, read alone
     with pytest.raises(StoreError, match="could not read the summary of 'st'"):
         run(compactor, [*first.messages, *FOLLOW_UP], force=True)
     assert kinds(got)[-1] == "CompactionFailed"
-    store.broken.clear()
+    store.heal()
     assert store.recall("st") == offloaded
     state = store.session("st")
     assert state is not None
@@ -606,11 +576,10 @@ def test_a_store_that_cannot_read_the_summaries_refuses_the_compaction() -> None
 
 
 def test_a_store_that_cannot_save_the_session_state_refuses_a_skipped_call() -> None:
-    store = Failures()
-    store.broken.add("save_session")
+    store = FailingStore(fail={"save_session"})
     with pytest.raises(StoreError, match="could not save session 'st'"):
         run(make(store=store, session_id="st"), AIDER[:4])
-    store.broken.clear()
+    store.heal()
     assert store.session("st") is None
 
 
@@ -661,7 +630,7 @@ def test_an_oversized_result_of_a_running_turn_is_reduced_without_a_summary() ->
     both["tool_calls"] += call("c2", '{"path": "other.py"}')["tool_calls"]
     history = [{"role": "user", "content": "Read both census files."}, both, tool("c1", BIG_OUTPUT)]
     store = MemoryStore()
-    summarizer = Recording()
+    summarizer = ScriptedSummarizer()
     result = run(make(store=store, session_id="tail", summarizer=summarizer), history, force=True)
     assert result.compacted
     assert result.code == "forced"
@@ -699,7 +668,7 @@ def test_a_rebuilt_history_that_breaks_a_rule_is_refused(monkeypatch: pytest.Mon
         first_result = next(i for i, m in enumerate(final) if m.role is Role.TOOL)
         return final[:first_result] + final[first_result + 1 :], fixes
 
-    monkeypatch.setattr("synopsis.compaction.pipeline.finish", dropping)
+    monkeypatch.setattr("synopsis.compaction.fitting.finish", dropping)
     store = MemoryStore()
     got: list[Event] = []
     compactor = make(context_window=8000, store=store, session_id="v")
@@ -726,13 +695,13 @@ def test_a_summary_merged_into_the_middle_of_a_user_turn_is_taken_apart() -> Non
     before = (TextPart("Before the summary."), TextPart("Still before it."))
     merged = Message(Role.USER, (*before, TextPart(summary.text), TextPart("After it.")))
     messages[2] = merged
-    summarizer = Recording()
+    summarizer = ScriptedSummarizer()
     store = MemoryStore()
     compactor = make(summarizer=summarizer, store=store, session_id="merged")
     result = compactor.compact(messages, format="synopsis", force=True)
     assert result.compacted
     (call,) = summarizer.calls
-    given = call["messages"]
+    given = call.messages
     # Three messages where the caller had one: the user's words on either side, apart.
     at = next(i for i, m in enumerate(given) if m.parts[:2] == before)
     assert [m.parts for m in given[at : at + 3]] == [

@@ -8,7 +8,8 @@ from typing import Any
 
 from synopsis.compaction import Compactor
 from synopsis.stores import MemoryStore, SQLiteStore
-from tests.compaction.helpers import TRANSCRIPTS, Counting, load_items
+from synopsis.testing import ScriptedSummarizer
+from tests.compaction.helpers import TRANSCRIPTS, load_items
 
 
 def turn(i: int) -> list[dict[str, Any]]:
@@ -41,7 +42,7 @@ def test_equal_messages_in_later_compactions_are_all_kept():
 
 def test_a_resent_uncompacted_history_reuses_the_summary_it_already_has(tmp_path):
     items = load_items(next(p for p in TRANSCRIPTS if "ponyc-4588" in p.name))
-    summarizer = Counting()
+    summarizer = ScriptedSummarizer()
     store = SQLiteStore(tmp_path / "s.db")
     c = Compactor(
         context_window=20_000, store=store, session_id="s", summarizer=summarizer, environ={}
@@ -73,19 +74,19 @@ def test_a_resent_uncompacted_history_reuses_the_summary_it_already_has(tmp_path
     later = c.compact(grown, force=True)
     assert later.record is not None
     assert later.record.parent_id == first.record.id  # type: ignore[union-attr]
-    assert summarizer.sizes[-1] < len(items)
+    assert len(summarizer.calls[-1].messages) < len(items)
 
 
 def test_one_compaction_never_summarizes_a_summary_alone():
     items = load_items(next(p for p in TRANSCRIPTS if "pydicom" in p.name))
-    summarizer = Counting()
+    summarizer = ScriptedSummarizer()
     store = MemoryStore()
     c = Compactor(
         context_window=8_000, store=store, session_id="s", summarizer=summarizer, environ={}
     )
     result = c.compact(items)
     assert result.compacted
-    assert all(n > 0 for n in summarizer.sizes)
+    assert all(call.messages for call in summarizer.calls)
     records = store.summaries("s")
     assert all(r.covers for r in records)
     export = c.export()
