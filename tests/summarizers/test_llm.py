@@ -14,19 +14,20 @@ import pytest
 from synopsis.errors import ConfigurationError, ConversationError
 from synopsis.messages import Message, Role, TextPart
 from synopsis.summarizers import RuleBasedSummarizer, Sections, SummaryRecord, Usage
-from synopsis.summarizers.completion import (
-    CompletionRequest,
+from synopsis.summarizers.llm.completion import (
+    Completion,
     CompletionResponse,
     SummarizerError,
     TransportError,
 )
-from synopsis.summarizers.llm import (
+from synopsis.summarizers.llm.summarizer import (
     SUMMARY_SCHEMA,
     LLMSummarizer,
     SummaryContent,
     parse_summary,
     required_anchors,
 )
+from synopsis.testing import ScriptedCompletion
 from tests.summarizers.helpers import GOOD, history, say, user
 
 CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -40,30 +41,8 @@ def answer(content: dict[str, Any] | str = GOOD, *, model: str = "", usage: Usag
     return CompletionResponse(text=text, usage=usage, model=model)
 
 
-class Script:
-    """A completion that plays its outcomes in order: a response is returned, an exception
-    raised. It records every request."""
-
-    def __init__(self, *outcomes: CompletionResponse | Exception) -> None:
-        self.outcomes = list(outcomes)
-        self.requests: list[CompletionRequest] = []
-
-    def __call__(self, request: CompletionRequest) -> CompletionResponse:
-        self.requests.append(request)
-        outcome = self.outcomes.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-    @property
-    def models(self) -> list[str]:
-        return [r.model for r in self.requests]
-
-
-class AsyncScript(Script):
-    async def __call__(self, request: CompletionRequest) -> CompletionResponse:  # type: ignore[override]
-        await asyncio.sleep(0)
-        return super().__call__(request)
+def models(completion: ScriptedCompletion) -> list[str]:
+    return [r.model for r in completion.requests]
 
 
 class Sleeps(list[float]):
@@ -71,10 +50,10 @@ class Sleeps(list[float]):
         self.append(seconds)
 
 
-def make(script: Script, **options: Any) -> tuple[LLMSummarizer, Sleeps]:
+def make(completion: Completion, **options: Any) -> tuple[LLMSummarizer, Sleeps]:
     sleeps = Sleeps()
     options.setdefault("models", ["small-model"])
-    summarizer = LLMSummarizer(script, sleep=sleeps, clock=lambda: CLOCK, **options)
+    summarizer = LLMSummarizer(completion, sleep=sleeps, clock=lambda: CLOCK, **options)
     return summarizer, sleeps
 
 
@@ -82,7 +61,7 @@ def make(script: Script, **options: Any) -> tuple[LLMSummarizer, Sleeps]:
 
 
 def test_valid_json_fills_the_record():
-    script = Script(answer(model="small-model-2026"))
+    script = ScriptedCompletion(answer(model="small-model-2026"))
     summarizer, sleeps = make(script)
     messages = history()
     record = summarizer.summarize(messages)
@@ -110,13 +89,13 @@ def test_valid_json_fills_the_record():
 
 
 def test_record_names_the_model_asked_when_the_response_does_not():
-    record = make(Script(answer()))[0].summarize(history())
+    record = make(ScriptedCompletion(answer()))[0].summarize(history())
     assert record.model == "small-model"
 
 
 def test_update_carries_lineage_and_quotes_the_previous_summary():
     previous = RuleBasedSummarizer().summarize([user("Fix the failing test in src/app/core.py")])
-    script = Script(answer())
+    script = ScriptedCompletion(answer())
     record = make(script)[0].summarize(history(), previous=previous, max_tokens=300)
     assert record.depth == 1
     assert record.parent_id == previous.id
@@ -160,40 +139,42 @@ def test_a_fenced_answer_is_accepted():
 
 
 def test_transport_errors_are_retried_with_backoff():
-    script = Script(TransportError("503"), TimeoutError(), answer())
+    script = ScriptedCompletion(TransportError("503"), TimeoutError(), answer())
     summarizer, sleeps = make(script)
     record = summarizer.summarize(history())
     assert record.model == "small-model"
     assert sleeps == [0.25, 0.5]
-    assert script.models == ["small-model"] * 3
+    assert models(script) == ["small-model"] * 3
 
 
 def test_retries_stop_at_max_retries_then_the_next_model_is_tried():
-    script = Script(ConnectionError(), ConnectionError(), answer(model="big"))
+    script = ScriptedCompletion(ConnectionError(), ConnectionError(), answer(model="big"))
     summarizer, sleeps = make(script, models=["small", "big"], max_retries=1)
     record = summarizer.summarize(history())
     assert record.model == "big"
     assert sleeps == [0.25]
-    assert script.models == ["small", "small", "big"]
+    assert models(script) == ["small", "small", "big"]
 
 
 def test_a_non_retryable_error_moves_on_at_once():
-    script = Script(TransportError("401", retryable=False), ValueError("sdk bug"), answer())
+    script = ScriptedCompletion(
+        TransportError("401", retryable=False), ValueError("sdk bug"), answer()
+    )
     summarizer, sleeps = make(script, models=["a", "b", "c"])
     assert summarizer.summarize(history()).model == "c"
     assert sleeps == []
-    assert script.models == ["a", "b", "c"]
+    assert models(script) == ["a", "b", "c"]
 
 
 def test_a_completion_that_returns_something_else_is_a_transport_error():
-    script = Script(None, answer())  # type: ignore[arg-type]
+    script = ScriptedCompletion(None, answer())  # type: ignore[arg-type]
     summarizer, sleeps = make(script, models=["a", "b"])
     assert summarizer.summarize(history()).model == "b"
     assert sleeps == []
 
 
 def test_default_sleep_is_real_sleep(monkeypatch):
-    script = Script(TimeoutError(), answer())
+    script = ScriptedCompletion(TimeoutError(), answer())
     summarizer = LLMSummarizer(script, models=["m"], backoff=0)
     assert summarizer.summarize(history()).model == "m"
 
@@ -203,12 +184,12 @@ def test_default_sleep_is_real_sleep(monkeypatch):
 
 def test_bad_json_is_not_retried_and_is_logged_with_200_characters(caplog):
     junk = "Sure! Here is the summary: " + "z" * 400
-    script = Script(answer(junk))
+    script = ScriptedCompletion(answer(junk))
     summarizer, sleeps = make(script)
     with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
         record = summarizer.summarize(history())
     assert record.model == "rules"
-    assert script.models == ["small-model"]
+    assert models(script) == ["small-model"]
     assert sleeps == []
     bad = [r for r in caplog.records if "bad output" in r.getMessage()]
     assert len(bad) == 1
@@ -218,16 +199,18 @@ def test_bad_json_is_not_retried_and_is_logged_with_200_characters(caplog):
 
 
 def test_json_that_does_not_validate_is_bad_output(caplog):
-    script = Script(answer({**GOOD, "mood": "happy"}), answer({**GOOD, "narrative": "  "}))
+    script = ScriptedCompletion(
+        answer({**GOOD, "mood": "happy"}), answer({**GOOD, "narrative": "  "})
+    )
     summarizer, _ = make(script, models=["a", "b"])
     with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
         assert summarizer.summarize(history()).model == "rules"
-    assert script.models == ["a", "b"]
+    assert models(script) == ["a", "b"]
     assert sum("bad output (invalid JSON summary)" in r.getMessage() for r in caplog.records) == 2
 
 
 def test_empty_answer_is_bad_output():
-    script = Script(answer(""))
+    script = ScriptedCompletion(answer(""))
     assert make(script)[0].summarize(history()).model == "rules"
 
 
@@ -246,19 +229,18 @@ def test_a_none_answer_takes_the_path_of_an_empty_one(caplog, run):
     outcomes: dict[str, tuple[list[str], list[str], SummaryRecord]] = {}
     for name, text in (("empty", ""), ("none", None)):
         caplog.clear()
-        script_type = Script if run == "sync" else AsyncScript
-        script = script_type(
+        script = ScriptedCompletion(
             CompletionResponse(text=text),  # type: ignore[arg-type]
             CompletionResponse(text=text),  # type: ignore[arg-type]
         )
-        summarizer, sleeps = make(script, models=["a", "b"])
+        summarizer, sleeps = make(script if run == "sync" else script.acall, models=["a", "b"])
         with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
             if run == "sync":
                 record = summarizer.summarize(history())
             else:
                 record = asyncio.run(summarizer.asummarize(history()))
         assert sleeps == []
-        outcomes[name] = (script.models, _bad_outputs(caplog), record)
+        outcomes[name] = (models(script), _bad_outputs(caplog), record)
     assert outcomes["none"][0] == outcomes["empty"][0] == ["a", "b"]
     assert outcomes["none"][1] == outcomes["empty"][1]
     assert outcomes["none"][2].model == "rules"
@@ -266,7 +248,7 @@ def test_a_none_answer_takes_the_path_of_an_empty_one(caplog, run):
 
 
 def test_a_none_answer_aborts_like_an_empty_one_when_asked_to():
-    script = Script(CompletionResponse(text=None))  # type: ignore[arg-type]
+    script = ScriptedCompletion(CompletionResponse(text=None))  # type: ignore[arg-type]
     summarizer, _ = make(script, abort_on_failure=True)
     with pytest.raises(SummarizerError, match="invalid JSON summary"):
         summarizer.summarize(history())
@@ -274,12 +256,12 @@ def test_a_none_answer_aborts_like_an_empty_one_when_asked_to():
 
 @pytest.mark.parametrize("text", [42, b'{"narrative": "x"}', GOOD])
 def test_an_answer_text_that_is_not_a_string_is_bad_output(caplog, text):
-    script = Script(CompletionResponse(text=text), answer())
+    script = ScriptedCompletion(CompletionResponse(text=text), answer())
     summarizer, sleeps = make(script, models=["a", "b"])
     with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
         record = summarizer.summarize(history())
     assert record.model == "b"
-    assert script.models == ["a", "b"]
+    assert models(script) == ["a", "b"]
     assert sleeps == []
     assert _bad_outputs(caplog) == [
         f"summarizer a: bad output (answer text is {type(text).__name__}, not a string): "
@@ -288,14 +270,14 @@ def test_an_answer_text_that_is_not_a_string_is_bad_output(caplog, text):
 
 
 def test_a_non_string_answer_aborts_with_a_clear_reason_when_asked_to():
-    script = Script(CompletionResponse(text=42))  # type: ignore[arg-type]
+    script = ScriptedCompletion(CompletionResponse(text=42))  # type: ignore[arg-type]
     summarizer, _ = make(script, abort_on_failure=True)
     with pytest.raises(SummarizerError, match="answer text is int, not a string"):
         summarizer.summarize(history())
 
 
 def test_a_summary_not_shorter_than_its_input_is_rejected(caplog):
-    script = Script(answer())
+    script = ScriptedCompletion(answer())
     summarizer, _ = make(script)
     short = [user("Fix the failing test in src/app/core.py please")]
     with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
@@ -308,7 +290,7 @@ def test_a_summary_not_shorter_than_its_input_is_rejected(caplog):
 
 
 def test_fallback_is_the_rule_based_summarizer():
-    script = Script(TransportError("down", retryable=False))
+    script = ScriptedCompletion(TransportError("down", retryable=False))
     summarizer, _ = make(script)
     messages = history()
     record = summarizer.summarize(messages, instructions="focus")
@@ -320,7 +302,7 @@ def test_fallback_is_the_rule_based_summarizer():
 
 def test_a_custom_fallback_is_used():
     fallback = RuleBasedSummarizer(max_summary_tokens=100)
-    summarizer, _ = make(Script(answer("nope")), fallback=fallback)
+    summarizer, _ = make(ScriptedCompletion(answer("nope")), fallback=fallback)
     record = summarizer.summarize(history())
     assert record.model == "rules"
     assert record.truncated
@@ -328,14 +310,14 @@ def test_a_custom_fallback_is_used():
 
 def test_abort_on_failure_raises():
     cause = TransportError("down", retryable=False)
-    summarizer, _ = make(Script(cause), abort_on_failure=True)
+    summarizer, _ = make(ScriptedCompletion(cause), abort_on_failure=True)
     with pytest.raises(SummarizerError, match="every model failed") as caught:
         summarizer.summarize(history())
     assert caught.value.__cause__ is cause
 
 
 def test_abort_on_failure_after_bad_output_has_no_cause():
-    summarizer, _ = make(Script(answer(""), answer({**GOOD})), abort_on_failure=True)
+    summarizer, _ = make(ScriptedCompletion(answer(""), answer({**GOOD})), abort_on_failure=True)
     with pytest.raises(SummarizerError):
         summarizer.summarize([user("hi")])
 
@@ -370,7 +352,7 @@ def test_an_update_anchors_on_the_previous_first_request():
 def test_missing_anchors_are_asked_for_once():
     lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
     second = Usage(prompt_tokens=1000, completion_tokens=90, total_tokens=1090)
-    script = Script(answer(lacking), answer(usage=second))
+    script = ScriptedCompletion(answer(lacking), answer(usage=second))
     record = make(script)[0].summarize(history())
     assert record.model == "small-model"
     assert record.usage == Usage(
@@ -385,17 +367,17 @@ def test_missing_anchors_are_asked_for_once():
 
 def test_anchors_still_missing_fall_back(caplog):
     lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
-    script = Script(answer(lacking), answer(lacking))
+    script = ScriptedCompletion(answer(lacking), answer(lacking))
     with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
         record = make(script)[0].summarize(history())
     assert record.model == "rules"
-    assert script.models == ["small-model"] * 2
+    assert models(script) == ["small-model"] * 2
     assert any("still misses" in r.getMessage() for r in caplog.records)
 
 
 def test_the_re_ask_can_fail_in_transport_or_output():
     lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
-    script = Script(
+    script = ScriptedCompletion(
         answer(lacking),
         TransportError("down", retryable=False),
         answer(lacking),
@@ -403,12 +385,12 @@ def test_the_re_ask_can_fail_in_transport_or_output():
     )
     record = make(script, models=["a", "b"])[0].summarize(history())
     assert record.model == "rules"
-    assert script.models == ["a", "a", "b", "b"]
+    assert models(script) == ["a", "a", "b", "b"]
 
 
 def test_the_guard_can_be_turned_off():
     lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
-    script = Script(answer(lacking))
+    script = ScriptedCompletion(answer(lacking))
     record = make(script, quality_guard=False)[0].summarize(history())
     assert record.model == "small-model"
 
@@ -418,9 +400,9 @@ def test_the_guard_can_be_turned_off():
 
 def test_sync_and_async_give_the_same_record():
     outcomes = (TimeoutError(), answer({**GOOD, "facets": {}}), answer(model="m2"))
-    sync_script, async_script = Script(*outcomes), AsyncScript(*outcomes)
+    sync_script, async_script = ScriptedCompletion(*outcomes), ScriptedCompletion(*outcomes)
     sync_summarizer, sync_sleeps = make(sync_script)
-    async_summarizer, async_sleeps = make(async_script)
+    async_summarizer, async_sleeps = make(async_script.acall)
     left = sync_summarizer.summarize(history())
     right = asyncio.run(async_summarizer.asummarize(history()))
     assert left.model_dump(exclude={"id"}) == right.model_dump(exclude={"id"})
@@ -434,7 +416,7 @@ def test_asummarize_runs_a_sync_completion_and_awaits_an_async_sleep():
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    script = Script(ConnectionError(), answer())
+    script = ScriptedCompletion(ConnectionError(), answer())
     summarizer = LLMSummarizer(script, models=["m"], sleep=sleep)
     record = asyncio.run(summarizer.asummarize(history()))
     assert record.model == "m"
@@ -442,8 +424,8 @@ def test_asummarize_runs_a_sync_completion_and_awaits_an_async_sleep():
 
 
 def test_asummarize_default_sleep_and_async_errors():
-    script = AsyncScript(TimeoutError(), ValueError("bug"))
-    summarizer = LLMSummarizer(script, models=["m"], backoff=0)
+    script = ScriptedCompletion(TimeoutError(), ValueError("bug"))
+    summarizer = LLMSummarizer(script.acall, models=["m"], backoff=0)
     record = asyncio.run(summarizer.asummarize(history()))
     assert record.model == "rules"
     assert len(script.requests) == 2
@@ -454,16 +436,16 @@ def test_asummarize_falls_back_to_a_sync_only_fallback_and_aborts_like_summarize
         def summarize(self, messages, *, previous=None, instructions=None, max_tokens=None):
             return RuleBasedSummarizer().summarize(messages).model_copy(update={"model": "sync"})
 
-    summarizer, _ = make(Script(answer("")), fallback=SyncOnly())
+    summarizer, _ = make(ScriptedCompletion(answer("")), fallback=SyncOnly())
     assert asyncio.run(summarizer.asummarize(history())).model == "sync"
-    aborting, _ = make(Script(answer("")), abort_on_failure=True)
+    aborting, _ = make(ScriptedCompletion(answer("")), abort_on_failure=True)
     with pytest.raises(SummarizerError):
         asyncio.run(aborting.asummarize(history()))
 
 
 def test_summarize_runs_an_async_completion_outside_an_event_loop():
-    script = AsyncScript(TimeoutError(), answer())
-    summarizer, sleeps = make(script)
+    script = ScriptedCompletion(TimeoutError(), answer())
+    summarizer, sleeps = make(script.acall)
     assert summarizer.summarize(history()).model == "small-model"
     assert sleeps == [0.25]
 
@@ -474,7 +456,7 @@ def test_summarize_refuses_an_async_completion_inside_an_event_loop():
             yield from asyncio.sleep(0).__await__()
             return answer()
 
-    for completion in (AsyncScript(answer()), lambda request: Later()):
+    for completion in (ScriptedCompletion(answer()).acall, lambda request: Later()):
         summarizer = LLMSummarizer(completion, models=["m"])
 
         async def inside(summarizer: LLMSummarizer = summarizer) -> SummaryRecord:
@@ -491,11 +473,11 @@ def test_summarize_refuses_an_async_completion_inside_an_event_loop():
     ("completion", "options"),
     [
         ("not callable", {"models": ["m"]}),
-        (Script(), {"models": "gpt-4o"}),
-        (Script(), {"models": []}),
-        (Script(), {"models": ["m", 4]}),
-        (Script(), {"models": ["m"], "max_retries": -1}),
-        (Script(), {"models": ["m"], "max_summary_tokens": True}),
+        (ScriptedCompletion(), {"models": "gpt-4o"}),
+        (ScriptedCompletion(), {"models": []}),
+        (ScriptedCompletion(), {"models": ["m", 4]}),
+        (ScriptedCompletion(), {"models": ["m"], "max_retries": -1}),
+        (ScriptedCompletion(), {"models": ["m"], "max_summary_tokens": True}),
     ],
 )
 def test_bad_options_are_rejected(completion, options):
@@ -504,7 +486,7 @@ def test_bad_options_are_rejected(completion, options):
 
 
 def test_bad_input_is_rejected_before_any_call():
-    script = Script()
+    script = ScriptedCompletion()
     summarizer, _ = make(script)
     with pytest.raises(ConversationError):
         summarizer.summarize("hello")  # type: ignore[arg-type]
@@ -517,7 +499,7 @@ def test_bad_input_is_rejected_before_any_call():
 
 
 def test_custom_prompt_and_repr():
-    script = Script(answer())
+    script = ScriptedCompletion(answer())
     summarizer, _ = make(script, system_prompt="Summarize as JSON.", models=("a", "b"))
     summarizer.summarize(history())
     assert script.requests[0].system == "Summarize as JSON."
@@ -525,7 +507,7 @@ def test_custom_prompt_and_repr():
 
 
 def test_the_prompt_sent_quotes_the_history_as_data():
-    script = Script(answer())
+    script = ScriptedCompletion(answer())
     summarizer, _ = make(script, result_chars=40)
     summarizer.summarize(history(), instructions="keep every version number")
     request = script.requests[0]
@@ -544,7 +526,7 @@ def test_an_answer_in_sections_becomes_the_record(caplog):
         "3. Files and Code Sections:\n- src/app/core.py\n"
         "7. Pending Tasks:\n- add a guard for empty input\n"
     )
-    script = Script(answer(text))
+    script = ScriptedCompletion(answer(text))
     summarizer, _ = make(script)
     with caplog.at_level(logging.INFO, "synopsis.summarizers"):
         record = summarizer.summarize(history())

@@ -15,9 +15,10 @@ import pytest
 from synopsis.errors import ConfigurationError
 from synopsis.messages import Message, Role, TextPart, message_id
 from synopsis.summarizers import SummaryRecord, Usage
-from synopsis.summarizers.completion import CompletionRequest, CompletionResponse
-from synopsis.summarizers.llm import LLMSummarizer
-from synopsis.summarizers.prompts import SYSTEM_PROMPT
+from synopsis.summarizers.llm.completion import Completion, CompletionRequest, CompletionResponse
+from synopsis.summarizers.llm.prompts import SYSTEM_PROMPT
+from synopsis.summarizers.llm.summarizer import LLMSummarizer
+from synopsis.testing import ScriptedCompletion
 from synopsis.tokens import counter_for_model
 from tests.summarizers.helpers import call, result, say, user
 
@@ -26,24 +27,24 @@ COUNT = counter_for_model("gpt-4o").count_text
 ONE = Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12, cached_tokens=1)
 
 
-class Responder:
-    """Answers every request with a short valid summary naming the request's number, and
-    records the requests."""
+def numbered_summaries(extra: dict[str, Any] | None = None) -> ScriptedCompletion:
+    """A completion that answers every request with a short valid summary naming the
+    request's number (and ``extra``'s fields)."""
+    completion = ScriptedCompletion()
+    completion.default = lambda request: numbered(completion, extra or {})
+    return completion
 
-    def __init__(self, extra: dict[str, Any] | None = None) -> None:
-        self.requests: list[CompletionRequest] = []
-        self.extra = extra or {}
 
-    def __call__(self, request: CompletionRequest) -> CompletionResponse:
-        self.requests.append(request)
-        content = {"narrative": f"summary {len(self.requests)}", **self.extra}
-        return CompletionResponse(json.dumps(content), usage=ONE)
+def numbered(completion: ScriptedCompletion, extra: dict[str, Any]) -> CompletionResponse:
+    content = {"narrative": f"summary {len(completion.requests)}", **extra}
+    return CompletionResponse(json.dumps(content), usage=ONE)
 
-    def kinds(self) -> list[str]:
-        return [
-            "merge" if "<partial_summaries>" in r.messages[-1]["content"] else "chunk"
-            for r in self.requests
-        ]
+
+def kinds_of(completion: ScriptedCompletion) -> list[str]:
+    return [
+        "merge" if "<partial_summaries>" in r.messages[-1]["content"] else "chunk"
+        for r in completion.requests
+    ]
 
 
 def prompt_tokens(request: CompletionRequest) -> int:
@@ -62,7 +63,7 @@ def long_session(turns: int, size: int = 120) -> list[Message]:
     return messages
 
 
-def make(responder: Responder, **options: Any) -> LLMSummarizer:
+def make(responder: Completion, **options: Any) -> LLMSummarizer:
     options.setdefault("models", ["gpt-4o"])
     options.setdefault("quality_guard", False)
     return LLMSummarizer(responder, clock=lambda: CLOCK, **options)
@@ -72,14 +73,16 @@ def make(responder: Responder, **options: Any) -> LLMSummarizer:
 
 
 def test_input_under_the_cap_is_one_request():
-    responder = Responder()
+    responder = numbered_summaries()
     record = make(responder, max_input_tokens=50_000).summarize(long_session(3))
-    assert responder.kinds() == ["chunk"]
+    assert kinds_of(responder) == ["chunk"]
     assert record.narrative == "summary 1"
 
 
 def test_the_default_cap_is_the_smallest_window_less_the_summary():
-    summarizer = LLMSummarizer(Responder(), models=["gpt-4o", "gpt-4"], max_summary_tokens=1000)
+    summarizer = LLMSummarizer(
+        numbered_summaries(), models=["gpt-4o", "gpt-4"], max_summary_tokens=1000
+    )
     assert summarizer.max_input_tokens == 8192 - 1000
 
 
@@ -93,18 +96,18 @@ def test_the_default_cap_is_the_smallest_window_less_the_summary():
 )
 def test_bad_options_are_refused(options: dict[str, Any], message: str):
     with pytest.raises(ConfigurationError, match=message):
-        make(Responder(), **options)
+        make(numbered_summaries(), **options)
 
 
 # -- chunks and consolidation -----------------------------------------------------------
 
 
 def test_oversized_input_is_chunked_then_consolidated_within_the_cap():
-    responder = Responder()
+    responder = numbered_summaries()
     messages = long_session(12)
     cap = 3000
     record = make(responder, max_input_tokens=cap).summarize(messages)
-    kinds = responder.kinds()
+    kinds = kinds_of(responder)
     assert kinds.count("chunk") >= 3
     assert kinds[-1] == "merge"
     assert all(prompt_tokens(r) <= cap for r in responder.requests)
@@ -126,7 +129,7 @@ def test_oversized_input_is_chunked_then_consolidated_within_the_cap():
 
 def test_consolidation_revises_the_previous_summary():
     previous = SummaryRecord(narrative="earlier work on sched/legacy.py")
-    responder = Responder()
+    responder = numbered_summaries()
     record = make(responder, max_input_tokens=3000).summarize(long_session(12), previous=previous)
     merges = [r for r in responder.requests if "<partial_summaries>" in r.messages[-1]["content"]]
     assert len(merges) == 1
@@ -141,21 +144,21 @@ def _padded(extra_words: int) -> dict[str, Any]:
 
 
 def test_partials_too_big_together_are_merged_in_rounds():
-    responder = Responder(_padded(8))
+    responder = numbered_summaries(_padded(8))
     cap = 2000
     make(responder, max_input_tokens=cap, max_summary_tokens=4000).summarize(long_session(30))
-    kinds = responder.kinds()
+    kinds = kinds_of(responder)
     assert kinds.count("merge") >= 2  # at least one intermediate round before the last
     assert all(prompt_tokens(r) <= cap for r in responder.requests)
 
 
 def test_past_the_depth_cap_the_partials_are_truncated(caplog: pytest.LogCaptureFixture):
-    responder = Responder(_padded(8))
+    responder = numbered_summaries(_padded(8))
     cap = 2000
     summarizer = make(responder, max_input_tokens=cap, max_summary_tokens=4000, max_depth=1)
     with caplog.at_level(logging.WARNING, "synopsis.summarizers"):
         summarizer.summarize(long_session(30))
-    assert responder.kinds().count("merge") == 1
+    assert kinds_of(responder).count("merge") == 1
     last = responder.requests[-1].messages[-1]["content"]
     assert "characters cut to fit the summarizer's input" in last
     assert prompt_tokens(responder.requests[-1]) <= cap
@@ -163,26 +166,21 @@ def test_past_the_depth_cap_the_partials_are_truncated(caplog: pytest.LogCapture
 
 
 def test_a_failed_chunk_falls_back_for_the_whole_input():
-    class FailsSecond(Responder):
-        def __call__(self, request: CompletionRequest) -> CompletionResponse:
-            if len(self.requests) == 1:
-                self.requests.append(request)
-                return CompletionResponse("not json")
-            return super().__call__(request)
-
-    responder = FailsSecond()
+    responder = numbered_summaries()
+    # The first answer as usual, the second not JSON.
+    responder.answers = [lambda request: numbered(responder, {}), "not json"]
     messages = long_session(12)
     record = make(responder, max_input_tokens=3000).summarize(messages)
     assert record.model == "rules"
     assert len(record.covers) == len(messages)
-    assert responder.kinds().count("merge") == 0
+    assert kinds_of(responder).count("merge") == 0
 
 
 def test_a_message_larger_than_the_cap_is_clipped_head_and_tail():
     huge = "BEGIN " + "filler text " * 6000 + " END"
     messages = [user("Summarize the log."), call("c1", "cat", {"path": "big.log"})]
     messages.append(result("c1", huge))
-    responder = Responder()
+    responder = numbered_summaries()
     make(responder, max_input_tokens=2000, result_chars=len(huge)).summarize(messages)
     assert all(prompt_tokens(r) <= 2000 for r in responder.requests)
     quoted = "\n".join(r.messages[-1]["content"] for r in responder.requests)
@@ -193,15 +191,10 @@ def test_a_message_larger_than_the_cap_is_clipped_head_and_tail():
 
 def test_sync_and_async_chunk_the_same_way():
     messages = long_session(12)
-    sync = Responder()
+    sync = numbered_summaries()
     first = make(sync, max_input_tokens=3000).summarize(messages)
 
-    class Async(Responder):
-        async def acall(self, request: CompletionRequest) -> CompletionResponse:
-            await asyncio.sleep(0)
-            return Responder.__call__(self, request)
-
-    async_responder = Async()
+    async_responder = numbered_summaries()
     summarizer = LLMSummarizer(
         async_responder.acall, models=["gpt-4o"], quality_guard=False, clock=lambda: CLOCK
     )
@@ -215,7 +208,7 @@ def test_sync_and_async_chunk_the_same_way():
 
 
 def test_trim_keeps_the_first_request_and_the_newest_messages():
-    responder = Responder()
+    responder = numbered_summaries()
     messages = long_session(12)
     make(responder, max_input_tokens=3000, oversize="trim").summarize(messages)
     assert len(responder.requests) == 1
@@ -232,7 +225,7 @@ def test_trim_keeps_the_first_request_and_the_newest_messages():
 
 
 def test_a_summary_over_max_tokens_is_cut_to_fit_and_marked():
-    responder = Responder(_padded(40))
+    responder = numbered_summaries(_padded(40))
     summarizer = make(responder, max_summary_tokens=300)
     record = summarizer.summarize(long_session(3))
     assert summarizer.measure(record) <= 300
@@ -242,7 +235,7 @@ def test_a_summary_over_max_tokens_is_cut_to_fit_and_marked():
 
 
 def test_a_call_max_tokens_lowers_the_budget():
-    responder = Responder(_padded(10))
+    responder = numbered_summaries(_padded(10))
     summarizer = make(responder, max_summary_tokens=4000)
     record = summarizer.summarize(long_session(3), max_tokens=200)
     assert summarizer.measure(record) <= 200
@@ -259,7 +252,7 @@ def conversation() -> list[Message]:
 
 
 def test_cache_aligned_sends_the_conversation_unchanged_with_a_final_instruction():
-    responder = Responder()
+    responder = numbered_summaries()
     messages = conversation()
     summarizer = make(responder, cache_aligned=True, tools=TOOLS, max_input_tokens=50_000)
     record = summarizer.summarize(messages, instructions="keep the API names")
@@ -277,37 +270,27 @@ def test_cache_aligned_sends_the_conversation_unchanged_with_a_final_instruction
 
 
 def test_cache_aligned_reasks_after_the_same_prefix():
-    answers = [
-        CompletionResponse(json.dumps({"narrative": "work on a scheduler"})),
-        CompletionResponse(
-            json.dumps(
-                {
-                    "narrative": "Port the scheduler in sched/core.py to asyncio, keep the "
-                    "public API; sched/core.py read"
-                }
-            )
-        ),
-    ]
-    requests: list[CompletionRequest] = []
-
-    def completion(request: CompletionRequest) -> CompletionResponse:
-        requests.append(request)
-        return answers.pop(0)
-
+    completion = ScriptedCompletion(
+        {"narrative": "work on a scheduler"},
+        {
+            "narrative": "Port the scheduler in sched/core.py to asyncio, keep the public API; "
+            "sched/core.py read"
+        },
+    )
     messages = conversation()
     summarizer = LLMSummarizer(
         completion, models=["gpt-4o"], cache_aligned=True, max_input_tokens=50_000, anchor_limit=1
     )
     summarizer.summarize(messages)
-    assert len(requests) == 2
-    assert requests[1].conversation == requests[0].conversation == tuple(messages)
-    assert requests[1].messages[: len(requests[0].messages)] == requests[0].messages
+    first, second = completion.requests
+    assert second.conversation == first.conversation == tuple(messages)
+    assert second.messages[: len(first.messages)] == first.messages
 
 
 def test_a_conversation_over_the_cap_is_summarized_without_alignment(
     caplog: pytest.LogCaptureFixture,
 ):
-    responder = Responder()
+    responder = numbered_summaries()
     with caplog.at_level(logging.INFO, "synopsis.summarizers"):
         make(responder, cache_aligned=True, max_input_tokens=3000).summarize(long_session(12))
     assert all(r.conversation == () and r.system == SYSTEM_PROMPT for r in responder.requests)
@@ -315,28 +298,26 @@ def test_a_conversation_over_the_cap_is_summarized_without_alignment(
 
 
 def test_a_failed_intermediate_merge_falls_back_for_the_whole_input():
-    class FailsFirstMerge(Responder):
-        def __call__(self, request: CompletionRequest) -> CompletionResponse:
-            if "<partial_summaries>" in request.messages[-1]["content"]:
-                self.requests.append(request)
-                return CompletionResponse("")
-            return super().__call__(request)
+    responder = ScriptedCompletion()
 
-    responder = FailsFirstMerge(_padded(8))
+    def fails_merges(request: CompletionRequest) -> CompletionResponse | str:
+        if "<partial_summaries>" in request.messages[-1]["content"]:
+            return ""
+        return numbered(responder, _padded(8))
+
+    responder.default = fails_merges
     record = make(responder, max_input_tokens=2000, max_summary_tokens=4000).summarize(
         long_session(30)
     )
     assert record.model == "rules"
-    assert responder.kinds().count("merge") == 1
+    assert kinds_of(responder).count("merge") == 1
 
 
 def test_a_partial_too_big_to_pair_passes_to_the_next_round_alone():
-    class OneBig(Responder):
-        def __call__(self, request: CompletionRequest) -> CompletionResponse:
-            self.extra = _padded(60) if len(self.requests) == 1 else _padded(4)
-            return super().__call__(request)
-
-    responder = OneBig()
+    responder = ScriptedCompletion()
+    responder.default = lambda request: numbered(
+        responder, _padded(60) if len(responder.requests) == 2 else _padded(4)
+    )
     cap = 2000
     make(responder, max_input_tokens=cap, max_summary_tokens=4000).summarize(long_session(30))
     merges = [r for r in responder.requests if "<partial_summaries>" in r.messages[-1]["content"]]
@@ -350,7 +331,7 @@ def test_a_partial_too_big_to_pair_passes_to_the_next_round_alone():
 
 def test_trim_of_a_history_without_user_text_keeps_the_newest():
     messages = long_session(12)[1:]
-    responder = Responder()
+    responder = numbered_summaries()
     make(responder, max_input_tokens=3000, oversize="trim").summarize(messages)
     content = responder.requests[0].messages[-1]["content"]
     assert content.count("omitted: over the summarizer's input cap") == 1
@@ -359,7 +340,7 @@ def test_trim_of_a_history_without_user_text_keeps_the_newest():
 
 def test_cache_aligned_revision_quotes_the_previous_summary():
     previous = SummaryRecord(narrative="earlier: sched/legacy.py was split")
-    responder = Responder()
+    responder = numbered_summaries()
     summarizer = make(responder, cache_aligned=True, max_input_tokens=50_000)
     record = summarizer.summarize(conversation(), previous=previous)
     assert "sched/legacy.py was split" in responder.requests[0].messages[0]["content"]
@@ -367,7 +348,7 @@ def test_cache_aligned_revision_quotes_the_previous_summary():
 
 
 def test_nothing_to_summarize_asks_no_model():
-    responder = Responder()
+    responder = numbered_summaries()
     summarizer = make(responder)
     assert summarizer.summarize([]).model == "rules"
     assert asyncio.run(summarizer.asummarize([])).model == "rules"
