@@ -1,1 +1,2 @@
-"""Test doubles that speak a provider's wire protocol, for driving the real SDKs offline."""
+"""The echo model: a deterministic stand-in for an LLM summarizer's model, in process and behind
+the fake server of :mod:`synopsis.testing.server`."""
