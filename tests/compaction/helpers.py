@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction import CompactionResult, Compactor
 from synopsis.formats import decode, encode
+from synopsis.stores import Store
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -65,3 +66,10 @@ def arun(compactor: Compactor, data: Any, **options: Any) -> CompactionResult:
 
 def kinds(events: Sequence[Event]) -> list[str]:
     return [type(e).__name__ for e in events]
+
+
+def store_of(compactor: Compactor) -> Store:
+    """The compactor's blocking store (every compactor these tests read back has one)."""
+    store = compactor.setup.store
+    assert isinstance(store, Store), store
+    return store

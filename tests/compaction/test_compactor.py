@@ -45,6 +45,7 @@ from tests.compaction.helpers import (
     load_items,
     make,
     run,
+    store_of,
 )
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class Failing:
 
 
 def summaries_in(result: CompactionResult) -> list[Message]:
-    decoded = decode(result.messages, result.format, system=result.system)  # type: ignore[arg-type]
+    decoded = decode(result.messages, result.format, system=result.system)
     return [m for m in decoded.messages if is_summary(m)]
 
 
@@ -158,8 +159,7 @@ def test_a_second_compaction_updates_the_first_summary_and_never_resummarizes_it
     assert record is not None
     assert record.depth == 1
     assert record.parent_id == first.record.id
-    store = compactor.setup.store
-    assert [r.id for r in store.summaries("chain")] == [first.record.id, record.id]
+    assert [r.id for r in store_of(compactor).summaries("chain")] == [first.record.id, record.id]
     # The history holds one summary: the new one replaced the old.
     assert len(summaries_in(second)) == 1
 
@@ -194,7 +194,7 @@ def test_merge_role_a_user_turn_merged_into_the_summary_is_not_lost() -> None:
     kept = (
         words in json.dumps(second.messages, ensure_ascii=False)
         or words[:40] in render(second.record)
-        or any(words == m.text for m in compactor.setup.store.recall("merge"))
+        or any(words == m.text for m in store_of(compactor).recall("merge"))
     )
     assert kept, "the user's turn is gone from the history, the summary and the store"
 
@@ -449,10 +449,10 @@ def test_every_kind_of_store_keeps_the_originals(kind: str, tmp_path: Path) -> N
         assert compactor.setup.store is store
     result = run(compactor, AIDER)
     assert result.compacted
-    recalled = compactor.setup.store.recall("kinds")
+    recalled = store_of(compactor).recall("kinds")
     assert [m.id for m in recalled] == list(result.offloaded)
     assert [json.loads(m.data) for m in recalled] == AIDER[1 : 1 + len(recalled)]
-    compactor.setup.store.close()
+    store_of(compactor).close()
 
 
 def test_a_store_without_a_session_still_compacts() -> None:
@@ -466,7 +466,7 @@ def test_a_session_named_per_call_gets_a_store_of_its_own() -> None:
     result = run(compactor, AIDER, session_id="late")
     assert result.session_id == "late"
     assert isinstance(compactor.setup.store, MemoryStore)
-    state = compactor.setup.store.session("late")
+    state = store_of(compactor).session("late")
     assert state is not None
     assert state.compactions == 1
 
@@ -669,9 +669,11 @@ def test_acompact_gives_what_compact_gives(kind: str, tmp_path: Path) -> None:
     assert one.record == two.record
     assert one.offloaded == two.offloaded
     assert kinds(one.events) == kinds(two.events)
-    assert blocking.setup.store.recall("same") == awaiting.setup.store.recall("same")
-    assert blocking.setup.store.session("same").compactions == 1
-    assert awaiting.setup.store.session("same").compactions == 1
+    assert store_of(blocking).recall("same") == store_of(awaiting).recall("same")
+    for compactor in (blocking, awaiting):
+        state = store_of(compactor).session("same")
+        assert state is not None
+        assert state.compactions == 1
 
 
 def test_an_async_summarizer_serves_both_drivers() -> None:

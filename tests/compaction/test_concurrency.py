@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import synopsis
-from tests.compaction.helpers import TRANSCRIPTS, load_items
+from tests.compaction.helpers import TRANSCRIPTS, load_items, store_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from synopsis.compaction import StoreOption, SummarizerOption
     from synopsis.messages import Message
     from synopsis.summarizers import SummaryRecord
 
@@ -46,7 +47,7 @@ class AsyncSlow(Slow):
         return synopsis.RuleBasedSummarizer.summarize(self, messages, **options)
 
 
-def compactor(summarizer: object, store: object) -> synopsis.Compactor:
+def compactor(summarizer: SummarizerOption, store: StoreOption) -> synopsis.Compactor:
     return synopsis.Compactor(
         context_window=8_000, summarizer=summarizer, store=store, session_id="busy"
     )
@@ -118,4 +119,4 @@ def test_a_cancelled_acompact_leaves_nothing_half_done(at: float) -> None:
     assert json.dumps(result.messages) == json.dumps(expected.messages)
     offloaded = store.recall("busy")
     assert [m.position for m in offloaded] == list(range(len(offloaded)))
-    assert len(offloaded) == len(alone.setup.store.recall("busy"))
+    assert len(offloaded) == len(store_of(alone).recall("busy"))

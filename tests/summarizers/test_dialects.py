@@ -349,8 +349,8 @@ def test_the_whole_refusal_stays_on_the_cause_and_the_message_is_cut() -> None:
 
 def test_the_compactor_sends_strict_messages_when_told(llm_server: FakeLLMServer) -> None:
     from synopsis import Compactor  # noqa: PLC0415
-    from tests.compaction.test_paths import CHAT as TURNS  # noqa: PLC0415
-    from tests.compaction.test_paths import SUMMARY_TEXT  # noqa: PLC0415
+    from tests.compaction.test_setup import CHAT as TURNS  # noqa: PLC0415
+    from tests.compaction.test_setup import SUMMARY_TEXT  # noqa: PLC0415
 
     looked = [
         {

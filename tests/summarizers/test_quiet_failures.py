@@ -20,11 +20,12 @@ from synopsis.errors import ERROR_CHARS
 from synopsis.testing.server import chat_completion
 from tests.compaction.helpers import load_items
 from tests.compaction.test_incremental import CLEAN
-from tests.compaction.test_paths import CHAT, SUMMARY_TEXT
+from tests.compaction.test_setup import CHAT, SUMMARY_TEXT
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from synopsis.compaction import SummarizerOption
     from synopsis.testing.server import FakeLLMServer
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -45,7 +46,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         ("anthropic", "ANTHROPIC_API_KEY"),
     ],
 )
-def test_a_missing_key_is_one_line_at_construction(kind: str, variable: str) -> None:
+def test_a_missing_key_is_one_line_at_construction(kind: SummarizerOption, variable: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
         Compactor(model="gpt-4o", summarizer=kind, environ={})
     message = str(caught.value)

@@ -1,6 +1,6 @@
-"""Fault injection: a summarizer that raises, hangs or answers garbage, a store that raises or
-whose disk is full. Nothing is lost: the caller gets a compacted history whose originals were
-saved, or its own history untouched and an error."""
+"""A part that fails: a summarizer that raises, hangs or answers garbage, a store that raises,
+cannot read or whose disk is full, a counter that fails. Nothing is lost: the caller gets a
+compacted history whose originals were saved, or its own history untouched and an error."""
 
 from __future__ import annotations
 
@@ -10,19 +10,32 @@ import json
 import sqlite3
 import threading
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from synopsis.compaction import Compactor
-from synopsis.errors import ConfigurationError, StoreError, SummarizerError
-from synopsis.events import SummarizerFellBack
+from synopsis.compaction import Compactor, SummarizerOption
+from synopsis.errors import (
+    ConfigurationError,
+    StoreError,
+    SummarizerError,
+)
+from synopsis.events import CompactionFailed, Event, SummarizerFellBack
+from synopsis.messages import Message
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer
 from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
 from synopsis.testing import FailingStore
+from synopsis.tokens import counter_for_model
 from synopsis.validation import validate
-from tests.compaction.helpers import TRANSCRIPTS, load_items
+from tests.compaction.helpers import (
+    TRANSCRIPTS,
+    kinds,
+    load_items,
+    make,
+    run,
+    store_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,8 +54,9 @@ class Raises:
 
 
 class Garbage:
-    def summarize(self, messages: Sequence[Message], **_: Any) -> object:
-        return "not a record"
+    def summarize(self, messages: Sequence[Message], **_: Any) -> SummaryRecord:
+        # A summarizer whose answer is not what its type says: the pipeline must notice.
+        return cast("SummaryRecord", "not a record")
 
 
 class Hangs:
@@ -54,7 +68,7 @@ class Hangs:
         return RuleBasedSummarizer().summarize(messages)
 
 
-def compactor(summarizer: object, **options: Any) -> Compactor:
+def compactor(summarizer: SummarizerOption, **options: Any) -> Compactor:
     options.setdefault("store", MemoryStore())
     return Compactor(
         model="gpt-4o", context_window=8_000, summarizer=summarizer, session_id="f", **options
@@ -72,7 +86,7 @@ def check_fell_back(c: Compactor, items: list[dict[str, Any]], reason: str) -> N
     assert len(fell) == 1
     assert reason in fell[0].reason
     assert validate(result.messages, "openai") == []
-    assert len(c.setup.store.recall("f")) == len(result.offloaded) > 0
+    assert len(store_of(c).recall("f")) == len(result.offloaded) > 0
 
 
 def test_a_summarizer_that_raises_falls_back_to_the_rules():
@@ -200,7 +214,7 @@ def test_sync_and_async_drivers_give_the_same_results():
         def stored(c: Compactor) -> list[tuple[Any, ...]]:
             return [
                 (m.id, m.position, m.sha256, m.data, m.compaction_id)
-                for m in c.setup.store.recall("f")
+                for m in store_of(c).recall("f")
             ]
 
         assert stored(sync) == stored(asy)
@@ -227,3 +241,104 @@ def test_a_compactor_without_a_store_has_nothing_to_recall():
     c = Compactor(model="gpt-4o", environ={})
     with pytest.raises(ConfigurationError, match="no store"):
         c.recall()
+
+
+AIDER = load_items(next(p for p in TRANSCRIPTS if p.stem == "aider-census"))
+
+
+FOLLOW_UP = [
+    {"role": "user", "content": "Now count the cities with more than 100000 people."},
+    {"role": "assistant", "content": "There are 340 such cities in the 2020 census."},
+]
+
+
+def call(call_id: str, arguments: str = '{"path": "census.py"}') -> dict[str, Any]:
+    function = {"name": "read_file", "arguments": arguments}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def tool(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+BIG_OUTPUT = "line 12: total population 331449281 for the census table\n" * 700
+
+
+class BrokenCounter:
+    """gpt-4o's counter, except that counting a bare text raises."""
+
+    def __init__(self) -> None:
+        self.inner = counter_for_model("gpt-4o")
+
+    def count_text(self, text: str) -> int:
+        raise RuntimeError("the tokenizer is gone")
+
+    def count_message(self, message: Message) -> int:
+        return self.inner.count_message(message)
+
+    def count_messages(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        return self.inner.count_messages(messages, tools=tools)
+
+
+def test_a_store_that_cannot_read_the_session_refuses_the_call() -> None:
+    store = FailingStore(fail={"session"})
+    history = list(AIDER)
+    with pytest.raises(StoreError, match="could not read session 'st'") as caught:
+        run(make(store=store, session_id="st"), history)
+    assert "session is broken" in str(caught.value)
+    assert history == AIDER
+    assert store.recall("st") == []
+
+
+def test_a_store_that_cannot_read_the_summaries_refuses_the_compaction() -> None:
+    store = FailingStore()
+    got: list[Event] = []
+    compactor = make(store=store, session_id="st", listeners=[got.append])
+    first = run(compactor, AIDER)
+    assert first.compacted
+    offloaded = store.recall("st")
+    store.fail("summary")  # the chain's head, read alone
+    with pytest.raises(StoreError, match="could not read the summary of 'st'"):
+        run(compactor, [*first.messages, *FOLLOW_UP], force=True)
+    assert kinds(got)[-1] == "CompactionFailed"
+    store.heal()
+    assert store.recall("st") == offloaded
+    state = store.session("st")
+    assert state is not None
+    assert state.compactions == 1
+
+
+def test_a_store_that_cannot_save_the_session_state_refuses_a_skipped_call() -> None:
+    store = FailingStore(fail={"save_session"})
+    with pytest.raises(StoreError, match="could not save session 'st'"):
+        run(make(store=store, session_id="st"), AIDER[:4])
+    store.heal()
+    assert store.session("st") is None
+
+
+def test_a_counter_that_fails_fails_the_compaction_and_counts_as_a_failure() -> None:
+    store = MemoryStore()
+    got: list[Event] = []
+    compactor = make(
+        store=store, session_id="count", counter=BrokenCounter(), listeners=[got.append]
+    )
+    # An oversized tool output: sizing its part is what needs count_text.
+    history = [*AIDER, call("c1"), tool("c1", BIG_OUTPUT), *FOLLOW_UP]
+    with pytest.raises(RuntimeError, match="the tokenizer is gone"):
+        run(compactor, history)
+    assert kinds(got) == ["CompactionStarted", "CompactionFailed"]
+    failed = got[-1]
+    assert isinstance(failed, CompactionFailed)
+    assert failed.error_type == "RuntimeError"
+    assert "the tokenizer is gone" in failed.error
+    state = store.session("count")
+    assert state is not None
+    assert state.governor["consecutive_failures"] == 1
+    assert state.compactions == 0
+    assert store.recall("count") == []

@@ -1,0 +1,125 @@
+"""The awaiting driver with blocking parts: a summarizer that raises, a store that only
+blocks, a store that cannot save."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from synopsis.errors import (
+    StoreError,
+)
+from synopsis.events import SummarizerFellBack
+from synopsis.stores import AsyncStore, MemoryStore, Store
+from tests.compaction.helpers import (
+    TRANSCRIPTS,
+    arun,
+    kinds,
+    load_items,
+    make,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.messages import Message
+    from synopsis.stores import Compaction, SearchHit, SessionState, StoredMessage
+    from synopsis.summarizers import SummaryRecord
+
+AIDER = load_items(next(p for p in TRANSCRIPTS if p.stem == "aider-census"))
+
+
+FOLLOW_UP = [
+    {"role": "user", "content": "Now count the cities with more than 100000 people."},
+    {"role": "assistant", "content": "There are 340 such cities in the 2020 census."},
+]
+
+
+class Failing:
+    """A summarizer with nothing but a blocking ``summarize``, which always raises."""
+
+    def summarize(self, messages: Sequence[Message], **_: Any) -> SummaryRecord:
+        raise RuntimeError("the model is down")
+
+
+class SyncOnly:
+    """A store with the blocking methods alone (not an AsyncStore), kept in a MemoryStore."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+
+    def save(self, compaction: Compaction) -> None:
+        self.inner.save(compaction)
+
+    def session(self, session_id: str) -> SessionState | None:
+        return self.inner.session(session_id)
+
+    def save_session(self, state: SessionState) -> None:
+        self.inner.save_session(state)
+
+    def summaries(self, session_id: str) -> list[SummaryRecord]:
+        return self.inner.summaries(session_id)
+
+    def recall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        return self.inner.recall(session_id, ids=ids, start=start, stop=stop)
+
+    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        return self.inner.search(session_id, query, limit=limit)
+
+    def sessions(self) -> list[str]:
+        return self.inner.sessions()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_acompact_with_a_blocking_summarizer_that_raises_falls_back_to_the_rules() -> None:
+    result = arun(make(summarizer=Failing()), AIDER)
+    assert result.compacted
+    assert kinds(result.events) == [
+        "CompactionStarted",
+        "SummarizerFellBack",
+        "CompactionCompleted",
+    ]
+    fell = next(e for e in result.events if isinstance(e, SummarizerFellBack))
+    assert "the model is down" in fell.reason
+    assert result.record is not None
+    assert result.record.model == "rules"
+
+
+def test_acompact_uses_a_store_that_only_blocks() -> None:
+    store = SyncOnly()
+    assert isinstance(store, Store)
+    assert not isinstance(store, AsyncStore)
+    compactor = make(store=store, session_id="sync")
+    assert compactor.setup.store is store
+    first = arun(compactor, AIDER)
+    assert first.compacted
+    assert [m.id for m in store.recall("sync")] == list(first.offloaded)
+    second = arun(compactor, [*first.messages, *FOLLOW_UP], force=True)
+    assert second.record is not None
+    assert first.record is not None
+    assert second.record.parent_id == first.record.id  # the chain was read back from it
+    state = store.session("sync")
+    assert state is not None
+    assert state.compactions == 2
+
+
+def test_acompact_with_a_blocking_store_that_cannot_save_leaves_the_input_untouched() -> None:
+    class Full(SyncOnly):
+        def save(self, compaction: Compaction) -> None:
+            raise OSError("disk full")
+
+    store = Full()
+    with pytest.raises(StoreError, match="disk full"):
+        arun(make(store=store, session_id="full"), AIDER)
+    assert store.recall("full") == []
+    assert store.session("full") is None

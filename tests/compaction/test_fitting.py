@@ -1,0 +1,195 @@
+"""A compaction brought within the limit and valid for the provider: a call too large to
+fit, oversized results reduced without a summary, a rebuilt history that breaks a rule,
+a summary merged into a user turn taken apart, and what the saved tokens count."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from synopsis.compaction.rebuild import finish
+from synopsis.errors import (
+    BudgetUnreachableError,
+    ConversationError,
+)
+from synopsis.formats import decode, message_from_json
+from synopsis.messages import Message, Role, TextPart, is_summary
+from synopsis.stores import MemoryStore
+from synopsis.testing import ScriptedSummarizer
+from tests.compaction.helpers import (
+    TRANSCRIPTS,
+    kinds,
+    load_items,
+    make,
+    run,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.compaction import CompactionResult
+    from synopsis.events import Event
+
+AIDER = load_items(next(p for p in TRANSCRIPTS if p.stem == "aider-census"))
+"""20 plain user/assistant messages, about 2,200 tokens."""
+MARSHMALLOW = load_items(next(p for p in TRANSCRIPTS if p.stem == "sweagent-marshmallow-1867-fc"))
+"""A system prompt, a task and 13 tool calls with their results, about 8,000 tokens."""
+
+
+def summaries_in(result: CompactionResult) -> list[Message]:
+    decoded = decode(result.messages, result.format, system=result.system)
+    return [m for m in decoded.messages if is_summary(m)]
+
+
+def call(call_id: str, arguments: str = '{"path": "census.py"}') -> dict[str, Any]:
+    function = {"name": "read_file", "arguments": arguments}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def tool(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+BIG_OUTPUT = "line 12: total population 331449281 for the census table\n" * 700
+"""A tool output far over the message threshold (half the trigger) of ``make()``."""
+
+
+# ------------------------------------------------------------------- 2. the other options
+
+
+# ------------------------------------------------------------------- 3. the Compactor
+
+
+# ------------------------------------------------------- 4. what the store keeps, per format
+
+
+# ------------------------------------------------------------------- 5. the pipeline
+
+
+def test_a_huge_call_whose_arguments_are_not_json_makes_the_budget_unreachable() -> None:
+    huge = call("c1", arguments="x" * 40000)  # cannot be truncated as JSON
+    history = [*AIDER, huge]
+    store = MemoryStore()
+    got: list[Event] = []
+    compactor = make(store=store, session_id="huge", listeners=[got.append])
+    with pytest.raises(BudgetUnreachableError, match="the messages that must be kept") as caught:
+        run(compactor, history)
+    assert "over the 3,200" in str(caught.value)
+    assert history[-1] == huge
+    assert store.recall("huge") == []
+    assert store.summaries("huge") == []
+    state = store.session("huge")  # the breaker counts the failed attempt, nothing else
+    assert state is not None
+    assert state.governor["consecutive_failures"] == 1
+    assert kinds(got) == ["CompactionStarted", "CompactionFailed"]
+
+
+def test_an_oversized_result_of_a_running_turn_is_reduced_without_a_summary() -> None:
+    # The model asked for two tools; one answered, hugely, the other may still be running:
+    # nothing can be summarized, but the huge output is summarized on its own.
+    both = call("c1")
+    both["tool_calls"] += call("c2", '{"path": "other.py"}')["tool_calls"]
+    history = [{"role": "user", "content": "Read both census files."}, both, tool("c1", BIG_OUTPUT)]
+    store = MemoryStore()
+    summarizer = ScriptedSummarizer()
+    result = run(make(store=store, session_id="tail", summarizer=summarizer), history, force=True)
+    assert result.compacted
+    assert result.code == "forced"
+    assert result.record is None
+    assert summarizer.calls == []
+    assert result.tokens_after < result.tokens_before
+    assert result.messages[:2] == history[:2]
+    assert result.messages[2]["tool_call_id"] == "c1"
+    assert result.messages[2]["content"].startswith("Summary of tool output:")
+    (original,) = store.recall("tail")
+    assert json.loads(original.data) == history[2]
+    assert result.offloaded == (original.id,)
+    state = store.session("tail")
+    assert state is not None
+    assert state.compactions == 1
+    assert state.summary_id is None
+
+
+def test_a_forced_compaction_reduces_an_oversized_result_in_the_kept_tail() -> None:
+    history = [{"role": "user", "content": "Read the census file."}, call("c1")]
+    history.append(tool("c1", BIG_OUTPUT))
+    store = MemoryStore()
+    result = run(make(store=store, session_id="tail"), history, force=True)
+    assert result.tokens_before > 4000  # the history does not fit the window at all
+    assert result.compacted
+    assert result.record is None
+    assert result.messages[2]["content"].startswith("Summary of tool output:")
+    (original,) = store.recall("tail")
+    assert json.loads(original.data) == history[2]
+
+
+def test_a_rebuilt_history_that_breaks_a_rule_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def dropping(kept: Sequence[Message], profile: Any, *, role: Any) -> Any:
+        final, fixes = finish(kept, profile, role=role)
+        first_result = next(i for i, m in enumerate(final) if m.role is Role.TOOL)
+        return final[:first_result] + final[first_result + 1 :], fixes
+
+    monkeypatch.setattr("synopsis.compaction.fitting.finish", dropping)
+    store = MemoryStore()
+    got: list[Event] = []
+    compactor = make(context_window=8000, store=store, session_id="v")
+    history = copy.deepcopy(MARSHMALLOW)
+    with pytest.raises(ConversationError, match="the compacted history breaks") as caught:
+        run(compactor, history, force=True, listeners=[got.append])
+    assert caught.value.rule
+    assert caught.value.rule.startswith("openai.")
+    assert caught.value.rule in str(caught.value)
+    assert history == MARSHMALLOW
+    assert store.recall("v") == []
+    assert kinds(got) == ["CompactionStarted", "CompactionFailed"]
+    state = store.session("v")
+    assert state is not None
+    assert state.governor["consecutive_failures"] == 1
+
+
+def test_a_summary_merged_into_the_middle_of_a_user_turn_is_taken_apart() -> None:
+    earlier = run(make(), AIDER)
+    (summary,) = summaries_in(earlier)
+    messages = list(decode(AIDER, "openai").messages)
+    turn = messages[2]
+    assert turn.role is Role.USER
+    before = (TextPart("Before the summary."), TextPart("Still before it."))
+    merged = Message(Role.USER, (*before, TextPart(summary.text), TextPart("After it.")))
+    messages[2] = merged
+    summarizer = ScriptedSummarizer()
+    store = MemoryStore()
+    compactor = make(summarizer=summarizer, store=store, session_id="merged")
+    result = compactor.compact(messages, format="synopsis", force=True)
+    assert result.compacted
+    (call,) = summarizer.calls
+    given = call.messages
+    # Three messages where the caller had one: the user's words on either side, apart.
+    at = next(i for i, m in enumerate(given) if m.parts[:2] == before)
+    assert [m.parts for m in given[at : at + 3]] == [
+        before,
+        (TextPart(summary.text),),
+        (TextPart("After it."),),
+    ]
+    assert all(m.role is Role.USER for m in given[at : at + 3])
+    assert [is_summary(m) for m in given[at : at + 3]] == [False, True, False]
+    # The merged turn is stored once, whole, as the caller gave it.
+    stored = [message_from_json(m.data) for m in store.recall("merged")]
+    assert stored.count(merged) == 1
+
+
+# ------------------------------------------------------------------- 6. the result
+
+
+def test_saved_tokens_is_what_the_compaction_freed() -> None:
+    result = run(make(), AIDER)
+    assert result.compacted
+    assert result.saved_tokens == result.tokens_before - result.tokens_after > 0
+    skipped = run(make(), AIDER[:4])
+    assert skipped.saved_tokens == 0
