@@ -40,18 +40,20 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 # pytest-xdist spreads the tests over WORKERS processes (one per core by default; WORKERS=0
-# runs them in this one) and pytest-cov combines the workers' coverage.
+# runs them in this one) and pytest-cov combines the workers' coverage. A few property tests
+# take far longer than the rest: a worker that runs out of tests takes some of the other's.
 WORKERS ?= auto
+XDIST   := -n $(WORKERS) --dist worksteal
 
 unit: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --cov --cov-report=term-missing $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) --cov --cov-report=term-missing $(PYTEST_ARGS)
 
 test: lint typecheck unit
 
 # The whole suite with the deep Hypothesis profile (400 examples a property, where make test
 # runs 50), for a nightly run: no coverage gate, and a per-test timeout to match the counts.
 test-deep: $(STAMP)
-	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -n $(WORKERS) --timeout=600 $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest $(XDIST) --timeout=300 $(PYTEST_ARGS)
 
 # synopsis's own micro-benchmarks, then the comparison with the peers; results in
 # benchmarks/results/compare.md and compare.json.
