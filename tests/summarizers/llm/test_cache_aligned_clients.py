@@ -12,13 +12,13 @@ import pytest
 from synopsis.formats import decode, encode
 from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from synopsis.summarizers.llm.completion import CompletionRequest
-from tests.summarizers.test_clients import FLAVOURS, MODES, ask
-from tests.summarizers.test_streaming import streamed
+from tests.summarizers.llm.test_clients import FLAVOURS, MODES, ask
+from tests.summarizers.llm.test_streaming import streamed
 
 if TYPE_CHECKING:
     from synopsis.formats import FormatName
     from synopsis.testing.server import FakeLLMServer, Recorded
-    from tests.summarizers.test_clients import Flavour
+    from tests.summarizers.llm.test_clients import Flavour
 
 CHAT, RESPONSES, ANTHROPIC = FLAVOURS
 AGENT_SYSTEM = "You are a coding agent working in a Python repository."

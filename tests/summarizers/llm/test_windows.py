@@ -15,7 +15,7 @@ from synopsis.summarizers.llm.asking import DIALECTS, transport_error
 from synopsis.summarizers.llm.dialects import overflow, refusal
 from synopsis.testing.server import Picky, chat_completion
 from tests.summarizers.helpers import TRANSCRIPTS, load
-from tests.summarizers.test_clients import GOOD_TEXT
+from tests.summarizers.llm.test_clients import GOOD_TEXT
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

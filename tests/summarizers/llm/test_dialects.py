@@ -21,13 +21,13 @@ from synopsis.summarizers.llm.completion import CompletionRequest
 from synopsis.summarizers.llm.dialects import Dialect, Dialects, refusal, strict_messages
 from synopsis.summarizers.llm.summarizer import SUMMARY_SCHEMA
 from synopsis.testing.server import Picky
-from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
+from tests.summarizers.llm.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from synopsis.testing.server import FakeLLMServer
-    from tests.summarizers.test_clients import Flavour
+    from tests.summarizers.llm.test_clients import Flavour
 
 CHAT, RESPONSES, ANTHROPIC = FLAVOURS
 OPENAI = [CHAT, RESPONSES]

@@ -20,10 +20,10 @@ from synopsis.summarizers.llm.clients import (
 )
 from synopsis.testing.server import Event, anthropic_message, chat_completion, response
 from tests.summarizers.helpers import GOOD
-from tests.summarizers.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
+from tests.summarizers.llm.test_clients import FLAVOURS, GOOD_TEXT, MODES, ask, request, run
 
 if TYPE_CHECKING:
-    from tests.summarizers.test_clients import Factory, Flavour
+    from tests.summarizers.llm.test_clients import Factory, Flavour
 
 CHAT, RESPONSES, ANTHROPIC = FLAVOURS
 TEXT = "The guard for empty input is in; the tests pass."
