@@ -11,7 +11,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed-$(shell cat pyproject.toml $(BENCH_REQS)
 # make live installs into an environment of its own too (scripts/live.sh sets it up).
 LIVE_VENV   ?= .venv-live
 
-.PHONY: demo test test-deep lint typecheck unit bench live clean
+.PHONY: demo test test-deep mutation lint typecheck unit bench live clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,15 @@ test: lint typecheck unit
 # runs 50), for a nightly run: no coverage gate, and a per-test timeout to match the counts.
 test-deep: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest $(XDIST) --timeout=300 $(PYTEST_ARGS)
+
+# Mutation testing of the pure core with mutmut, installed here on first use (the tests do
+# not need it). What it mutates and which tests it runs: pyproject's [tool.mutmut]. It works
+# in a copy, mutants/, and reuses the verdicts that folder holds: rm -rf mutants for a fresh
+# run (about half an hour on two cores). docs/mutation.md has the score and the survivors.
+mutation: $(STAMP)
+	@$(VENV)/bin/mutmut --version >/dev/null 2>&1 || $(PY) -m pip install --quiet "mutmut>=3.8,<4"
+	$(VENV)/bin/mutmut run --max-children $(or $(MUTATION_CHILDREN),2)
+	$(VENV)/bin/mutmut results
 
 # synopsis's own micro-benchmarks, then the comparison with the peers; results in
 # benchmarks/results/compare.md and compare.json.
