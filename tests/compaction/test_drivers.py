@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from synopsis.errors import (
-    StoreError,
-)
+from synopsis.errors import ConfigurationError, StoreError
 from synopsis.events import SummarizerFellBack
 from synopsis.stores import AsyncStore, MemoryStore, Store
 from tests.compaction.helpers import (
@@ -123,3 +121,71 @@ def test_acompact_with_a_blocking_store_that_cannot_save_leaves_the_input_untouc
         arun(make(store=store, session_id="full"), AIDER)
     assert store.recall("full") == []
     assert store.session("full") is None
+
+
+class AsyncOnlyStore:
+    """The async half of a MemoryStore and nothing else: no blocking method, no ``summary``
+    or ``asummary`` (a store need not offer them; the chain is read whole instead)."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.chains_read = 0
+
+    async def asave(self, compaction: Compaction) -> None:
+        await self.inner.asave(compaction)
+
+    async def asession(self, session_id: str) -> SessionState | None:
+        return await self.inner.asession(session_id)
+
+    async def asave_session(self, state: SessionState) -> None:
+        await self.inner.asave_session(state)
+
+    async def asummaries(self, session_id: str) -> list[SummaryRecord]:
+        self.chains_read += 1
+        return await self.inner.asummaries(session_id)
+
+    async def arecall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        return await self.inner.arecall(session_id, ids=ids, start=start, stop=stop)
+
+    async def asearch(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        return await self.inner.asearch(session_id, query, limit=limit)
+
+    async def asessions(self) -> list[str]:
+        return await self.inner.asessions()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("kind", ["both", "async-only"])
+def test_acompact_reads_the_previous_summary_through_the_async_methods(kind: str) -> None:
+    store: MemoryStore | AsyncOnlyStore = MemoryStore() if kind == "both" else AsyncOnlyStore()
+    assert isinstance(store, AsyncStore)
+    compactor = make(store=store, session_id="chain")
+    first = arun(compactor, AIDER, force=True)
+    second = arun(compactor, [*first.messages, *FOLLOW_UP], force=True)
+    assert first.record is not None
+    assert second.record is not None
+    # The second compaction updates the first's record: it read it back from the store, one
+    # record by id where the store offers that, else the whole chain.
+    assert second.record.parent_id == first.record.id
+    if isinstance(store, AsyncOnlyStore):
+        assert store.chains_read >= 1
+        assert [r.id for r in store.inner.summaries("chain")] == [
+            first.record.id,
+            second.record.id,
+        ]
+
+
+def test_the_blocking_helpers_refuse_a_store_with_only_async_methods() -> None:
+    compactor = make(store=AsyncOnlyStore(), session_id="a")
+    for call in (compactor.recall, lambda: compactor.search("census"), compactor.export):
+        with pytest.raises(ConfigurationError, match="only async methods"):
+            call()
