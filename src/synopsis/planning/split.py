@@ -175,9 +175,7 @@ class SplitPlan:
         )
 
 
-def _protected(
-    messages: Sequence[Message], counts: Sequence[int], protect: Protect, structure: Structure
-) -> set[int]:
+def _protected(messages: Sequence[Message], protect: Protect, structure: Structure) -> set[int]:
     chosen: set[int] = set()
     pinned = set(protect.pinned)
     first_user_seen = False
@@ -256,7 +254,7 @@ def plan_split(
     structure = structure or analyze(messages)
     protect = protect or Protect()
     n = len(messages)
-    protected = _protected(messages, counts, protect, structure)
+    protected = _protected(messages, protect, structure)
 
     # The summary can only start after the leading run of protected messages.
     start = 0
@@ -265,15 +263,10 @@ def plan_split(
     suffix = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
         suffix[i] = suffix[i + 1] + counts[i]
-    # available[b]: how many messages a boundary at b would summarize.
-    available = [0] * (n + 1)
-    for i in range(n):
-        available[i + 1] = available[i] + (i >= start and i not in protected)
     desired = max(keep.desired_boundary(counts, start, window), start)
     search = _Search(
         structure,
         suffix,
-        available,
         threshold,
         start,
         min_tail,
@@ -312,15 +305,11 @@ def plan_split(
 class _Search:
     structure: Structure
     suffix: list[int]
-    available: list[int]
     threshold: int
     start: int
     min_tail: int
     desired: int
     turn_start_tail: float
-
-    def ok(self, boundary: int) -> bool:
-        return self.structure.is_safe(boundary) and self.available[boundary] > 0
 
     def run(self) -> tuple[int, Phase] | None:
         s = self.structure
@@ -331,15 +320,15 @@ class _Search:
             for b in range(min(desired, hi), lo - 1, -1):
                 if self.suffix[b] > self.turn_start_tail:
                     break
-                if b in s.turn_starts and self.ok(b):
+                if b in s.turn_starts and s.is_safe(b):
                     return b, "turn-start"
             for b in range(max(desired, lo), hi + 1):
-                if self.ok(b):
+                if s.is_safe(b):
                     return b, "forward"
             for b in range(min(desired, hi + 1) - 1, lo - 1, -1):
                 if self.suffix[b] > LARGEST_SAFE_SHARE * self.threshold:
                     break
-                if self.ok(b):
+                if s.is_safe(b):
                     return b, "within-80"
         return self.best_effort()
 
@@ -353,7 +342,7 @@ class _Search:
         for b in range(self.start + 1, s.max_boundary + 1):
             if b - 1 in dangling:
                 broken += 1
-            if b < s.min_boundary or not self.ok(b):
+            if not s.is_safe(b):
                 continue
             score = (broken, int(s.length - b < self.min_tail), abs(b - self.desired))
             if best is None or score < best[0]:
@@ -365,7 +354,7 @@ def _reason(boundary: int, desired: int, phase: Phase, keep: Keep, s: Structure)
     if boundary == desired:
         return f"kept {keep.describe()} as asked ({phase})"
     notes: list[str] = []
-    if desired <= s.length and s.crossing[desired]:
+    if s.crossing[desired]:
         notes.append("the desired cut would separate a tool call from its result")
     if desired < s.min_boundary:
         notes.append(f"an orphaned result at message {s.orphans[-1]} may not be kept")
