@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -349,3 +350,149 @@ def test_the_turn_is_the_last_message_a_person_wrote() -> None:
     assert turn_key([result]) is None
     summary = Message(Role.USER, (TextPart(f"{SUMMARY_TAG}>earlier work</synopsis-summary>"),))
     assert turn_key([a, b, summary, result]) == turn_key([b])
+
+
+# ------------------------------------------------------------- each knob, at and past its edge
+
+
+def knobs(values: dict[str, Any]) -> GovernorConfig:
+    return GovernorConfig(**values)
+
+
+WHOLE_KNOBS = [
+    ("min_messages", 0),
+    ("cooldown_messages", 0),
+    ("max_passes", 1),
+    ("min_tail_messages", 0),
+    ("max_per_turn", 1),
+    ("breaker_failures", 1),
+    ("refresh_after_messages", 1),
+]
+
+
+@pytest.mark.parametrize(("name", "least"), WHOLE_KNOBS)
+def test_a_whole_number_knob_takes_its_least_value_and_names_itself_below_it(
+    name: str, least: int
+) -> None:
+    assert getattr(knobs({name: least}), name) == least
+    with pytest.raises(ConfigurationError) as refused:
+        knobs({name: least - 1})
+    assert str(refused.value) == f"{name} must be a whole number >= {least}, got {least - 1}"
+
+
+SHARE_KNOBS = [
+    ("trigger_ratio", 1.0, {"reset_ratio": 0.5}),
+    ("reset_ratio", 0.79, {}),
+    ("emergency_ratio", 10.0, {}),
+    ("min_savings", 1.0, {}),
+]
+
+
+@pytest.mark.parametrize(("name", "most", "others"), SHARE_KNOBS)
+def test_a_share_knob_takes_its_largest_value_and_names_itself_past_it(
+    name: str, most: float, others: dict[str, float]
+) -> None:
+    assert getattr(knobs({name: most, **others}), name) == most
+    upper = 10 if name == "emergency_ratio" else 1
+    for bad in (upper + 0.5, 0, True, "0.5"):
+        with pytest.raises(ConfigurationError) as refused:
+            knobs({name: bad, **others})
+        assert str(refused.value) == f"{name} must be above 0 and at most {upper}, got {bad!r}"
+
+
+def test_the_reset_ratio_may_not_equal_the_trigger_ratio() -> None:
+    with pytest.raises(ConfigurationError, match=r"reset_ratio \(0.8\) must be below"):
+        GovernorConfig(reset_ratio=0.8)
+
+
+def test_unknown_state_keys_are_all_named() -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        GovernorState.from_json({"zeta": 1, "bogus": 2})
+    assert str(refused.value) == "unknown governor state keys: bogus, zeta"
+    with pytest.raises(ConfigurationError) as bad_length:
+        GovernorState.from_json({"length_after_last": -1})
+    assert str(bad_length.value) == "length_after_last must be a whole number >= 0, got -1"
+
+
+def test_a_turn_key_is_sixteen_hex_digits() -> None:
+    key = turn_key([Message(Role.USER, (TextPart("fix the test"),))])
+    assert key is not None
+    assert len(key) == 16
+    assert int(key, 16) >= 0
+
+
+# ------------------------------------------------------------- what each decision says
+
+
+def test_every_decision_says_why_in_a_sentence_of_its_own() -> None:
+    stuck, _ = record_compaction(GovernorState(), at(0.9, 20))
+    refresh = GovernorConfig(refresh_after_messages=10)
+    cases = {
+        "forced": decide(at(0.1), force=True),
+        "disabled": decide(at(0.9), config=GovernorConfig(enabled=False)),
+        "per-turn-cap": decide(
+            at(0.9), state=replace(GovernorState(), turn="t", turn_compactions=5), turn="t"
+        ),
+        "breaker-open": decide(at(0.9), state=replace(GovernorState(), consecutive_failures=3)),
+        "min-messages": decide(at(0.9, messages=11)),
+        "no-progress": decide(at(0.9, 30), state=stuck),
+        "refresh": decide(at(0.4, 30), state=compacted(GovernorState(), 0.3, 20), config=refresh),
+    }
+    assert {code: d.code for code, d in cases.items()} == {code: code for code in cases}
+    assert {code: d.reason for code, d in cases.items()} == {
+        "forced": "compaction asked for at 1,000 of 10,000 tokens (10%)",
+        "disabled": "compaction is disabled",
+        "per-turn-cap": "5 compactions already in this turn (cap 5)",
+        "breaker-open": "the summarizer failed 3 times in a row; only a forced compaction or a "
+        "success closes the breaker",
+        "min-messages": "11 messages, fewer than the minimum of 12",
+        "no-progress": "the last compaction left the history over the trigger; waiting for it "
+        "to fall below 70% of the window",
+        "refresh": "10 new messages since the last compaction (refresh)",
+    }
+
+
+def test_a_no_carries_the_threshold_and_whether_it_is_an_emergency() -> None:
+    under = decide(at(0.5))
+    assert (under.threshold, under.emergency) == (8000, False)
+    assert under.emergency is False
+    broken = decide(at(1.0), state=replace(GovernorState(), consecutive_failures=3))
+    assert (broken.compact, broken.threshold, broken.emergency) == (False, 8000, True)
+
+
+def test_a_refresh_that_falls_due_over_the_trigger_is_reported_as_the_trigger() -> None:
+    config = GovernorConfig(refresh_after_messages=10)
+    state = compacted(GovernorState(), 0.3, messages=20)
+    d = decide(at(0.85, 30), state=state, config=config)
+    assert (d.compact, d.code) == (True, "triggered")
+
+
+def test_no_progress_holds_at_the_reset_ratio_itself_and_clears_just_under_it() -> None:
+    state, _ = record_compaction(GovernorState(), at(0.85, 20))
+    assert decide(at(0.7, 30), state=state).state.stuck is True
+    assert decide(at(0.69, 30), state=state).state.stuck is False
+
+
+def test_one_failure_counts_one() -> None:
+    assert record_failure(GovernorState()).consecutive_failures == 1
+    assert record_failure(record_failure(GovernorState())).consecutive_failures == 2
+
+
+def test_savings_of_exactly_the_share_needed_are_enough() -> None:
+    d = decide(at(0.85))  # needs 30% of 8,000: 2,400
+    assert check_savings(d, tokens_summarized=2_900, summary_tokens=500) is d
+    short = check_savings(d, tokens_summarized=2_899, summary_tokens=500)
+    assert (short.compact, short.threshold, short.emergency, short.state) == (
+        False,
+        d.threshold,
+        False,
+        d.state,
+    )
+
+
+def test_a_plan_that_frees_nothing_says_so_in_whole_tokens() -> None:
+    turn = replace(GovernorState(), turn="t", turn_compactions=1)
+    d = decide(at(0.85), state=turn, turn="t")
+    refused = check_savings(d, tokens_summarized=100, summary_tokens=400)
+    assert refused.reason.startswith("the plan frees 0 tokens, less than 30% of 8,000")
+    assert refused.state == d.state

@@ -187,3 +187,10 @@ def test_an_automatic_tail_is_the_one_the_room_leaves() -> None:
     # it is a token policy like any other.
     assert auto.desired_boundary([10, 10, 10], 0, 1_000) == 3
     assert auto.shrunk(0.5) == Keep.tokens(0)
+
+
+@pytest.mark.parametrize("name", ["target_ratio", "summary_ratio", "reset_ratio"])
+def test_a_refused_ratio_is_named_exactly(name: str) -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        room(**{name: 1.5})
+    assert str(refused.value) == f"{name} must be above 0 and at most 1, got 1.5"

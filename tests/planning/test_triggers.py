@@ -111,3 +111,49 @@ def test_a_bad_anchor_is_refused(reported, match) -> None:
     one = [Message(Role.USER, (TextPart("x"),))]
     with pytest.raises(ConfigurationError, match=match):
         measure_history(one, counter=counter_for_model(None), window=10, reported=reported)
+
+
+def test_a_fraction_may_be_the_whole_window() -> None:
+    assert Trigger.fraction(1).fires(m(1000))
+    assert not Trigger.fraction(1).fires(m(999))
+
+
+def test_a_refused_count_names_its_trigger() -> None:
+    with pytest.raises(ConfigurationError) as tokens:
+        Trigger.tokens(0)
+    assert str(tokens.value) == "a token trigger must be a positive whole number, got 0"
+    with pytest.raises(ConfigurationError) as messages:
+        Trigger.messages(0)
+    assert str(messages.value) == "a message trigger must be a positive whole number, got 0"
+
+
+def test_and_needs_all_on_either_side_however_it_is_grouped() -> None:
+    a, b, c = Trigger.tokens(100), Trigger.messages(5), Trigger.fraction(0.5)
+    grouped = a & (b & c)
+    assert grouped == Trigger("all", 0.0, (a, b, c))
+    assert (a | (b | c)) == Trigger("any", 0.0, (a, b, c))
+    assert grouped.fires(m(500, messages=5))
+    assert not grouped.fires(m(499, messages=5))
+    assert not grouped.fires(m(500, messages=4))
+
+
+def test_a_window_of_nothing_is_refused_in_words() -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        Measure(0, 0, 0)
+    assert str(refused.value) == "window must be a positive number of tokens, got 0"
+
+
+def test_an_anchor_may_cover_nothing_or_everything_and_says_which_number_is_wrong() -> None:
+    one = [Message(Role.USER, (TextPart("x"),))]
+    counter = counter_for_model(None)
+    assert measure_history(one, counter=counter, window=10, reported=(0, 0)).tokens == (
+        counter.count_message(one[0])
+    )
+    assert measure_history(one, counter=counter, window=10, reported=(7, 1)).tokens == 7
+    for reported, said in (
+        ((-1, 0), "reported prompt tokens must be a whole number >= 0, got -1"),
+        ((1, -1), "prefix length must be a whole number >= 0, got -1"),
+    ):
+        with pytest.raises(ConfigurationError) as refused:
+            measure_history(one, counter=counter, window=10, reported=reported)
+        assert str(refused.value) == said
