@@ -215,3 +215,38 @@ def test_user_turns_leave_one_message_to_summarize() -> None:
     msgs = [system(), user("task"), user("q1"), say("a"), user("q2"), say("b"), user("now")]
     p = plan(msgs, Keep.messages(1), protect=Protect(user_turns_tokens=1_000))
     assert (p.head, p.summarize) == ((0, 1, 2), (3,))
+
+
+def test_phase_three_may_walk_back_to_the_first_cut_after_the_head() -> None:
+    # An exchange spans 2 to 6; the only safe cut in reach is 2, right after the head.
+    msgs = [user("task"), user("more"), calls("a"), say("x"), calls("b"), result("b")]
+    msgs += [result("a"), say("end")]
+    p = plan(msgs, Keep.messages(0), min_tail=2)
+    assert (p.boundary, p.phase, p.summarize) == (2, "within-80", (1,))
+
+
+def test_phase_three_takes_a_tail_of_exactly_eighty_percent() -> None:
+    msgs = [user("task"), *tool_steps(4), say("end")]
+    counts = [10] * 9 + [20]  # the tail from 7 holds 40 tokens: 80% of 50
+    p = plan(msgs, Keep.messages(0), counts=counts, min_tail=2, threshold=50)
+    assert (p.boundary, p.phase) == (7, "within-80")
+
+
+def test_the_best_effort_may_cut_right_after_the_head() -> None:
+    msgs = [user("task"), user("more"), *tool_steps(3)]
+    p = plan(msgs, Keep.messages(6), min_tail=9)
+    assert (p.boundary, p.desired, p.phase) == (2, 2, "best-effort")
+
+
+def test_a_plan_gives_every_reason_its_cut_moved() -> None:
+    msgs = [user("t"), calls("a"), result("a"), result("zz", "stray"), say("x"), user("u")]
+    p = plan(msgs, Keep.messages(4), protect=Protect(first_user=False))
+    assert p.reason == (
+        "cut at 4 instead of 2 (later, forward): the desired cut would separate a tool call "
+        "from its result; an orphaned result at message 3 may not be kept"
+    )
+
+
+def test_the_limits_of_a_share_and_a_bound_of_nothing() -> None:
+    assert Keep.fraction(0).desired_boundary([10, 10], 0, 100_000) == 2
+    assert Protect(user_turns_tokens=0).user_turns_tokens == 0

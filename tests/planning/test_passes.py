@@ -100,6 +100,7 @@ def test_no_plan_means_no_pass() -> None:
     assert done.passes == 0
     assert done.messages == tuple(msgs)
     assert not done.fits
+    assert done.shrunk is False
 
 
 def test_a_token_keep_shrinks_by_half_after_the_pass_cap() -> None:
@@ -209,3 +210,10 @@ def test_the_passes_honour_the_protection_the_window_and_the_turn_start_budget()
     first, _ = next(steps)
     steps.close()
     assert first.phase != "turn-start"
+
+
+def test_the_passes_keep_the_minimum_tail_the_governor_asks_for() -> None:
+    done = passes(
+        grow(20, 300), sized(10), keep=Keep.messages(0), config=GovernorConfig(min_tail_messages=5)
+    )
+    assert done.plans[0].tail_messages == 5

@@ -180,3 +180,9 @@ def test_without_a_text_counter_nothing_is_marked() -> None:
     config = Reductions(truncate_args=None, dedupe_results=False, message_threshold=0.5)
     out = run([Message(Role.USER, (TextPart("a" * 9_000),))], config, counts=[9_000])
     assert out.oversized == ()
+
+
+def test_a_long_value_before_the_last_item_of_a_list_is_cut() -> None:
+    cut = truncate_call(call(json.dumps({"files": ["y" * 200, "short"]})), SMALL)
+    assert cut is not None
+    assert json.loads(cut.arguments_text) == {"files": ["yyyyy...", "short"]}
