@@ -4,17 +4,18 @@ the reserve, objects of the wrong kind, and the repr."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import synopsis
 from synopsis import Keep, Trigger
 from synopsis.compaction import CompactionResult, Compactor, SummarizerOption
-from synopsis.errors import (
-    ConfigurationError,
-)
+from synopsis.errors import ConfigurationError, StoreError
 from synopsis.formats import decode
 from synopsis.messages import Message, is_summary
 from synopsis.stores import MemoryStore, SQLiteStore
@@ -29,7 +30,6 @@ from tests.compaction.helpers import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from pathlib import Path
 
 
 AIDER = load_items(next(p for p in TRANSCRIPTS if p.stem == "aider-census"))
@@ -269,3 +269,48 @@ def test_the_repr_names_the_options_in_effect() -> None:
     ):
         assert part in text
     assert "store=None" in repr(make())
+
+
+def _open_files(path: Path) -> int:
+    """How many of this process's file descriptors point at ``path`` (Linux)."""
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if fd.resolve() == path.resolve())
+
+
+def test_a_store_the_compactor_opened_is_closed_with_it(tmp_path: Path) -> None:
+    path = tmp_path / "own.db"
+    with Compactor(model="gpt-4o", store=str(path), session_id="s", environ={}) as compactor:
+        compactor.compact(AIDER, force=True)
+        assert _open_files(path) >= 1
+    assert _open_files(path) == 0
+    with pytest.raises(StoreError, match="closed"):
+        compactor.recall()
+
+
+def test_a_store_the_caller_passed_stays_open() -> None:
+    store = MemoryStore()
+    with Compactor(model="gpt-4o", store=store, session_id="s", environ={}) as compactor:
+        result = compactor.compact(AIDER, force=True)
+    assert [m.id for m in store.recall("s")] == list(result.offloaded)
+
+
+def test_a_memory_store_made_for_a_session_is_the_compactors_own() -> None:
+    compactor = Compactor(model="gpt-4o", environ={})
+    compactor.compact(AIDER, session_id="late", force=True)
+    compactor.close()
+    with pytest.raises(StoreError, match="closed"):
+        compactor.recall("late")
+
+
+@pytest.mark.parametrize("awaiting", [False, True])
+def test_one_compact_call_closes_the_store_it_opened(tmp_path: Path, awaiting: bool) -> None:
+    path = tmp_path / "once.db"
+    options: dict[str, Any] = {"model": "gpt-4o", "store": path, "session_id": "s", "force": True}
+    if awaiting:
+        result = asyncio.run(synopsis.acompact(AIDER, environ={}, **options))
+    else:
+        result = synopsis.compact(AIDER, environ={}, **options)
+    assert result.offloaded
+    assert _open_files(path) == 0
+    with SQLiteStore(path) as store:
+        assert [m.id for m in store.recall("s")] == list(result.offloaded)

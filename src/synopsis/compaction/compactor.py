@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
 
 from synopsis.compaction.drivers import arun, run
 from synopsis.compaction.gates import async_gate, gate
@@ -108,6 +108,9 @@ class Compactor:
         )
         if self.setup.store is None and self.settings.session_id is not None:
             self.setup = _with_store(self.setup, MemoryStore())
+        # A store the caller passed is the caller's to close; one opened here from a name, a
+        # path or the settings is this Compactor's (see close()).
+        self._owns_store = not isinstance(store, Store | AsyncStore)
         _check_call({"force": False, "listeners": listeners})
         self.listeners = tuple(listeners)
         self._incremental = True
@@ -121,6 +124,20 @@ class Compactor:
         """Forget the last call, so that the next one reads the whole history again."""
         self._memo = None
         self._prefix = None
+
+    def close(self) -> None:
+        """Close the store this Compactor opened itself (from ``store="sqlite"``, a path or
+        the settings); a store object you passed stays open, yours to close. The Compactor
+        is not used after this. ``with Compactor(...) as compactor:`` closes on leaving."""
+        store = self.setup.store
+        if self._owns_store and isinstance(store, Store):
+            store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         s = self.setup
@@ -145,6 +162,7 @@ class Compactor:
             session = DEFAULT_SESSION
         if session is not None and setup.store is None:
             setup = self.setup = _with_store(setup, MemoryStore())
+            self._owns_store = True
         listeners = (*self.listeners, *options.pop("listeners", ()))
         return Request(messages, session_id=session, listeners=listeners, **options), setup
 
@@ -350,17 +368,19 @@ def compact(
     """Compact ``messages`` once (any other option of :class:`~synopsis.config.Settings` by
     keyword too). Without a ``store`` and ``session_id`` nothing is remembered between calls;
     hold a :class:`Compactor` for that."""
-    compactor = _one_shot(model, context_window, trigger, keep, summarizer, counter, store, options)
-    return compactor.compact(
-        messages,
-        system=system,
-        session_id=session_id,
-        format=format,
-        force=force,
-        instructions=instructions,
-        tools=tools,
-        listeners=listeners,
-    )
+    with _one_shot(
+        model, context_window, trigger, keep, summarizer, counter, store, options
+    ) as compactor:
+        return compactor.compact(
+            messages,
+            system=system,
+            session_id=session_id,
+            format=format,
+            force=force,
+            instructions=instructions,
+            tools=tools,
+            listeners=listeners,
+        )
 
 
 async def acompact(
@@ -383,17 +403,19 @@ async def acompact(
     **options: Any,  # noqa: ANN401 - any other Settings option
 ) -> CompactionResult:
     """:func:`compact`, awaiting an async summarizer and store."""
-    compactor = _one_shot(model, context_window, trigger, keep, summarizer, counter, store, options)
-    return await compactor.acompact(
-        messages,
-        system=system,
-        session_id=session_id,
-        format=format,
-        force=force,
-        instructions=instructions,
-        tools=tools,
-        listeners=listeners,
-    )
+    with _one_shot(
+        model, context_window, trigger, keep, summarizer, counter, store, options
+    ) as compactor:
+        return await compactor.acompact(
+            messages,
+            system=system,
+            session_id=session_id,
+            format=format,
+            force=force,
+            instructions=instructions,
+            tools=tools,
+            listeners=listeners,
+        )
 
 
 def _one_shot(  # noqa: PLR0917 - the positional order of compact()'s own keywords
