@@ -111,13 +111,13 @@ def summary_budget_for(run: Run, plan: SplitPlan) -> int:
         floor=setup.min_summary_tokens,
         ceiling=setup.max_summary_tokens,
     )
-    fits = setup.limit - kept
-    # A tail too large to leave room is cut shorter by the next pass, which updates this
-    # record: cutting the record to what this pass leaves would lose its content for good.
+    # The room's target never exceeds the limit, so a budget from it leaves the whole within
+    # the window less the reserve. A tail too large to leave room is not met by cutting the
+    # record (its content would be lost for good): the next pass cuts the tail shorter and
+    # updates this record.
     floor = setup.min_summary_tokens
-    budget = max(min(budget, fits), min(planned, budget), floor)
     # Never more than what it replaces: a summary as long as its messages saves nothing.
-    return min(budget, max(plan.tokens_summarized, floor))
+    return min(max(budget, floor), max(plan.tokens_summarized, floor))
 
 
 def summary_index(run: Run, messages: Sequence[Message]) -> int | None:

@@ -31,7 +31,7 @@ class PassResult:
     fits: bool
     """Under the trigger: the compaction made progress."""
     on_target: bool
-    """Under the target too: the governor stays armed."""
+    """Under the target too."""
     shrunk: bool
     measure: Measure
 
