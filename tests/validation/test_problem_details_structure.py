@@ -303,3 +303,24 @@ def test_without_store_a_reference_or_bare_reasoning_is_reported_on_its_part() -
             0,
         ),
     ]
+
+
+def test_a_call_turn_in_the_top_level_system_prompt_is_named_as_that_prompt() -> None:
+    # Malformed, but decodable: the system prompt passed apart holds a tool_use block.
+    body = {
+        "system": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+        ],
+    }
+    assert validate(body, "anthropic") == [
+        Problem(None, "tool.call_role", f"the top-level system prompt: {CALL_ROLE}", 0),
+        Problem(
+            1,
+            "anthropic.A3",
+            "tool_result blocks must come first in the user turn answering the top-level "
+            "system prompt",
+            0,
+        ),
+    ]
