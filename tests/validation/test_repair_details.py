@@ -11,7 +11,7 @@ import pytest
 import synopsis
 from synopsis.errors import ConfigurationError
 from synopsis.formats import decode
-from synopsis.messages import Role, ToolResultPart
+from synopsis.messages import Role, TextPart, ToolResultPart
 from synopsis.validation import (
     ANTHROPIC,
     NOT_COMPLETED,
@@ -424,3 +424,38 @@ def test_strict_openai_merges_text_into_the_call_message_after_it_not_before() -
         {"role": "assistant", "content": "x", "tool_calls": [call("b")]},
     ]
     assert fixed.fixes == (Fix(4, "merged message", "into the assistant message before"),)
+
+
+def test_a_mid_system_that_lost_its_user_turn_is_lifted_at_the_end() -> None:
+    # Allowed where it stood, right after a user turn; that turn held only an orphaned result.
+    wire = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "x"},
+        {"role": "user", "content": [result("zz")]},
+        {"role": "system", "content": "note"},
+        {"role": "user", "content": "more"},
+    ]
+    fixed = repair_messages(decode(wire, "anthropic").messages, replace(ANTHROPIC, mid_system=True))
+    assert fixed.fixes == (
+        Fix(2, "dropped orphaned result", "no earlier call"),
+        Fix(3, "lifted system message", "moved into the top-level system prompt"),
+    )
+    assert fixed.origins == (3, 0, 1, 4)
+    assert [(m.role, m.text) for m in fixed.messages] == [
+        (Role.SYSTEM, "note"),
+        (Role.USER, "go"),
+        (Role.ASSISTANT, "x"),
+        (Role.USER, "more"),
+    ]
+
+
+def test_a_lifted_block_with_fields_of_its_own_is_sent_as_a_block_list() -> None:
+    wire = [{"role": "system", "content": [CACHED]}, {"role": "user", "content": "u"}]
+    fixed = repair_messages(decode(wire, "anthropic").messages, ANTHROPIC)
+    assert fixed.fixes == (
+        Fix(0, "lifted system message", "moved into the top-level system prompt"),
+    )
+    top = fixed.messages[0]
+    assert top.wire == {"format": "anthropic", "system": "list"}
+    assert top.parts == (TextPart("base", extra={"cache_control": {"type": "ephemeral"}}),)
+    assert synopsis.repair(wire, "anthropic", format="anthropic").system == [CACHED]
