@@ -363,10 +363,13 @@ def test_a_result_moved_after_a_dropped_call_names_the_call_in_the_callers_list(
         {"role": "assistant", "content": [{"type": "text", "text": "hm"}]},
         *wire[5:],
     ]
-    assert Fix(3, "dropped dangling call", "call id 'b'") in fixed.fixes
-    # The move is worked out again on the history without the dropped call; the detail
-    # still counts from the caller's list, not from the system prompt passed apart.
-    assert fixed.fixes[-1] == Fix(4, "moved result", "next to its call in message 1")
+    # The move is worked out again on the history without the dropped call, and reported
+    # once; the detail still counts from the caller's list, not from the system prompt
+    # passed apart.
+    assert list(fixed.fixes) == [
+        Fix(3, "dropped dangling call", "call id 'b'"),
+        Fix(4, "moved result", "next to its call in message 1"),
+    ]
 
 
 # ---------------------------------------------------------------- reasoning items

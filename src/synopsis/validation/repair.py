@@ -209,8 +209,11 @@ def _settle_calls(
     msgs = [m for _, m in items]
     pairing = pair_tool_calls(msgs)
     remove = set(pairing.orphans)
+    # This pass's fixes are reported only if it is the last: dropping calls starts it again
+    # on the shorter history, which finds the same orphans and misplaced results once more.
+    found: list[Fix] = []
     for loc in pairing.orphans:
-        fixes.append(Fix(items[loc[0]][0], "dropped orphaned result", "no earlier call"))
+        found.append(Fix(items[loc[0]][0], "dropped orphaned result", "no earlier call"))
     pending: dict[int, list[ToolResultPart]] = {}
 
     def answer(loc: tuple[int, int], text: str, action: str, what: str) -> None:
@@ -218,7 +221,7 @@ def _settle_calls(
         waiting = pairing.call_part(msgs, loc)
         synthetic = ToolResultPart(waiting.call_id, text, is_error=True, name=waiting.name)
         pending.setdefault(loc[0], []).append(synthetic)
-        fixes.append(Fix(items[loc[0]][0], action, f"{waiting.call_id!r} with {what} result"))
+        found.append(Fix(items[loc[0]][0], action, f"{waiting.call_id!r} with {what} result"))
 
     if profile.results_adjacent:
         blocks: dict[int, range] = {}
@@ -231,7 +234,7 @@ def _settle_calls(
                 if loc[0] not in block:
                     remove.add(loc)
                     pending.setdefault(ci, []).append(pairing.result_part(msgs, loc))
-                    fixes.append(
+                    found.append(
                         Fix(
                             items[loc[0]][0],
                             "moved result",
@@ -268,6 +271,7 @@ def _settle_calls(
         # Its results (those that came) already sit right after it: the synthetic ones join
         # them there, so each open call gets exactly one answer in its own turn.
         answer(loc, INTERRUPTED, "closed interrupted call", "an 'interrupted'")
+    fixes.extend(found)
     # Only result parts go here; a message left empty by that goes too, so renumber.
     kept: list[Item] = []
     new_index: dict[int, int] = {}
