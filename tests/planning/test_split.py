@@ -217,6 +217,17 @@ def test_a_user_turn_exactly_the_size_of_what_is_left_of_the_bound_is_kept() -> 
     assert [i for i in one_short.head if i not in (0, 1)] == [9]
 
 
+def test_user_turns_kept_by_tokens_always_leave_one_to_summarize() -> None:
+    # Every message before the tail is a person's turn and all of them fit the bound: the
+    # oldest is still summarized, or the plan would summarize nothing.
+    msgs = [user(f"turn {i}") for i in range(4)] + [say("done")]
+    p = plan(
+        msgs, keep=Keep.messages(1), protect=Protect(user_turns_tokens=1_000, first_user=False)
+    )
+    assert p is not None
+    assert (p.summarize, p.head, p.boundary) == ((0,), (1, 2), 3)
+
+
 def test_keep_by_tokens_and_by_fraction_of_the_window() -> None:
     msgs = chat(6)
     by_tokens = plan(msgs, keep=Keep.tokens(35))

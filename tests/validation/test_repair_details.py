@@ -462,3 +462,23 @@ def test_a_lifted_block_with_fields_of_its_own_is_sent_as_a_block_list() -> None
     assert top.wire == {"format": "anthropic", "system": "list"}
     assert top.parts == (TextPart("base", extra={"cache_control": {"type": "ephemeral"}}),)
     assert synopsis.repair(wire, "anthropic", format="anthropic").system == [CACHED]
+
+
+def test_a_synthetic_result_joins_the_results_already_there_before_the_text() -> None:
+    wire = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [use("a"), use("b"), use("c")]},
+        {"role": "user", "content": [result("a"), result("b"), {"type": "text", "text": "more"}]},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "next"},
+    ]
+    fixed = synopsis.repair(wire, "anthropic", format="anthropic")
+    assert fixed[2]["content"] == [
+        result("a"),
+        result("b"),
+        not_completed("c"),
+        {"type": "text", "text": "more"},
+    ]
+    assert list(fixed.fixes) == [
+        Fix(1, "answered dangling call", "'c' with a 'not completed' result")
+    ]
