@@ -5,8 +5,10 @@ conversion at all)."""
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
+import weakref
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,7 +75,11 @@ class SynopsisSystem:
             self.label += ", whole history resent after a compaction"
         self._compactors: dict[Budget, synopsis.Compactor] = {}
         self.first_resent_ms: float | None = None
-        self._files: list[tempfile.TemporaryDirectory[str]] = []
+        self._stores: list[synopsis.SQLiteStore] = []
+        self._folders: list[str] = []
+        # The harness never says when it is done with a system: close its stores and remove
+        # their folders when it is collected, as the last step, not by chance.
+        weakref.finalize(self, _clean_up, self._stores, self._folders)
 
     def compactor(self, budget: Budget) -> synopsis.Compactor:
         found = self._compactors.get(budget)
@@ -81,9 +87,9 @@ class SynopsisSystem:
             stored: dict[str, Any] = {}
             if self.sqlite:
                 # A session in a SQLite file, as a long-running agent keeps one.
-                self._files.append(tempfile.TemporaryDirectory())
-                where = Path(self._files[-1].name) / "sessions.db"
-                stored = {"store": synopsis.SQLiteStore(where), "session_id": "bench"}
+                self._folders.append(tempfile.mkdtemp(prefix="synopsis-bench-"))
+                self._stores.append(synopsis.SQLiteStore(Path(self._folders[-1]) / "sessions.db"))
+                stored = {"store": self._stores[-1], "session_id": "bench"}
             if self.resent:
                 # The session keeps the summary and where it lies in the caller's history.
                 stored = {"store": synopsis.MemoryStore(), "session_id": "bench"}
@@ -122,6 +128,13 @@ class SynopsisSystem:
 
     def items(self, history: Any) -> Items:
         return list(history)
+
+
+def _clean_up(stores: list[synopsis.SQLiteStore], folders: list[str]) -> None:
+    for store in stores:
+        store.close()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def create() -> SynopsisSystem:
