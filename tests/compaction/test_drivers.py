@@ -17,6 +17,7 @@ from tests.compaction.helpers import (
     load_items,
     make,
 )
+from tests.stores.helpers import BlockingOnly
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,44 +42,6 @@ class Failing:
         raise RuntimeError("the model is down")
 
 
-class SyncOnly:
-    """A store with the blocking methods alone (not an AsyncStore), kept in a MemoryStore."""
-
-    def __init__(self) -> None:
-        self.inner = MemoryStore()
-
-    def save(self, compaction: Compaction) -> None:
-        self.inner.save(compaction)
-
-    def session(self, session_id: str) -> SessionState | None:
-        return self.inner.session(session_id)
-
-    def save_session(self, state: SessionState) -> None:
-        self.inner.save_session(state)
-
-    def summaries(self, session_id: str) -> list[SummaryRecord]:
-        return self.inner.summaries(session_id)
-
-    def recall(
-        self,
-        session_id: str,
-        *,
-        ids: Sequence[str] | None = None,
-        start: int | None = None,
-        stop: int | None = None,
-    ) -> list[StoredMessage]:
-        return self.inner.recall(session_id, ids=ids, start=start, stop=stop)
-
-    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
-        return self.inner.search(session_id, query, limit=limit)
-
-    def sessions(self) -> list[str]:
-        return self.inner.sessions()
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 def test_acompact_with_a_blocking_summarizer_that_raises_falls_back_to_the_rules() -> None:
     result = arun(make(summarizer=Failing()), AIDER)
     assert result.compacted
@@ -94,7 +57,7 @@ def test_acompact_with_a_blocking_summarizer_that_raises_falls_back_to_the_rules
 
 
 def test_acompact_uses_a_store_that_only_blocks() -> None:
-    store = SyncOnly()
+    store = BlockingOnly()
     assert isinstance(store, Store)
     assert not isinstance(store, AsyncStore)
     compactor = make(store=store, session_id="sync")
@@ -112,7 +75,7 @@ def test_acompact_uses_a_store_that_only_blocks() -> None:
 
 
 def test_acompact_with_a_blocking_store_that_cannot_save_leaves_the_input_untouched() -> None:
-    class Full(SyncOnly):
+    class Full(BlockingOnly):
         def save(self, compaction: Compaction) -> None:
             raise OSError("disk full")
 

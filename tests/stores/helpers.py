@@ -6,12 +6,17 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synopsis.formats import decode
 from synopsis.messages import Message, Role, TextPart
-from synopsis.stores import Compaction, SessionState, StoredMessage
+from synopsis.stores import Compaction, MemoryStore, SessionState, StoredMessage
 from synopsis.summarizers import SummaryRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from synopsis.stores import SearchHit
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "transcripts"
 T0 = datetime(2025, 6, 15, 10, 30, tzinfo=UTC)
@@ -105,3 +110,42 @@ def three(session: str = "s1", first: int = 0) -> tuple[SummaryRecord, list[Stor
         stored(first + 2, "the tests pass", compaction=summary.id, session=session),
     ]
     return summary, rows
+
+
+class BlockingOnly:
+    """A store of the blocking protocol alone, kept in a MemoryStore: not an AsyncStore, and
+    no ``summary`` lookup (a store need not offer one)."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+
+    def save(self, compaction: Compaction) -> None:
+        self.inner.save(compaction)
+
+    def session(self, session_id: str) -> SessionState | None:
+        return self.inner.session(session_id)
+
+    def save_session(self, state: SessionState) -> None:
+        self.inner.save_session(state)
+
+    def summaries(self, session_id: str) -> list[SummaryRecord]:
+        return self.inner.summaries(session_id)
+
+    def recall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        return self.inner.recall(session_id, ids=ids, start=start, stop=stop)
+
+    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        return self.inner.search(session_id, query, limit=limit)
+
+    def sessions(self) -> list[str]:
+        return self.inner.sessions()
+
+    def close(self) -> None:
+        self.inner.close()

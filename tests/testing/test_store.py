@@ -12,13 +12,10 @@ from synopsis import Compactor
 from synopsis.errors import ConfigurationError, StoreError
 from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
 from synopsis.testing import OPERATIONS, FailingStore, conversation
+from tests.stores.helpers import BlockingOnly
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from pathlib import Path
-
-    from synopsis.stores import Compaction, SearchHit, SessionState, StoredMessage
-    from synopsis.summarizers import SummaryRecord
 
 
 def compacted(store: Store) -> Compactor:
@@ -154,46 +151,8 @@ def test_it_wraps_any_store(tmp_path: Path) -> None:
         assert store.summary("s", record.id) == record
 
 
-class Minimal:
-    """A store of the protocol alone: no ``summary`` lookup."""
-
-    def __init__(self) -> None:
-        self.inner = MemoryStore()
-
-    def save(self, compaction: Compaction) -> None:
-        self.inner.save(compaction)
-
-    def session(self, session_id: str) -> SessionState | None:
-        return self.inner.session(session_id)
-
-    def save_session(self, state: SessionState) -> None:
-        self.inner.save_session(state)
-
-    def summaries(self, session_id: str) -> list[SummaryRecord]:
-        return self.inner.summaries(session_id)
-
-    def recall(
-        self,
-        session_id: str,
-        *,
-        ids: Sequence[str] | None = None,
-        start: int | None = None,
-        stop: int | None = None,
-    ) -> list[StoredMessage]:
-        return self.inner.recall(session_id, ids=ids, start=start, stop=stop)
-
-    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
-        return self.inner.search(session_id, query, limit=limit)
-
-    def sessions(self) -> list[str]:
-        return self.inner.sessions()
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 def test_a_summary_lookup_of_a_store_without_one_reads_the_chain() -> None:
-    minimal = Minimal()
+    minimal = BlockingOnly()
     store = FailingStore(minimal)
     compacted(store)
     (record,) = minimal.summaries("s")
