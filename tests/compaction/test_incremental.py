@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
     from synopsis.compaction import CompactionResult
     from synopsis.compaction.incremental import Memo
-    from synopsis.compaction.setup import Setup
     from synopsis.compaction.state import Request
 
 # -- comparing results ----------------------------------------------------------------------
@@ -82,10 +81,10 @@ class Counting(Compactor):
 
     fast = 0
 
-    def _skip(
-        self, setup: Setup, request: Request, *, blocking: bool = True
+    def _skipped(
+        self, request: Request, found: tuple[CompactionResult, Memo] | None
     ) -> CompactionResult | None:
-        result = super()._skip(setup, request, blocking=blocking)
+        result = super()._skipped(request, found)
         self.fast += result is not None
         return result
 
@@ -682,15 +681,49 @@ def test_a_session_another_call_changed_is_read_again() -> None:
     assert one.fast == 1
 
 
-def test_an_awaiting_call_does_not_read_the_store_the_fast_way() -> None:
-    compactor = _store_compactor(MemoryStore())
+class Awaited(MemoryStore):
+    """Counts the session reads made through the async half (the event loop's way)."""
+
+    awaited = 0
+
+    async def asession(self, session_id: str) -> SessionState | None:
+        self.awaited += 1
+        return await super().asession(session_id)
+
+
+def test_an_awaiting_call_reads_the_store_back_awaiting_and_gives_the_full_paths_result() -> None:
+    store = Awaited()
+    compactor = _store_compactor(store)
     history = load_items(CLEAN)
     asyncio.run(compactor.acompact(history))
-    asyncio.run(compactor.acompact([*history, ask()]))
-    assert compactor.fast == 0
-    # A blocking call may read the session back: the awaiting call's memo serves it.
-    compactor.compact([*history, ask(), ask()])
+    before = store.awaited
+    got = asyncio.run(compactor.acompact([*history, ask()]))
     assert compactor.fast == 1
+    assert store.awaited == before + 1  # the memo's session, read back without blocking
+    full = _store_compactor(MemoryStore())
+    full.compact(history)
+    full.reset()
+    assert view(got) == view(full.compact([*history, ask()]))
+    # The memo an awaiting call left serves a blocking call, and the other way round.
+    compactor.compact([*history, ask(), ask()])
+    asyncio.run(compactor.acompact([*history, ask(), ask(), ask()]))
+    assert compactor.fast == 3
+
+
+def test_each_session_keeps_its_own_memo_up_to_the_remembered_number() -> None:
+    compactor = _store_compactor(MemoryStore())
+    compactor.remembered_sessions = 2
+    history = load_items(CLEAN)
+    for session in ("a", "b"):
+        compactor.compact(history, session_id=session)
+    for session in ("a", "b"):  # interleaved conversations each take the fast way
+        compactor.compact([*history, ask()], session_id=session)
+    assert compactor.fast == 2
+    compactor.compact(history, session_id="c")  # a third: "a", used least lately, goes
+    compactor.compact([*history, ask(), ask()], session_id="b")
+    assert compactor.fast == 3
+    compactor.compact([*history, ask(), ask()], session_id="a")
+    assert compactor.fast == 3
 
 
 def test_a_store_that_fails_on_reading_back_sends_the_call_the_full_way() -> None:

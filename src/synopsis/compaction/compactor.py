@@ -10,6 +10,7 @@ hysteresis, the breaker) and the summary chain carry from one call to the next.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from os import PathLike
@@ -63,8 +64,9 @@ class Compactor:
     ``keep`` (likewise), ``summarizer``, ``counter``, ``store`` (a store, or what Settings
     parses) and ``listeners``.
 
-    A Compactor remembers the last call that compacted nothing, and reads only what a next
-    call appended to the same list (the result is the one the full path gives; see
+    A Compactor remembers, for each session it served lately (``remembered_sessions``), the
+    last call that compacted nothing, and reads only what a next call appended to the same
+    list (the result is the one the full path gives; see
     :mod:`synopsis.compaction.incremental`). Earlier items are recognised by identity, or in
     OpenAI chat as equal copies, so an item changed *in place* after it was passed is not
     read again: call :meth:`reset` after such a change, or pass a changed copy. It also
@@ -114,16 +116,48 @@ class Compactor:
         _check_call({"force": False, "listeners": listeners})
         self.listeners = tuple(listeners)
         self._incremental = True
-        self._memo: Memo | None = None
-        self._prefix: Prefix | None = None
-        # Taking the memo is one step for one thread: a skip grows the memo's lists where
-        # they lie, so two calls must never both hold it.
+        # Per session (None: calls without one), the memo of its last call and what that call
+        # decoded; the sessions used least recently are forgotten first.
+        self._memos: OrderedDict[str | None, Memo] = OrderedDict()
+        self._prefixes: OrderedDict[str | None, Prefix] = OrderedDict()
+        self._last: str | None = None
+        # Taking a memo is one step for one thread: a skip grows the memo's lists where they
+        # lie, so two calls must never both hold it.
         self._taking = threading.Lock()
 
+    remembered_sessions: int = 32
+    """How many conversations the fast path remembers at once (their last histories, about
+    2 KiB per message each); the one used least recently is forgotten first and its next call
+    reads its whole history again. Set it on an instance that serves many conversations."""
+
     def reset(self) -> None:
-        """Forget the last call, so that the next one reads the whole history again."""
-        self._memo = None
-        self._prefix = None
+        """Forget the last calls, so that the next one reads the whole history again."""
+        with self._taking:
+            self._memos.clear()
+            self._prefixes.clear()
+
+    @property
+    def _memo(self) -> Memo | None:
+        """The memo of the session used last (what a test of one conversation looks at)."""
+        return self._memos.get(self._last)
+
+    @_memo.setter
+    def _memo(self, memo: Memo | None) -> None:
+        self._keep(self._memos, self._last, memo)
+
+    @property
+    def _prefix(self) -> Prefix | None:
+        return self._prefixes.get(self._last)
+
+    def _keep(self, kept: OrderedDict[str | None, Any], session: str | None, value: Any) -> None:  # noqa: ANN401 - a memo or a prefix
+        with self._taking:
+            if value is None:
+                kept.pop(session, None)
+                return
+            kept[session] = value
+            kept.move_to_end(session)
+            while len(kept) > max(self.remembered_sessions, 1):
+                kept.popitem(last=False)
 
     def close(self) -> None:
         """Close the store this Compactor opened itself (from ``store="sqlite"``, a path or
@@ -199,13 +233,17 @@ class Compactor:
             listening((*request.listeners, request.collected.append), request.session_id),
             gate(setup.store, request.session_id),
         ):
-            fast = self._skip(setup, request)
+            memo = self._take(request)
+            found = run(skip(memo, setup, request), setup) if memo is not None else None
+            fast = self._skipped(request, found)
             if fast is not None:
                 return fast
             memos: list[Memo] = []
-            plan = compaction(setup, request, observe=self._observer(memos), prefix=self._prefix)
+            plan = compaction(
+                setup, request, observe=self._observer(memos), prefix=self._prefix_of(request)
+            )
             result = run(plan, setup)
-            self._memo = memos[0] if memos else None
+            self._keep(self._memos, request.session_id, memos[0] if memos else None)
             return result
 
     async def acompact(
@@ -243,31 +281,40 @@ class Compactor:
                 return await self._acompact(setup, request)
 
     async def _acompact(self, setup: Setup, request: Request) -> CompactionResult:
-        fast = self._skip(setup, request, blocking=False)
+        memo = self._take(request)
+        found = await arun(skip(memo, setup, request), setup) if memo is not None else None
+        fast = self._skipped(request, found)
         if fast is not None:
             return fast
         memos: list[Memo] = []
-        plan = compaction(setup, request, observe=self._observer(memos), prefix=self._prefix)
+        plan = compaction(
+            setup, request, observe=self._observer(memos), prefix=self._prefix_of(request)
+        )
         result = await arun(plan, setup)
-        self._memo = memos[0] if memos else None
+        self._keep(self._memos, request.session_id, memos[0] if memos else None)
         return result
 
     # -- the incremental skip (see synopsis.compaction.incremental) ------------------------
 
-    def _skip(
-        self, setup: Setup, request: Request, *, blocking: bool = True
-    ) -> CompactionResult | None:
-        """The skip the last call's memo proves, else None. The memo is dropped first, so
-        that whatever happens next (an error, a compaction) leaves none behind. A memo of a
-        session reads the store to check it: not from an event loop (``blocking`` false)."""
+    def _take(self, request: Request) -> Memo | None:
+        """The memo of the request's session, taken: whatever happens next (an error, a
+        compaction, a cancelled call) leaves none behind, and no other call can hold it."""
         with self._taking:
-            memo, self._memo = self._memo, None
-        usable = memo is not None and (blocking or memo.session is None)
-        found = skip(memo, setup, request) if usable and memo is not None else None
+            self._last = request.session_id
+            return self._memos.pop(request.session_id, None)
+
+    def _skipped(
+        self, request: Request, found: tuple[CompactionResult, Memo] | None
+    ) -> CompactionResult | None:
+        """The result of a skip the memo proved, its new memo kept; None when there was none."""
         if found is None:
             return None
-        result, self._memo = found
-        return result
+        self._keep(self._memos, request.session_id, found[1])
+        return found[0]
+
+    def _prefix_of(self, request: Request) -> Prefix | None:
+        with self._taking:
+            return self._prefixes.get(request.session_id)
 
     def _observer(self, memos: list[Memo]) -> Callable[[Run, Measure], None] | None:
         """What the full path tells of a call that skipped or compacted: its memo, into
@@ -280,7 +327,7 @@ class Compactor:
             if memo is not None:
                 memos.append(memo)
             if run.clean:
-                self._prefix = Prefix.of(run)
+                self._keep(self._prefixes, run.request.session_id, Prefix.of(run))
 
         return observe
 

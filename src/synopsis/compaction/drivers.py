@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from synopsis.compaction.effects import Summarize
 from synopsis.errors import SummarizerError
@@ -22,11 +22,13 @@ if TYPE_CHECKING:
     from collections.abc import Generator
 
     from synopsis.compaction.effects import Effect, Outcome, StoreEffect
-    from synopsis.compaction.result import CompactionResult
     from synopsis.compaction.setup import Setup
     from synopsis.stores import Store
 
 __all__ = ["arun", "run"]
+
+T = TypeVar("T")
+"""What the plan gives back: a compaction's result, or a skip's (see :mod:`.incremental`)."""
 
 
 def _timed_out(seconds: float) -> SummarizerError:
@@ -118,7 +120,7 @@ async def _astore(setup: Setup, effect: StoreEffect) -> Outcome:
         return error
 
 
-def run(plan: Generator[Effect, Outcome, CompactionResult], setup: Setup) -> CompactionResult:
+def run(plan: Generator[Effect, Outcome, T], setup: Setup) -> T:
     """Carry the plan out, blocking on each effect."""
     outcome: Outcome = None
     try:
@@ -129,13 +131,11 @@ def run(plan: Generator[Effect, Outcome, CompactionResult], setup: Setup) -> Com
             else:
                 outcome = _store(setup, effect)
     except StopIteration as stop:
-        result: CompactionResult = stop.value
+        result: T = stop.value
     return result
 
 
-async def arun(
-    plan: Generator[Effect, Outcome, CompactionResult], setup: Setup
-) -> CompactionResult:
+async def arun(plan: Generator[Effect, Outcome, T], setup: Setup) -> T:
     """Carry the plan out, awaiting each effect (a blocking summarizer or store runs in a
     thread, so the event loop is never blocked)."""
     outcome: Outcome = None
@@ -147,5 +147,5 @@ async def arun(
             else:
                 outcome = await _astore(setup, effect)
     except StopIteration as stop:
-        result: CompactionResult = stop.value
+        result: T = stop.value
     return result

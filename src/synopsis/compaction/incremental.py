@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from synopsis.compaction.effects import LoadSession, SaveSession
 from synopsis.compaction.opening import problems
 from synopsis.compaction.pipeline import govern, output_items, skip_event
 from synopsis.compaction.prefix import boundary, decode_appended
@@ -27,16 +28,17 @@ from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
 from synopsis.messages import TextPart, ToolCallPart, ToolResultPart, is_summary, is_summary_text
 from synopsis.planning import GovernorState, Measure, turn_key
-from synopsis.stores import SessionState, Store
 from synopsis.tokens import MessageCounter
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Generator, Mapping
 
+    from synopsis.compaction.effects import Effect, Outcome
     from synopsis.compaction.setup import Setup
     from synopsis.compaction.state import Request, Run
     from synopsis.formats import FormatName
     from synopsis.messages import Message
+    from synopsis.stores import SessionState
 
 __all__ = ["Memo", "additive", "remember", "skip"]
 
@@ -106,8 +108,7 @@ def remember(run: Run, before: Measure) -> Memo | None:
         return _after_compaction(run, run.final)
     setup, request = run.setup, run.request
     if (
-        (setup.store is not None and not isinstance(setup.store, Store))
-        or (run.projected and run.format != "openai")
+        (run.projected and run.format != "openai")
         or type(request.data) is not list
         or (request.tools is not None and not isinstance(request.tools, list | tuple))
         or run.format not in _ITEMWISE
@@ -129,7 +130,7 @@ def _after_compaction(run: Run, final: tuple[Message, ...]) -> Memo | None:
     output message for message, as the full path would find it."""
     setup, request = run.setup, run.request
     if (
-        not isinstance(setup.store, Store)
+        setup.store is None
         or run.session_id is None
         or run.format != "openai"
         or type(request.data) is not list
@@ -248,9 +249,13 @@ def _same_request(memo: Memo, setup: Setup, request: Request) -> bool:
     )
 
 
-def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, Memo] | None:
+def skip(
+    memo: Memo, setup: Setup, request: Request
+) -> Generator[Effect, Outcome, tuple[CompactionResult, Memo] | None]:
     """The full path's result for ``request`` and the memo to keep, when the call is a skip
-    that the memo proves the full path would make (see the module docstring); else None."""
+    that the memo proves the full path would make (see the module docstring); else None. A
+    plan like the full path's: the session is read back and saved through effects, which
+    either driver carries out."""
     if not _same_request(memo, setup, request):
         return None
     data = request.data
@@ -269,7 +274,7 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
     window = (*memo.window, *fresh)
     if problems(window, setup.profile_for(memo.format)):
         return None
-    session = _unchanged(memo, setup)
+    session = yield from _unchanged(memo)
     if memo.session is not None and session is None:
         return None
     governor = GovernorState.from_json(session.governor) if session else GovernorState()
@@ -280,7 +285,7 @@ def skip(memo: Memo, setup: Setup, request: Request) -> tuple[CompactionResult, 
         return None  # compactions are made from the caller's items, never from the memo
     if session is not None and _material(decision.state) != _material(governor):
         # The governor's memory moves on: saved as the full path saves it.
-        session = _saved(setup, session, decision.state)
+        session = yield from _saved(session, decision.state)
         if session is None:
             return None
     # Taken before the listeners hear of the skip: one that appends to the list must not put
@@ -358,30 +363,21 @@ def _material(state: GovernorState) -> GovernorState:
     return replace(state, turn=None) if state.turn_compactions == 0 else state
 
 
-def _blocking(setup: Setup) -> Store:
-    """The store of a memo with a session: only a blocking call keeps one (see
-    ``Compactor._skip``), and a blocking call has a blocking store."""
-    return cast("Store", setup.store)
-
-
-def _saved(setup: Setup, session: SessionState, state: GovernorState) -> SessionState | None:
+def _saved(
+    session: SessionState, state: GovernorState
+) -> Generator[Effect, Outcome, SessionState | None]:
     """``session`` with the governor's new ``state``, saved; None when the store fails (the
     full path then reports it, as it always does)."""
     moved = replace(session, governor=state.to_json(), updated_at=datetime.now(UTC))
-    try:
-        _blocking(setup).save_session(moved)
-    except Exception:
-        return None
-    return moved
+    failed = yield SaveSession(moved)
+    return None if isinstance(failed, BaseException) else moved
 
 
-def _unchanged(memo: Memo, setup: Setup) -> SessionState | None:
+def _unchanged(memo: Memo) -> Generator[Effect, Outcome, SessionState | None]:
     """The session as the memo's call saved it, read back from the store, while it is still
-    that; None without a session, or when it is not (another call moved it on)."""
+    that; None without a session, or when it is not (another call moved it on, or the store
+    failed: the full path reports a store that fails, as it always does)."""
     if memo.session is None or memo.session_id is None:
         return None
-    try:
-        current = _blocking(setup).session(memo.session_id)
-    except Exception:  # the full path reports a store that fails, as it always does
-        return None
-    return current if current == memo.session else None
+    current = yield LoadSession(memo.session_id)
+    return cast("SessionState", current) if current == memo.session else None
