@@ -8,7 +8,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
@@ -28,6 +28,9 @@ from synopsis.testing.server import (
     stream_events,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def post(
     server: FakeLLMServer, path: str, body: dict[str, Any] | bytes | None = None
@@ -41,6 +44,17 @@ def post(
         return answer.status, answer.read()
     finally:
         connection.close()
+
+
+def eventually(condition: Callable[[], bool], within: float = 1.0) -> bool:
+    """Whether ``condition`` holds within ``within`` seconds (the server notes how a reply
+    ended just after its last byte, so a client may read it a moment before)."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def events_of(stream: bytes) -> list[tuple[str | None, Any]]:
@@ -77,13 +91,27 @@ def test_it_starts_once() -> None:
         server.start()
 
 
-def test_what_it_does_not_serve() -> None:
+def test_what_it_does_not_serve_is_recorded_and_refused() -> None:
     with FakeLLMServer() as server:
-        assert post(server, "/v1/embeddings", {})[0] == 404
+        server.add(anthropic_message("kept for a request it serves"))
+        status, body = post(server, "/v1/nothing", {"a": 1})
+        assert (status, json.loads(body)["error"]["message"]) == (404, "POST /v1/nothing")
         status, body = post(server, "/v1/messages", b"{not json")
         assert status == 400
         assert json.loads(body)["error"]["type"] == "invalid_request_error"
-        assert server.requests == []
+        status, body = post(server, "/v1/embeddings", b"[1, 2]")
+        assert (status, json.loads(body)["error"]["message"]) == (
+            400,
+            "the body is not a JSON object",
+        )
+        assert [(r.path, r.body, r.raw) for r in server.requests] == [
+            ("/v1/nothing", {"a": 1}, b'{"a": 1}'),
+            ("/v1/messages", {}, b"{not json"),
+            ("/v1/embeddings", {}, b"[1, 2]"),
+        ]
+        assert len(server.script) == 1  # none of them took the scripted reply
+        assert eventually(lambda: len(server.finished) == 3)
+        assert server.finished == ["/v1/nothing", "/v1/messages", "/v1/embeddings"]
 
 
 def test_past_the_script_a_500_or_the_default() -> None:
@@ -213,6 +241,7 @@ def test_a_delayed_reply_gives_up_when_the_client_resets_the_connection() -> Non
             # Close with a reset, not a goodbye: the waiting reply must notice and give up.
             raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         assert handlers_end(before)  # long before the 5 seconds are up
+        assert (server.hangups, server.finished) == (["/v1/chat/completions"], [])
 
 
 def test_a_paced_stream_stops_when_the_client_hangs_up() -> None:
@@ -224,6 +253,7 @@ def test_a_paced_stream_stops_when_the_client_hangs_up() -> None:
         assert connection.getresponse().status == 200  # the headers, then a long pause
         connection.close()
         assert handlers_end(before)
+        assert (server.hangups, server.finished) == (["/v1/responses"], [])
 
 
 @pytest.mark.parametrize(

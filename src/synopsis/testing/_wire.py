@@ -3,7 +3,10 @@ server-sent events in each API's own streaming format."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +17,8 @@ __all__ = [
     "Event",
     "anthropic_message",
     "chat_completion",
+    "embeddings",
+    "models",
     "response",
     "split",
     "stream_events",
@@ -94,6 +99,41 @@ def anthropic_message(text: str, *, model: str = "claude-test") -> dict[str, Any
             "cache_read_input_tokens": 100,
             "cache_creation_input_tokens": None,
         },
+    }
+
+
+def models() -> dict[str, Any]:
+    """The ``GET /v1/models`` answer: one model, the one the scripted answers name."""
+    return {
+        "object": "list",
+        "data": [{"id": "gpt-test", "object": "model", "created": 0, "owned_by": "fake"}],
+    }
+
+
+def embeddings(request: dict[str, Any]) -> dict[str, Any]:
+    """The ``POST /v1/embeddings`` answer to ``request``: one vector per input (a string, or a
+    list of token ids), of ``dimensions`` numbers (8 unless asked), made from a hash of the
+    input so the same text always gets the same vector. Each number is a multiple of 1/256, so
+    it is the same as a 32-bit float: as ``encoding_format="base64"`` (what the OpenAI SDK
+    asks by default) sends it, little-endian."""
+    given = request.get("input", "")
+    tokens = isinstance(given, list) and bool(given) and all(isinstance(t, int) for t in given)
+    inputs = given if isinstance(given, list) and not tokens else [given]
+    size = request.get("dimensions") or 8
+    data = []
+    for index, item in enumerate(inputs):
+        digest = hashlib.sha256(json.dumps(item).encode()).digest()
+        vector = [digest[i % len(digest)] / 256 for i in range(size)]
+        packed: list[float] | str = vector
+        if request.get("encoding_format") == "base64":
+            packed = base64.b64encode(struct.pack(f"<{size}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": packed})
+    used = len(json.dumps(given)) // 4
+    return {
+        "object": "list",
+        "data": data,
+        "model": request.get("model", "text-embedding-test"),
+        "usage": {"prompt_tokens": used, "total_tokens": used},
     }
 
 

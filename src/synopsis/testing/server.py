@@ -14,8 +14,11 @@ covers everything between your code and the wire without a network or a key::
 Standard library only: a :class:`~http.server.ThreadingHTTPServer` on ``127.0.0.1`` (a free
 port) in a background thread. ``POST /v1/chat/completions``, ``/v1/responses`` and
 ``/v1/messages`` each take the next :class:`Reply` of the script (``add``, ``error``); with
-none left they ask ``default``, if given, or answer 500. Every request is recorded (path,
-headers, JSON body) before it is answered.
+none left they ask ``default``, if given, or answer 500. ``GET /v1/models``, ``POST
+/v1/embeddings`` and ``POST /v1/messages/count_tokens`` answer by themselves; anything else
+gets a 404. Every request, whatever its method and path, is recorded (method, path, query,
+headers, JSON body, raw bytes) before it is answered; :meth:`FakeLLMServer.wait_for` waits,
+from another thread, until enough have come.
 
 A request whose body has ``"stream": true`` gets a successful reply as server-sent events in
 that endpoint's own format, built from the scripted body (its text split into a few deltas;
@@ -23,7 +26,13 @@ see :func:`stream_events`), in a chunked HTTP/1.1 body. ``Reply.cut_after`` brea
 stream off after that many text deltas (``cut_cleanly``: ends the body there instead of
 dropping the connection), ``Reply.chunk_delay`` paces its events and ``Reply.rewrite`` edits
 them. An error status is answered with its JSON body, streamed or not, as the real APIs do.
-``picky`` (a :class:`Picky`) refuses what servers of local models refuse, as they refuse it.
+``picky`` (a :class:`Picky`) refuses what servers of local models refuse, as they refuse it,
+and a prompt over a context window as OpenAI, Anthropic, vLLM or llama.cpp's server does.
+
+To stand behind a proxy under test, the server also says how each reply ended:
+``finished`` holds the path of every reply sent to its end, ``hangups`` that of every reply
+whose client left before it ended (during a ``delay``, between two events of a stream, or
+under a write).
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ from synopsis.testing._wire import (
     anthropic_message,
     chat_completion,
     cut_events,
+    embeddings,
+    models,
     response,
     split,
     stream_events,
@@ -68,7 +79,16 @@ __all__ = [
 ]
 
 PATHS = frozenset({"/v1/chat/completions", "/v1/responses", "/v1/messages"})
-"""The endpoints the server answers; any other path gets a 404."""
+"""The endpoints answered from the script (``POST``)."""
+
+_FIXED: dict[tuple[str, str], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    ("GET", "/v1/models"): lambda _: models(),
+    ("POST", "/v1/embeddings"): embeddings,
+    ("POST", "/v1/messages/count_tokens"): lambda body: {"input_tokens": _prompt_tokens(body)},
+}
+"""The endpoints that answer by themselves, from the request alone."""
+
+_OVERFLOWS = ("openai", "anthropic", "vllm", "llamacpp")
 
 
 @dataclass(frozen=True)
@@ -92,12 +112,16 @@ class Reply:
 
 @dataclass(frozen=True)
 class Recorded:
-    """One request as the server received it: its path (without a query), its headers (names
-    in lower case) and its JSON body."""
+    """One request as the server received it: its path (without the query), its headers (names
+    in lower case), its JSON body (``{}`` when it has none or it is not a JSON object), its
+    method, its query string (what follows ``?``, undecoded) and its body's bytes."""
 
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    method: str = "POST"
+    query: str = ""
+    raw: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -113,8 +137,10 @@ class Picky:
     ``null_content``: a message whose content is null (500, one validation error per way the
     message could have been read, for every message: tens of kilobytes); ``alternation``: two
     messages of one role in a row (500, the chat template's error); ``context_window``: a
-    request whose messages take more tokens than this (counted as characters / 4; 400, the
-    OpenAI-style context_length_exceeded error).
+    request whose prompt takes more tokens than this (400). The prompt is counted as the
+    characters of the JSON of its ``messages``, an Anthropic ``system`` and a Responses
+    ``input`` and ``instructions``, divided by 4 (what ``POST /v1/messages/count_tokens``
+    answers too).
     """
 
     json_schema: bool = False
@@ -126,6 +152,17 @@ class Picky:
     counts_answer: bool = False
     """With ``context_window``: the request's ``max_tokens`` counts in the window too (as
     OpenAI's and vLLM's do; llama-cpp-python cuts the answer short instead)."""
+    overflow: str = "openai"
+    """Whose refusal a request over ``context_window`` gets, in that server's own body:
+    ``"openai"`` (``context_length_exceeded``, as llama-cpp-python says it too),
+    ``"anthropic"`` ("prompt is too long: N tokens > W maximum"; when only ``max_tokens``
+    brings it over, "input length and `max_tokens` exceed context limit"), ``"vllm"`` (its
+    ``BadRequestError`` body) or ``"llamacpp"`` (llama.cpp's own server:
+    ``exceed_context_size_error`` with ``n_prompt_tokens`` and ``n_ctx``)."""
+
+    def __post_init__(self) -> None:
+        if self.overflow not in _OVERFLOWS:
+            raise ValueError(f"overflow must be one of {_OVERFLOWS}, not {self.overflow!r}")
 
     def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         messages = [m for m in body.get("messages") or body.get("input") or [] if "role" in m]
@@ -182,17 +219,57 @@ class Picky:
             message = "Conversation roles must alternate user/assistant/user/assistant/..."
             return 500, _error(message, "internal_server_error")
         if self.context_window is not None:
-            used = len(json.dumps(messages)) // 4
+            used = _prompt_tokens(body)
             answer = (body.get("max_tokens") or 0) if self.counts_answer else 0
             if used + answer > self.context_window:
-                message = (
-                    f"This model's maximum context length is {self.context_window} tokens. "
-                    f"However, you requested {used} tokens ({used} in the messages, "
-                    f"{body.get('max_tokens')} in the completion). Please reduce the length "
-                    "of the messages or completion."
-                )
-                return 400, _error(message, "invalid_request_error", "context_length_exceeded")
+                return 400, self._overflow(self.context_window, used, answer, body)
         return None
+
+    def _overflow(
+        self, window: int, used: int, answer: int, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The body refusing a prompt of ``used`` tokens (and ``answer`` more, when the answer
+        counts) over ``window``, as the server named by ``overflow`` words it."""
+        if self.overflow == "anthropic":
+            message = (
+                f"prompt is too long: {used} tokens > {window} maximum"
+                if used > window
+                else f"input length and `max_tokens` exceed context limit: {used} + {answer} > "
+                f"{window}, decrease input length or `max_tokens` and try again"
+            )
+            error = {"type": "invalid_request_error", "message": message}
+            return {"type": "error", "error": error}
+        if self.overflow == "vllm":
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {used + answer} tokens ({used} in the messages, {answer} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+            return {
+                "object": "error",
+                "message": message,
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+        if self.overflow == "llamacpp":
+            message = "the request exceeds the available context size, try increasing it"
+            return {
+                "error": {
+                    "code": 400,
+                    "message": message,
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": used,
+                    "n_ctx": window,
+                }
+            }
+        message = (
+            f"This model's maximum context length is {window} tokens. "
+            f"However, you requested {used} tokens ({used} in the messages, "
+            f"{body.get('max_tokens')} in the completion). Please reduce the length "
+            "of the messages or completion."
+        )
+        return _error(message, "invalid_request_error", "context_length_exceeded")
 
 
 _MESSAGE_KINDS = (
@@ -208,6 +285,13 @@ _ROLE_OF_KIND = dict(
     zip(_MESSAGE_KINDS, ("system", "user", "assistant", "tool", "function"), strict=True)
 )
 _KIND_OF_ROLE = {role: kind for kind, role in _ROLE_OF_KIND.items()}
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    """A request's prompt in tokens, at 4 characters of its JSON a token: its messages, and an
+    Anthropic ``system`` or a Responses ``input`` and ``instructions`` beside them."""
+    parts = (body.get(name) for name in ("system", "instructions", "messages", "input"))
+    return sum(len(json.dumps(part)) for part in parts if part) // 4
 
 
 def _format_kind(body: dict[str, Any]) -> str | None:
@@ -246,7 +330,11 @@ class FakeLLMServer:
             request, to answer from what was asked); without it, such a request gets a 500.
 
     ``script`` holds the replies still to send, in order; ``requests`` every request received,
-    in order (clear it between phases of a test).
+    in order (clear it between phases of a test). ``finished`` holds the path of each reply
+    sent to its end, ``hangups`` that of each reply its client abandoned before the end, in
+    the order they ended; a stream cut on purpose (``cut_after`` without ``cut_cleanly``) is
+    in neither. A client that leaves once the whole reply is handed to the network is not
+    noticed: that reply counts as finished.
     """
 
     def __init__(
@@ -257,11 +345,14 @@ class FakeLLMServer:
     ) -> None:
         self.script: deque[Reply] = deque()
         self.requests: list[Recorded] = []
+        self.finished: list[str] = []
+        self.hangups: list[str] = []
         self.picky = picky or Picky()
         self.default = default
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._received = threading.Condition(self._lock)
 
     def __repr__(self) -> str:
         where = self.base_url if self._server is not None else "not started"
@@ -298,11 +389,32 @@ class FakeLLMServer:
         """``http://127.0.0.1:<port>/v1``."""
         return f"{self.root}/v1"
 
+    def wait_for(self, count: int, timeout: float = 5.0) -> list[Recorded]:
+        """Block until at least ``count`` requests are recorded, then return them all (a copy
+        of ``requests``). Raises :class:`TimeoutError` if they have not come in ``timeout``
+        seconds."""
+        with self._received:
+            if not self._received.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise TimeoutError(
+                    f"{len(self.requests)} of {count} requests received in {timeout} seconds"
+                )
+            return list(self.requests)
+
+    def _record(self, recorded: Recorded) -> None:
+        with self._received:
+            self.requests.append(recorded)
+            self._received.notify_all()
+
+    def _ended(self, path: str, *, finished: bool) -> None:
+        with self._lock:
+            (self.finished if finished else self.hangups).append(path)
+
     def _reply_to(self, recorded: Recorded) -> Reply:
         """Record a request and choose its reply: a refusal (``picky``), else the next scripted
         reply, else ``default``'s, else a 500. Called by the request's handler thread."""
-        with self._lock:
+        with self._received:
             self.requests.append(recorded)
+            self._received.notify_all()
             refused = self.picky.refusal(recorded.body)
             if refused is not None:
                 return Reply(refused[1], refused[0])
@@ -365,6 +477,20 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             super().handle()
 
+    def _read_body(self) -> bytes:
+        """The request's body, whether its length is given or it comes in chunks (as a proxy
+        that streams what it forwards sends it)."""
+        if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
+        parts = []
+        while size := int(self.rfile.readline().split(b";")[0], 16):
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()
+        while self.rfile.readline().strip():  # trailers, up to the blank line ending the body
+            pass
+        return b"".join(parts)
+
     def _send(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
@@ -381,9 +507,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _wait(self, seconds: float) -> bool:
-        """Wait ``seconds``, or less if the client hangs up (a timeout test): then the answer
-        is False, and this thread is free to end without keeping :meth:`FakeLLMServer.stop`
-        waiting."""
+        """Wait ``seconds`` (none: only look), or less if the client hangs up (a timeout test,
+        a stream left unread): then the answer is False, and this thread is free to end
+        without keeping :meth:`FakeLLMServer.stop` waiting."""
         readable, _, _ = select.select([self.connection], [], [], seconds)
         if not readable:
             return True
@@ -393,41 +519,70 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return peeked != b""
 
-    def _stream(self, events: list[Event], reply: Reply) -> None:
+    def _stream(self, events: list[Event], reply: Reply) -> bool | None:
         """Server-sent events in a chunked body; a cut drops the connection before the last
-        chunk, unless ``cut_cleanly`` ends the body there."""
+        chunk, unless ``cut_cleanly`` ends the body there. Whether the stream was sent to its
+        end (None: it was cut on purpose)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self._end_headers()
         for event in cut_events(events, reply.cut_after):
-            if reply.chunk_delay and not self._wait(reply.chunk_delay):
-                return
+            # Looked at before every event, paced or not: a client gone between two events
+            # is a hang-up even when the writes would still have fit in the socket's buffer.
+            if not self._wait(reply.chunk_delay):
+                return False
             data = event.encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        # After a cut, the connection closes with the body unfinished.
-        if reply.cut_after is None or reply.cut_cleanly:
-            self.wfile.write(b"0\r\n\r\n")
+        if reply.cut_after is not None and not reply.cut_cleanly:
+            return None  # the connection closes with the body unfinished
+        self.wfile.write(b"0\r\n\r\n")
+        return True
+
+    def _answer(self, path: str, reply: Reply, request: dict[str, Any], *, stream: bool) -> None:
+        """Send ``reply`` (after its delay; as events when ``stream`` and it is no error), and
+        note whether it reached its end or its client left first."""
+        ended: bool | None
+        try:
+            if reply.delay and not self._wait(reply.delay):
+                ended = False
+            elif stream and reply.status < 400:
+                events = stream_events(path, reply.body, request)
+                ended = self._stream(reply.rewrite(events) if reply.rewrite else events, reply)
+            else:
+                self._send(reply.status, reply.body)
+                ended = True
+        except (BrokenPipeError, ConnectionResetError):
+            ended = False
+        if ended is not None:
+            self.server.fake._ended(path, finished=ended)
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        path = self.path.split("?", 1)[0]
-        if path not in PATHS:
-            self._send(404, {"error": {"type": "not_found", "message": path}})
-            return
+        raw = self._read_body()
+        path, _, query = self.path.partition("?")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        problem: str | None = None
         try:
             body = json.loads(raw or b"{}")
         except ValueError as error:
-            self._send(400, {"error": {"type": "invalid_request_error", "message": str(error)}})
-            return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        reply = self.server.fake._reply_to(Recorded(path, headers, body))
-        if reply.delay and not self._wait(reply.delay):
-            return
-        if body.get("stream") is True and reply.status < 400:
-            events = stream_events(path, reply.body, body)
-            self._stream(reply.rewrite(events) if reply.rewrite else events, reply)
+            body, problem = {}, str(error)
+        if not isinstance(body, dict):
+            body, problem = {}, "the body is not a JSON object"
+        recorded = Recorded(path, headers, body, self.command, query, raw)
+        fake = self.server.fake
+        scripted = self.command == "POST" and path in PATHS
+        fixed = _FIXED.get((self.command, path))
+        if problem is not None and (scripted or fixed):
+            fake._record(recorded)
+            reply = Reply({"error": {"type": "invalid_request_error", "message": problem}}, 400)
+        elif scripted:
+            reply = fake._reply_to(recorded)
         else:
-            self._send(reply.status, reply.body)
+            fake._record(recorded)
+            not_found = {"error": {"type": "not_found", "message": f"{self.command} {path}"}}
+            reply = Reply(fixed(body)) if fixed else Reply(not_found, 404)
+        self._answer(path, reply, body, stream=scripted and body.get("stream") is True)
+
+    # Every method is recorded and answered alike; only the routes above tell them apart.
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
