@@ -1,0 +1,206 @@
+"""One :class:`~synopsis.Compactor` per model the clients ask for, sharing one store.
+
+A request is compacted for the model it names: its window decides when and how far. The
+compactors share the store (so a session's summaries and originals are in one place whatever
+the model) and keep one fast-path memo per session each. Two things refine a model's window
+as the proxy runs: an upstream that refuses a request as too long and names its window, and
+the prompt tokens an upstream reports, when they show that synopsis counts this model's
+tokens low.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from synopsis.compaction import Compactor
+from synopsis.summarizers import AsyncSummarizer, Summarizer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from os import PathLike
+
+    from synopsis.messages import Message
+    from synopsis.summarizers import SummaryRecord
+
+__all__ = ["Compactors", "Timed"]
+
+_CALIBRATE_ABOVE = 1.05
+"""Reported over estimated prompt tokens past which a model's window is scaled down: below
+it the counting error is smaller than the room the trigger leaves."""
+_SMOOTHING = 0.3
+_MAX_SCALE = 1.5
+"""The most a report scales a window down: tokenizers of one model family's neighbours differ
+by less; a larger gap means the report counts something else (cached tools, images)."""
+_MIN_ESTIMATE = 1000
+"""Smaller requests are not compared: the provider's fixed overhead per request swamps them."""
+
+
+class Timed:
+    """A summarizer that tells ``observe`` how each call went (its name, seconds, success)."""
+
+    def __init__(
+        self,
+        inner: Summarizer | AsyncSummarizer,
+        name: str,
+        observe: Callable[[str, float, bool], None],
+    ) -> None:
+        self.inner = inner
+        self.name = name
+        self.observe = observe
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: SummaryRecord | None = None,
+        instructions: str | None = None,
+        max_tokens: int | None = None,
+    ) -> SummaryRecord:
+        inner = self.inner
+        if not isinstance(inner, Summarizer):  # the drivers call asummarize() for these
+            raise TypeError(f"{type(inner).__name__} has no blocking summarize()")
+        start = time.perf_counter()
+        ok = False
+        try:
+            found = inner.summarize(
+                messages, previous=previous, instructions=instructions, max_tokens=max_tokens
+            )
+            ok = True
+            return found
+        finally:
+            self.observe(self.name, time.perf_counter() - start, ok)
+
+    async def asummarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: SummaryRecord | None = None,
+        instructions: str | None = None,
+        max_tokens: int | None = None,
+    ) -> SummaryRecord:
+        inner = self.inner
+        options: dict[str, Any] = {
+            "previous": previous,
+            "instructions": instructions,
+            "max_tokens": max_tokens,
+        }
+        start = time.perf_counter()
+        ok = False
+        try:
+            if isinstance(inner, AsyncSummarizer):
+                found = await inner.asummarize(messages, **options)
+            else:
+                found = await asyncio.to_thread(inner.summarize, messages, **options)
+            ok = True
+            return found
+        finally:
+            self.observe(self.name, time.perf_counter() - start, ok)
+
+
+class Compactors:
+    """The compactor of each model, made on first use (see the module docstring).
+
+    ``options`` are :class:`~synopsis.config.Settings` options by keyword (``config`` and
+    ``environ`` as for ``Compactor``); ``windows`` gives some models a window of their own;
+    ``store`` defaults to ``"memory"``, since sessions need one.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: str | PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        windows: Mapping[str, int] | None = None,
+        remembered_sessions: int = 256,
+        observe_summarizer: Callable[[str, float, bool], None] | None = None,
+        **options: Any,  # noqa: ANN401 - Settings validates each option
+    ) -> None:
+        self._config = config
+        self._environ = environ
+        self._options = dict(options)
+        self._windows = dict(windows or {})
+        self._remembered = remembered_sessions
+        self._observe = observe_summarizer
+        root = Compactor(config=config, environ=environ, **self._options)
+        if root.setup.store is None:
+            root.close()
+            root = Compactor(config=config, environ=environ, **{**self._options, "store": "memory"})
+        self._root = root
+        self.store = root.setup.store
+        self.settings = root.settings
+        self._by_model: dict[str, Compactor] = {}
+        self._scale: dict[str, float] = {}
+        self._learned: dict[str, int] = {}
+        self._applied: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def for_model(self, model: str) -> Compactor:
+        """The compactor for requests to ``model``."""
+        found = self._by_model.get(model)
+        if found is None:
+            with self._lock:
+                found = self._by_model.get(model) or self._make(model)
+                self._by_model[model] = found
+        return found
+
+    def _make(self, model: str) -> Compactor:
+        options = {**self._options, "model": model}
+        window = self._windows.get(model) or self._learned.get(model)
+        if window is not None:
+            options["context_window"] = window
+        compactor = Compactor(
+            config=self._config, environ=self._environ, store=self.store, **options
+        )
+        scale = self._scale.get(model, 1.0)
+        self._applied[model] = max(scale, 1.0)
+        if scale > 1.0:
+            shrunk = max(1, math.floor(compactor.setup.window / scale))
+            compactor.close()
+            options["context_window"] = shrunk
+            compactor = Compactor(
+                config=self._config, environ=self._environ, store=self.store, **options
+            )
+        compactor.remembered_sessions = self._remembered
+        if self._observe is not None:
+            setup = compactor.setup
+            timed = Timed(setup.summarizer, setup.summarizer_name, self._observe)
+            compactor.setup = replace(setup, summarizer=timed)
+        return compactor
+
+    def window(self, model: str) -> int:
+        return self.for_model(model).setup.window
+
+    def learn_window(self, model: str, window: int) -> None:
+        """An upstream said ``model``'s window is ``window`` tokens: compact for that from now."""
+        with self._lock:
+            if self._learned.get(model) == window or self._windows.get(model):
+                return
+            self._learned[model] = window
+            self._by_model.pop(model, None)
+
+    def calibrate(self, model: str, reported: int, estimated: int) -> None:
+        """The upstream counted ``reported`` prompt tokens where synopsis counted
+        ``estimated``: when synopsis counts this model low, its window is scaled down by the
+        (smoothed) ratio, so that what synopsis thinks fits does."""
+        if estimated < _MIN_ESTIMATE or model in self._windows:
+            return
+        with self._lock:
+            old = self._scale.get(model, 1.0)
+            ratio = min(max(reported / estimated, 0.0), _MAX_SCALE)
+            new = old + _SMOOTHING * (ratio - old) if model in self._scale else ratio
+            self._scale[model] = new
+            applied = self._applied.get(model, 1.0)
+            if new > _CALIBRATE_ABOVE and abs(new - applied) / applied > _CALIBRATE_ABOVE - 1:
+                self._by_model.pop(model, None)
+
+    def scale(self, model: str) -> float:
+        return self._scale.get(model, 1.0)
+
+    def close(self) -> None:
+        """Close the store, when the proxy opened it."""
+        self._root.close()

@@ -1,0 +1,73 @@
+"""Errors as each API writes them, and the upstream errors that mean "the request is too long".
+
+A client's SDK turns an error body into its own exception only when the body has its
+provider's shape: OpenAI's ``{"error": {"message", "type", "param", "code"}}`` for chat and
+Responses, Anthropic's ``{"type": "error", "error": {"type", "message"}}`` for Messages. The
+proxy's own errors (a body it cannot read, an upstream it cannot reach) are written so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, TypeAlias
+
+__all__ = ["Api", "error_body", "is_overflow", "overflow_limit"]
+
+Api: TypeAlias = Literal["openai", "anthropic"]
+"""Whose error shape a route answers in."""
+
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    502: "api_error",
+    504: "timeout_error",
+}
+_OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    404: "invalid_request_error",
+    413: "invalid_request_error",
+    502: "upstream_error",
+    504: "timeout",
+}
+
+
+def error_body(api: Api, status: int, message: str, code: str | None = None) -> dict[str, object]:
+    """The body ``api`` sends for an error of ``status`` saying ``message``."""
+    if api == "anthropic":
+        kind = _ANTHROPIC_TYPES.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    kind = _OPENAI_TYPES.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+# The wordings of "too long" that OpenAI, Anthropic, vLLM, llama.cpp's server and
+# llama-cpp-python's send (in a 400 or 413 body).
+_OVERFLOW = re.compile(
+    rb"context_length_exceeded|prompt is too long|maximum context length|"
+    rb"exceed_context_size_error|exceeds the available context size|"
+    rb"context window|too many tokens|input is too long",
+    re.IGNORECASE,
+)
+_LIMITS = (
+    re.compile(rb"maximum context length is (\d+)"),
+    re.compile(rb"> (\d+) maximum"),
+    re.compile(rb'"n_ctx"\s*:\s*(\d+)'),
+    re.compile(rb"context window of (\d+)"),
+)
+
+
+def is_overflow(status: int, body: bytes) -> bool:
+    """Whether an upstream's error says the request did not fit the model's window."""
+    return status in (400, 413, 422) and _OVERFLOW.search(body) is not None
+
+
+def overflow_limit(body: bytes) -> int | None:
+    """The window an overflow error names, when it names one."""
+    for pattern in _LIMITS:
+        found = pattern.search(body)
+        if found is not None:
+            return int(found.group(1))
+    return None

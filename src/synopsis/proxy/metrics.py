@@ -1,0 +1,70 @@
+"""What the proxy counts, in Prometheus's text format at ``GET /metrics``.
+
+Each app has a registry of its own, so two apps in one process (tests, replicas) never mix
+their counts.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+__all__ = ["Metrics"]
+
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class Metrics:
+    """The proxy's counters and histograms (names under ``synopsis_proxy_``)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "synopsis_proxy_requests", "Requests answered, by route and status.",
+            ["route", "status"], registry=r,
+        )  # fmt: skip
+        self.compactions = Counter(
+            "synopsis_proxy_compactions", "Requests whose history was compacted, by route.",
+            ["route"], registry=r,
+        )  # fmt: skip
+        self.tokens_before = Counter(
+            "synopsis_proxy_tokens_before", "Tokens of the histories as the clients sent them.",
+            ["route"], registry=r,
+        )  # fmt: skip
+        self.tokens_after = Counter(
+            "synopsis_proxy_tokens_after", "Tokens of the histories as forwarded.",
+            ["route"], registry=r,
+        )  # fmt: skip
+        self.summarizer_calls = Counter(
+            "synopsis_proxy_summarizer_calls", "Summarizer calls, by summarizer and outcome.",
+            ["summarizer", "outcome"], registry=r,
+        )  # fmt: skip
+        self.summarizer_seconds = Histogram(
+            "synopsis_proxy_summarizer_seconds", "Seconds per summarizer call.",
+            ["summarizer"], buckets=_LATENCY, registry=r,
+        )  # fmt: skip
+        self.compaction_seconds = Histogram(
+            "synopsis_proxy_compaction_seconds",
+            "Seconds the proxy spent deciding and compacting, per request.",
+            ["route"], buckets=_LATENCY, registry=r,
+        )  # fmt: skip
+        self.upstream_seconds = Histogram(
+            "synopsis_proxy_upstream_seconds",
+            "Seconds from sending a request upstream to its response headers.",
+            ["route"], buckets=_LATENCY, registry=r,
+        )  # fmt: skip
+        self.errors = Counter(
+            "synopsis_proxy_errors", "Errors, by kind.", ["kind"], registry=r,
+        )  # fmt: skip
+        self.retries = Counter(
+            "synopsis_proxy_overflow_retries",
+            "Requests the upstream refused as too long, compacted harder and sent again.",
+            ["route"], registry=r,
+        )  # fmt: skip
+
+    def summarizer_call(self, name: str, seconds: float, ok: bool) -> None:
+        self.summarizer_calls.labels(name, "ok" if ok else "failed").inc()
+        self.summarizer_seconds.labels(name).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

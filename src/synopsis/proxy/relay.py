@@ -1,0 +1,136 @@
+"""Talking to the upstream: which headers cross, racing the client's departure, relaying a
+stream as bytes, and reading the usage the upstream reports.
+
+Nothing the upstream sends is parsed and rebuilt: a stream is relayed chunk by chunk as it
+arrives. Only its first and last few kilobytes are kept aside to read the usage from, which
+every provider puts at a stream's start (Anthropic's ``message_start``) or end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+    import httpx2
+    from starlette.types import Receive
+
+__all__ = [
+    "ClientGone",
+    "Departure",
+    "forwarded_headers",
+    "relayed",
+    "returned_headers",
+    "usage",
+]
+
+T = TypeVar("T")
+
+# Headers of one hop (RFC 9110 section 7.6.1) and framing the proxy redoes itself.
+_HOP = frozenset(
+    {
+        "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+        "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length",
+        "accept-encoding",
+    }
+)  # fmt: skip
+_BACK = _HOP | {"server", "date"}
+"""Not returned: the proxy's server writes its own ``server`` and ``date``, and a duplicate
+makes strict clients refuse the response."""
+_OWN = "x-synopsis-"
+_KEEP = 8192
+
+
+def forwarded_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The client's headers the upstream gets: all but those of this hop and the proxy's own
+    (``x-synopsis-*``); credentials pass unchanged. The upstream is asked not to compress, so
+    that a stream's chunks are relayed as they come."""
+    out = {
+        k: v for k, v in headers.items() if k.lower() not in _HOP and not k.lower().startswith(_OWN)
+    }
+    out["accept-encoding"] = "identity"
+    return out
+
+
+def returned_headers(headers: httpx2.Headers) -> list[tuple[str, str]]:
+    """The upstream's response headers the client gets (repeated ones kept)."""
+    return [(k, v) for k, v in headers.multi_items() if k.lower() not in _BACK]
+
+
+class ClientGone(Exception):
+    """The client closed the connection before the response started."""
+
+
+class Departure:
+    """Watches for the client going away once its body is read (the ASGI ``receive``
+    channel then says only ``http.disconnect``), so that compaction and the wait for the
+    upstream can be abandoned at once. Stopped before a response streams: the server's own
+    watch takes over then."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._task: asyncio.Task[None] = asyncio.ensure_future(self._watch(receive))
+
+    @staticmethod
+    async def _watch(receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    async def race(self, work: Awaitable[T]) -> T:
+        """``work``'s value; if the client leaves first, ``work`` is cancelled and
+        :class:`ClientGone` raised."""
+        task = asyncio.ensure_future(work)
+        await asyncio.wait({task, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise ClientGone
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+async def relayed(response: httpx2.Response, done: Callable[[bytes], None]) -> AsyncIterator[bytes]:
+    """The upstream's bytes as they arrive; at the end, ``done`` gets the stream's first and
+    last few kilobytes (for :func:`usage`). The upstream response is closed however it ends."""
+    head = bytearray()
+    tail = b""
+    try:
+        async for chunk in response.aiter_raw():
+            if len(head) < _KEEP:
+                head += chunk[: _KEEP - len(head)]
+            tail = (tail + chunk)[-_KEEP:]
+            yield chunk
+        done(bytes(head) + b"\n" + tail)
+    finally:
+        await response.aclose()
+
+
+_USAGE = re.compile(
+    rb'"(prompt_tokens|input_tokens|cache_read_input_tokens|cache_creation_input_tokens)"'
+    rb"\s*:\s*(\d+)"
+)
+
+
+def usage(data: bytes, *, anthropic: bool) -> int | None:
+    """The prompt tokens an upstream reported in a response (or a stream's kept ends): the
+    largest count of each kind, Anthropic's cache reads and writes added to its input."""
+    found: dict[bytes, int] = {}
+    for match in _USAGE.finditer(data):
+        key, value = match.group(1), int(match.group(2))
+        found[key] = max(found.get(key, 0), value)
+    if not found:
+        return None
+    if anthropic:
+        return sum(
+            found.get(k, 0)
+            for k in (b"input_tokens", b"cache_read_input_tokens", b"cache_creation_input_tokens")
+        )
+    return found.get(b"prompt_tokens") or found.get(b"input_tokens")

@@ -1,0 +1,54 @@
+"""The proxy on a real uvicorn server at 127.0.0.1 (a free port), in a thread of the test."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Self
+
+import uvicorn
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+
+class Served:
+    """``with Served(app) as server:`` serves ``app`` until the block ends; ``url`` is its
+    root. The socket is bound first, so the port is known with no race."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", server_header=False, date_header=False
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def state(self) -> Any:
+        return self.app.state.proxy
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the proxy's server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
