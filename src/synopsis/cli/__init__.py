@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from synopsis import __version__
-from synopsis.cli import inspect, replay_command, store
+from synopsis.cli import inspect, replay_command, serve, store
 from synopsis.cli.common import Parser, UsageError
 from synopsis.errors import ConfigurationError, ConversationError
 
@@ -19,7 +19,8 @@ __all__ = ["main"]
 
 DESCRIPTION = (
     "Keep an LLM agent's conversation inside its model's context window: inspect, compact or "
-    "replay a history file; recall, search or export what a session's store kept."
+    "replay a history file; recall, search or export what a session's store kept; or serve "
+    "a proxy that does it for any agent."
 )
 
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.register(sub)
     store.register(sub)
     replay_command.register(sub)
+    serve.register(sub)
     return parser
 
 

@@ -25,6 +25,7 @@ from starlette.routing import Route as Endpoint
 from synopsis.errors import ConversationError
 from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
+from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
 from synopsis.proxy.errors import Api, error_body, is_overflow, overflow_limit
 from synopsis.proxy.logs import Line
 from synopsis.proxy.metrics import Metrics
@@ -47,9 +48,8 @@ if TYPE_CHECKING:
 
     from synopsis.compaction import CompactionResult
 
-__all__ = ["DEFAULT_UPSTREAMS", "ProxyState", "create_app"]
+__all__ = ["ProxyState", "create_app"]
 
-DEFAULT_UPSTREAMS = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"}
 TOKEN_HEADER = "x-synopsis-token"
 _READ_ERROR_LIMIT = 1 << 20
 _LOCAL_COUNT = frozenset({404, 405, 501})

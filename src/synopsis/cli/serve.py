@@ -1,0 +1,179 @@
+"""``synopsis serve``: run the proxy (:mod:`synopsis.proxy`) under uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+from synopsis.cli.common import UsageError, positive_int
+
+if TYPE_CHECKING:
+    from synopsis.cli.common import Parser
+
+__all__ = ["register"]
+
+_SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
+_LOCAL = ("127.0.0.1", "localhost", "::1")
+
+
+def _model_window(text: str) -> tuple[str, int]:
+    model, sep, tokens = text.rpartition("=")
+    if not sep or not model:
+        raise argparse.ArgumentTypeError(f"expected MODEL=TOKENS, got {text!r}")
+    return model, positive_int(tokens)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    given = {
+        "context_window": args.window,
+        "keep": args.keep,
+        "trigger": args.trigger,
+        "summarizer": args.summarizer,
+        "summarizer_models": [args.summarizer_model] if args.summarizer_model else None,
+        "base_url": args.base_url,
+        "store": args.store,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def app_for(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a Starlette app
+    """The proxy app the arguments describe (the extra's absence is a usage error)."""
+    try:
+        from synopsis.proxy import create_app  # noqa: PLC0415 - the proxy extra is optional
+    except ImportError as error:
+        raise UsageError(str(error)) from None
+    return create_app(
+        upstream_openai=args.upstream_openai,
+        upstream_anthropic=args.upstream_anthropic,
+        auth_token=args.auth_token,
+        fail_open=not args.fail_closed,
+        timeout=args.timeout,
+        log_json=args.log_json,
+        log_bodies=args.log_bodies,
+        windows=dict(args.model_window or ()),
+        remembered_sessions=args.remembered_sessions,
+        config=args.config,
+        **_options(args),
+    )
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    app = app_for(args)
+    import uvicorn  # noqa: PLC0415 - installed with the proxy extra, checked by app_for
+
+    if args.host not in _LOCAL:
+        print(
+            f"synopsis: warning: listening on {args.host}: anyone who can reach it can use "
+            "your upstream credentials' quota through it"
+            + ("" if args.auth_token else "; consider --auth-token"),
+            file=sys.stderr,
+        )
+    _logging(args.log_json)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        server_header=False,
+        date_header=False,
+    )
+    return 0
+
+
+def _logging(as_json: bool) -> None:
+    """The proxy's request lines on stderr, one per request (they are JSON already with
+    ``--log-json``)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s" if as_json else "%(asctime)s %(message)s"))
+    logger = logging.getLogger("synopsis.proxy")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def register(sub: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``serve`` to the subcommands."""
+    from synopsis.proxy.defaults import UPSTREAMS  # noqa: PLC0415 - no third-party imports
+
+    cmd = sub.add_parser(
+        "serve",
+        help="run an OpenAI- and Anthropic-compatible proxy that compacts what agents send",
+        description=(
+            "Run a proxy in front of OpenAI- and Anthropic-compatible APIs: each request's "
+            "history is compacted for the model it names, through its session, and forwarded. "
+            "Compaction options also come from a TOML file (--config) and SYNOPSIS_* variables."
+        ),
+    )
+    cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    cmd.add_argument("--port", type=positive_int, default=8787, help="port (8787)")
+    cmd.add_argument(
+        "--upstream-openai",
+        default=UPSTREAMS["openai"],
+        metavar="URL",
+        help="where chat completions, Responses and other paths go (%(default)s)",
+    )
+    cmd.add_argument(
+        "--upstream-anthropic",
+        default=UPSTREAMS["anthropic"],
+        metavar="URL",
+        help="where Anthropic Messages go (%(default)s)",
+    )
+    cmd.add_argument("--auth-token", metavar="TOKEN", help="require this token in x-synopsis-token")
+    cmd.add_argument(
+        "--fail-closed",
+        action="store_true",
+        help="answer 500 when a compaction fails (default: forward the request unchanged)",
+    )
+    cmd.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long the upstream may take to start answering, or between chunks (600)",
+    )
+    # No --model: each request names its own, and is compacted for it.
+    cmd.add_argument(
+        "--window", type=positive_int, help="the context window of every model, in tokens"
+    )
+    cmd.add_argument(
+        "--keep", help="what stays verbatim, e.g. 8, messages:8, tokens:4000, fraction:0.2"
+    )
+    cmd.add_argument("--trigger", help="when to compact, e.g. 0.8, tokens:100000, messages:50")
+    cmd.add_argument(
+        "--model-window",
+        type=_model_window,
+        action="append",
+        metavar="MODEL=TOKENS",
+        help="the window of one model (repeat for more), over --window and the model table",
+    )
+    cmd.add_argument("--summarizer", choices=_SUMMARIZERS, help="who writes the summaries")
+    cmd.add_argument("--summarizer-model", help="the model an LLM summarizer asks")
+    cmd.add_argument("--base-url", help="the summarizer API's base URL")
+    cmd.add_argument(
+        "--store", help="'memory' (the default) or a SQLite file keeping sessions and originals"
+    )
+    cmd.add_argument("--config", help="a TOML file of compaction options")
+    cmd.add_argument(
+        "--remembered-sessions",
+        type=positive_int,
+        default=256,
+        metavar="N",
+        help="sessions whose last request is kept for the fast path (256)",
+    )
+    cmd.add_argument("--log-json", action="store_true", help="one JSON object per request")
+    cmd.add_argument(
+        "--log-bodies", action="store_true", help="log forwarded bodies too (never headers)"
+    )
+    cmd.set_defaults(run=_cmd_serve)

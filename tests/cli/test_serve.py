@@ -1,0 +1,160 @@
+"""``synopsis serve`` as a user runs it: the installed command in a process of its own, on a
+free port of 127.0.0.1, in front of a fake upstream, stopped by its process id."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING
+
+import httpx2
+import openai
+import pytest
+
+from synopsis.cli import build_parser, main
+from synopsis.cli.serve import app_for
+from synopsis.testing.server import FakeLLMServer, Reply, chat_completion
+from tests.cli.test_end_to_end import SCRIPT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Serving:
+    """The command's process, and what it wrote on stderr so far."""
+
+    def __init__(self, process: subprocess.Popen[bytes], err: IO[bytes]) -> None:
+        self.process = process
+        self._err = err
+
+    def stop(self) -> int:
+        """Interrupt it as Ctrl-C does; its exit code."""
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(15)
+
+    @property
+    def stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read().decode()
+
+
+@contextmanager
+def serving(*flags: str, host: str = "127.0.0.1") -> Iterator[tuple[str, Serving]]:
+    """The command running with ``flags``; its root URL once it answers /healthz."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SYNOPSIS_")}
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the block ends, below
+    process = subprocess.Popen(
+        [SCRIPT, "serve", "--host", host, "--port", str(port), *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+        env=env,
+    )
+    served = Serving(process, err)
+    url = f"http://{host}:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"serve exited: {served.stderr}")
+            try:
+                if httpx2.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx2.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("serve did not start within 30 s")
+            time.sleep(0.1)
+        yield url, served
+    finally:
+        if process.poll() is None:
+            try:
+                served.stop()
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        err.close()
+
+
+def test_serve_compacts_for_a_real_client_and_stops_cleanly(tmp_path: Path) -> None:
+    store = tmp_path / "proxy.db"
+    with (
+        FakeLLMServer(default=lambda _: Reply(chat_completion("ok"))) as upstream,
+        serving(
+            "--upstream-openai", upstream.root, "--window", "1500", "--store", str(store),
+            "--log-json",
+        ) as (url, served),
+    ):  # fmt: skip
+        history = [{"role": "system", "content": "Be brief."}]
+        with openai.OpenAI(api_key="sk-test", base_url=f"{url}/v1", max_retries=0) as client:
+            compacted = []
+            for turn in range(30):
+                history.append({"role": "user", "content": f"question {turn}: " + "word " * 60})
+                raw = client.chat.completions.with_raw_response.create(
+                    model="gpt-4o",
+                    messages=history,  # type: ignore[arg-type]
+                )
+                history.append({"role": "assistant", "content": "ok"})
+                compacted.append(raw.headers["x-synopsis-compacted"] == "true")
+        sent = upstream.requests[-1].body["messages"]
+        assert any(compacted)
+        assert len(sent) < len(history) - 1  # the upstream got less than the client keeps
+        assert served.stop() == 0
+        err = served.stderr
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert len(lines) == 30
+    assert all(line["event"] == "proxy_request" and line["status"] == 200 for line in lines)
+    assert "sk-test" not in err
+    assert store.exists()  # sessions and originals went to the SQLite file asked for
+
+
+def test_serve_warns_when_it_listens_beyond_this_machines_loopback_name() -> None:
+    # 127.0.0.2 is still this machine, but not a name the command knows as local.
+    with serving("--upstream-openai", "http://127.0.0.1:9", host="127.0.0.2") as (_, served):
+        served.stop()
+        err = served.stderr
+    assert "warning: listening on 127.0.0.2" in err
+    assert "--auth-token" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--model-window", "gpt-4o"], "expected MODEL=TOKENS"),
+        (["--model-window", "gpt-4o=0"], "expected a positive number"),
+        (["--timeout", "0"], "expected a positive number of seconds"),
+        (["--timeout", "soon"], "expected seconds"),
+    ],
+)
+def test_bad_flags_are_refused_with_a_sentence(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_model_window_reaches_the_proxy() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--model-window", "local-model=4096", "--window", "9000", "--trigger", "0.75"]
+    )
+    app = app_for(args)
+    compactors = app.state.proxy.compactors
+    assert compactors.window("local-model") == 4096
+    assert compactors.window("gpt-4o") == 9000
+    compactors.close()
+    assert sys.modules["synopsis.proxy.app"] is not None
