@@ -149,7 +149,9 @@ class Compactors:
         return found
 
     def _make(self, model: str) -> Compactor:
-        options = {**self._options, "model": model}
+        # The root opened the store (or was given it): every model's compactor shares it.
+        options = {k: v for k, v in self._options.items() if k != "store"}
+        options["model"] = model
         window = self._windows.get(model) or self._learned.get(model)
         if window is not None:
             options["context_window"] = window
