@@ -44,16 +44,17 @@ def error_body(api: Api, status: int, message: str, code: str | None = None) -> 
 
 
 # The wordings of "too long" that OpenAI, Anthropic, vLLM, llama.cpp's server and
-# llama-cpp-python's send (in a 400 or 413 body).
+# llama-cpp-python's send (in a 400 or 413 body). Anthropic words it otherwise when the
+# prompt fits but not with the answer's max_tokens: a shorter prompt helps there too.
 _OVERFLOW = re.compile(
     rb"context_length_exceeded|prompt is too long|maximum context length|"
     rb"exceed_context_size_error|exceeds the available context size|"
-    rb"context window|too many tokens|input is too long",
+    rb"context window|too many tokens|input is too long|exceed context limit",
     re.IGNORECASE,
 )
 _LIMITS = (
     re.compile(rb"maximum context length is (\d+)"),
-    re.compile(rb"> (\d+) maximum"),
+    re.compile(rb"> (\d+)(?: maximum|, decrease)"),
     re.compile(rb'"n_ctx"\s*:\s*(\d+)'),
     re.compile(rb"context window of (\d+)"),
 )
