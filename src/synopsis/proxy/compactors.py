@@ -158,8 +158,8 @@ class Compactors:
         compactor = Compactor(
             config=self._config, environ=self._environ, store=self.store, **options
         )
-        scale = self._scale.get(model, 1.0)
-        self._applied[model] = max(scale, 1.0)
+        scale = self._target(model)
+        self._applied[model] = scale
         if scale > 1.0:
             shrunk = max(1, math.floor(compactor.setup.window / scale))
             compactor.close()
@@ -197,11 +197,17 @@ class Compactors:
             new = old + _SMOOTHING * (ratio - old) if model in self._scale else ratio
             self._scale[model] = new
             applied = self._applied.get(model, 1.0)
-            if new > _CALIBRATE_ABOVE and abs(new - applied) / applied > _CALIBRATE_ABOVE - 1:
+            if abs(self._target(model) - applied) / applied > _CALIBRATE_ABOVE - 1:
                 self._by_model.pop(model, None)
 
     def scale(self, model: str) -> float:
         return self._scale.get(model, 1.0)
+
+    def _target(self, model: str) -> float:
+        """What ``model``'s window is divided by: its scale once past the threshold (a
+        window scaled down comes back once the reports agree with synopsis again)."""
+        scale = self._scale.get(model, 1.0)
+        return scale if scale > _CALIBRATE_ABOVE else 1.0
 
     def close(self) -> None:
         """Close the store, when the proxy opened it."""
