@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import httpx2
 import openai
@@ -23,8 +23,10 @@ from synopsis.cli.serve import app_for
 from synopsis.testing.server import FakeLLMServer, Reply, chat_completion
 from tests.cli.test_end_to_end import SCRIPT
 
+T = TypeVar("T")
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
 
@@ -41,6 +43,13 @@ class Serving:
     def __init__(self, process: subprocess.Popen[bytes], err: IO[bytes]) -> None:
         self.process = process
         self._err = err
+
+    def check(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call``'s value; if it raises, the error with what the command wrote."""
+        try:
+            return call(*args, **kwargs)
+        except Exception as error:
+            raise AssertionError(f"{error}; serve wrote: {self.stderr}") from error
 
     def stop(self) -> int:
         """Interrupt it as Ctrl-C does; its exit code."""
@@ -97,7 +106,7 @@ def test_serve_compacts_for_a_real_client_and_stops_cleanly(tmp_path: Path) -> N
         FakeLLMServer(default=lambda _: Reply(chat_completion("ok"))) as upstream,
         serving(
             "--upstream-openai", upstream.root, "--window", "1500", "--store", str(store),
-            "--log-json",
+            "--log-json", "--timeout", "30",
         ) as (url, served),
     ):  # fmt: skip
         history = [{"role": "system", "content": "Be brief."}]
@@ -105,9 +114,10 @@ def test_serve_compacts_for_a_real_client_and_stops_cleanly(tmp_path: Path) -> N
             compacted = []
             for turn in range(30):
                 history.append({"role": "user", "content": f"question {turn}: " + "word " * 60})
-                raw = client.chat.completions.with_raw_response.create(
+                raw = served.check(
+                    client.chat.completions.with_raw_response.create,
                     model="gpt-4o",
-                    messages=history,  # type: ignore[arg-type]
+                    messages=history,
                 )
                 history.append({"role": "assistant", "content": "ok"})
                 compacted.append(raw.headers["x-synopsis-compacted"] == "true")
@@ -139,6 +149,7 @@ def test_serve_warns_when_it_listens_beyond_this_machines_loopback_name() -> Non
         (["--model-window", "gpt-4o=0"], "expected a positive number"),
         (["--timeout", "0"], "expected a positive number of seconds"),
         (["--timeout", "soon"], "expected seconds"),
+        (["--timeout", "nan"], "expected a positive number of seconds"),
     ],
 )
 def test_bad_flags_are_refused_with_a_sentence(
@@ -158,3 +169,21 @@ def test_a_model_window_reaches_the_proxy() -> None:
     assert compactors.window("gpt-4o") == 9000
     compactors.close()
     assert sys.modules["synopsis.proxy.app"] is not None
+
+
+def test_without_the_proxy_extra_the_command_names_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "orjson", None)  # as if it were not installed
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert 'the proxy needs the "proxy" extra (orjson is missing)' in err
+    assert 'pip install "synopsis[proxy]"' in err
+
+
+def test_the_proxy_package_has_only_its_own_names() -> None:
+    import synopsis.proxy as proxy  # noqa: PLC0415
+
+    assert proxy.DEFAULT_UPSTREAMS["openai"].startswith("https://")
+    with pytest.raises(AttributeError, match="no attribute 'serve'"):
+        proxy.serve  # noqa: B018
