@@ -32,6 +32,7 @@ from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
+    Interrupted,
     forwarded_headers,
     relayed,
     returned_headers,
@@ -386,7 +387,14 @@ async def _send(
     )
     start = time.perf_counter()
     try:
-        return await departure.race(client.send(upstream, stream=True))
+        try:
+            return await departure.race(client.send(upstream, stream=True))
+        except Interrupted:
+            state.metrics.errors.labels("upstream_interrupted").inc()
+            return await departure.race(client.send(upstream, stream=True))
+    except Interrupted:
+        exchange.line.error = "the connection to the upstream was interrupted twice"
+        return _json_error(route.api, 502, "the connection to the upstream was interrupted")
     except httpx2.TimeoutException:
         state.metrics.errors.labels("upstream_timeout").inc()
         exchange.line.error = "the upstream did not answer in time"
