@@ -4,15 +4,18 @@ its own cancellation out) is sent once more; twice is a 502 in the provider's sh
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import httpx2
 import openai
 import pytest
-from openai.types.chat import ChatCompletionMessageParam
 
 from synopsis.proxy import create_app
 from synopsis.testing.server import FakeLLMServer, Reply, chat_completion
 from tests.proxy.servers import Served
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 
 class SelfCancelling(httpx2.AsyncBaseTransport):
