@@ -1,0 +1,882 @@
+"""What the HTTP proxy (``synopsis.proxy``) costs a client when it compacts nothing: the latency
+it adds, the delay it adds to a stream's first byte, 50 streaming sessions at once, and the
+memory an idle session keeps.
+
+Every figure is taken against the same upstream called directly, in the same run. The
+upstream is a bare ASGI app on uvicorn in a process of its own: it reads the whole body, finds
+the marker the request's last message carries and answers a small chat completion naming it
+(for ``"stream": true``, that answer as server-sent events), without parsing the body, so that
+its own cost is small and the same on every path. The proxy runs as ``synopsis serve`` runs
+it: ``create_app`` on uvicorn at 127.0.0.1, in a process of its own, with a window far above
+any history here, so that nothing is compacted. Beside it, a bare relay on the same stack
+(uvicorn in, httpx2 out, bytes passed through, nothing parsed) shows the floor that any proxy
+written this way pays for the extra hop. The client is httpx2 (the HTTP stack of the OpenAI
+and Anthropic SDKs) without an SDK on top, so that only the wire is timed. Histories are the
+bundled transcripts in OpenAI chat format, and each request resends its session with one
+message appended, as an agent loop does; the paths take turns with the same bytes, so that a
+change in the machine's load falls on all of them alike.
+
+1. Latency added to a non-streamed request, p50 and p99, at 100 and 10,000 messages (target:
+   under 2 ms at p50 at 100 messages; at 10,000 messages at most twice the time orjson takes
+   to parse the body and serialize it again, measured here too, with json's beside it).
+2. Time added to a stream's first byte at 100 messages, p50 (target: under 5 ms).
+3. 50 streaming sessions at once through the proxy (each its own ``x-synopsis-session`` and
+   history; the upstream paces its events so that all are open together), a few rounds
+   each: no error, and every answer names its own session and carries its own request's
+   marker and the CRC-32 of the very bytes its client sent.
+4. Memory an idle session keeps: tracemalloc growth of the process serving the proxy (this
+   part serves it in the benchmark's own process) after N sessions of M messages are sent
+   once each.
+
+Run: ``python -m benchmarks.bench_proxy`` (about two minutes); it writes
+``benchmarks/results/proxy.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+import httpx2
+import orjson
+import uvicorn
+
+from benchmarks.compare.inputs import build_history, load_transcripts
+from synopsis.testing.server import chat_completion, stream_events
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from starlette.types import Receive, Scope, Send
+
+    from benchmarks.compare.systems import Items
+
+MODEL = "gpt-4o"
+WINDOW = 1_000_000_000
+"""Far above the largest history here (a few million tokens): the proxy never compacts."""
+PATH = "/v1/chat/completions"
+PATHS = ("direct", "relay", "proxy")
+RESULTS = Path(__file__).resolve().parent / "results" / "proxy.md"
+ROOT = Path(__file__).resolve().parents[1]
+MARK = re.compile(rb"bench-mark-[0-9a-z-]+")
+CHECK_HEADER = "x-bench-check"
+"""Asks the upstream for the CRC-32 of the body it received (the mix-up check)."""
+PACE_HEADER = "x-bench-pace"
+"""Seconds the upstream waits before each event of a stream (concurrent sessions)."""
+REMEMBERED = 256
+"""The proxy's default ``remembered_sessions``: how many idle sessions it keeps at most."""
+
+ADDED_P50_TARGET_MS = 2.0
+YARDSTICK_TARGET = 2.0
+FIRST_BYTE_TARGET_MS = 5.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each part to run; :data:`FULL` is ``make bench``'s."""
+
+    latency: tuple[tuple[int, int], ...]
+    """(messages, timed rounds) of non-streamed requests, smallest first."""
+    first_byte: tuple[int, int]
+    """(messages, timed rounds) of streamed requests."""
+    sessions: int
+    session_messages: int
+    session_rounds: int
+    pace: float
+    memory: tuple[tuple[int, int], ...]
+    """(messages per session, sessions) for the memory an idle session keeps."""
+    yardstick_repeats: int = 7
+    warmup: int = 5
+
+
+FULL = Plan(
+    latency=((100, 1_500), (10_000, 100)),
+    first_byte=(100, 1_000),
+    sessions=50,
+    session_messages=100,
+    session_rounds=3,
+    pace=0.05,
+    memory=((100, 50), (1_000, 20)),
+)
+
+
+# -- the servers ------------------------------------------------------------------------------
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _read(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
+    """The upstream: a chat completion naming the request's marker, streamed or not."""
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return
+    body = await _read(receive)
+    headers = dict(scope["headers"])
+    marks = MARK.findall(body[-4096:])
+    text = marks[-1].decode() if marks else "no-mark"
+    if CHECK_HEADER.encode() in headers:
+        text += f" crc={zlib.crc32(body):08x}"
+    answer = chat_completion(text, model=MODEL)
+    answer["usage"] = {"prompt_tokens": len(body) // 4, "completion_tokens": 3}
+    # The client writes "stream" before the history: it is found without parsing the body.
+    if b'"stream":true' not in body[:100]:
+        head = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        await send({"type": "http.response.body", "body": orjson.dumps(answer)})
+        return
+    pace = float(headers.get(PACE_HEADER.encode(), b"0"))
+    head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+    await send({"type": "http.response.start", "status": 200, "headers": head})
+    for event in stream_events(PATH, answer, {}):
+        if pace:
+            await asyncio.sleep(pace)
+        await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+_DROPPED = frozenset({b"host", b"content-length", b"transfer-encoding", b"date", b"server"})
+
+
+def relay_app(upstream_url: str) -> Any:
+    """The floor under any proxy on this stack: the same server (uvicorn) and upstream client
+    (httpx2) relaying the bytes both ways, with no framework, no parsing and no compaction."""
+    clients: list[httpx2.AsyncClient] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if not clients:
+            clients.append(httpx2.AsyncClient(base_url=upstream_url, timeout=120.0))
+        client = clients[0]
+        headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED]
+        body = await _read(receive)
+        request = client.build_request("POST", scope["path"], content=body, headers=headers)
+        answer = await client.send(request, stream=True)
+        head = [(k, v) for k, v in answer.headers.raw if k.lower() not in _DROPPED]
+        await send({"type": "http.response.start", "status": answer.status_code, "headers": head})
+        async for chunk in answer.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await answer.aclose()
+        await send({"type": "http.response.body", "body": b""})
+
+    return app
+
+
+def proxy_app(upstream_url: str) -> Any:
+    """The proxy as ``synopsis serve`` makes it, with a window that never compacts."""
+    from synopsis.proxy import create_app  # noqa: PLC0415 - the extra, needed only here
+
+    return create_app(
+        upstream_openai=upstream_url,
+        upstream_anthropic=upstream_url,
+        windows={MODEL: WINDOW},
+        remembered_sessions=REMEMBERED,
+        environ={},
+    )
+
+
+class Served:
+    """``with Served(app) as server:`` serves ``app`` on uvicorn at 127.0.0.1 (a free port,
+    bound first so it is known with no race) in a thread until the block ends: the recipe of
+    the proxy's tests, but for the socket's protocol (see below)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY on the connections of a
+        # socket only when it says TCP, and without it every request after a connection's
+        # first waits ~40 ms on Nagle's algorithm and the peer's delayed ACK.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", server_header=False, date_header=False
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
+
+
+def serve(kind: str, upstream_url: str = "") -> None:
+    """A child process's life: serve ``kind``, print its root, stop when stdin closes."""
+    apps: dict[str, Callable[[str], Any]] = {
+        "upstream": lambda _: upstream,
+        "relay": relay_app,
+        "proxy": proxy_app,
+    }
+    with Served(apps[kind](upstream_url)) as served:
+        print(served.url, flush=True)
+        sys.stdin.read()
+
+
+class Child:
+    """``with Child("proxy", upstream_url) as url:``: that server in a process of its own
+    (this module run with ``--serve``), so that its work does not share the client's
+    interpreter lock, as a proxy on a machine never does."""
+
+    def __init__(self, kind: str, upstream_url: str = "") -> None:
+        self.kind = kind
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.bench_proxy", "--serve", kind, upstream_url],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def __enter__(self) -> str:
+        assert self.process.stdout is not None
+        url = self.process.stdout.readline().strip()
+        if not url.startswith("http://"):
+            self.__exit__()
+            raise RuntimeError(f"the {self.kind} process did not start")
+        return url
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+
+
+def stack() -> str:
+    """The server stack uvicorn picks here (``auto``: uvloop and httptools when installed)."""
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    versions = {n: importlib.metadata.version(n) for n in ("uvicorn", "starlette", "httpx2")}
+    named = ", ".join(f"{n} {v}" for n, v in versions.items())
+    return f"{named}; {loop} event loop, {http} HTTP parser"
+
+
+# -- latency --------------------------------------------------------------------------------
+
+
+def request_body(messages: Items, *, stream: bool = False) -> bytes:
+    """The request's bytes, ``model`` and ``stream`` first (the upstream looks there)."""
+    head: dict[str, Any] = {"model": MODEL}
+    if stream:
+        head["stream"] = True
+    return orjson.dumps({**head, "messages": messages, "max_tokens": 64})
+
+
+def appended(tag: str, n: int) -> dict[str, Any]:
+    """The ``n``th message an agent loop appends, carrying the marker of ``tag`` and ``n``."""
+    return {"role": "user", "content": f"Next step ({n}): carry on. bench-mark-{tag}-{n}"}
+
+
+def quantile(samples: list[float], q: float) -> float:
+    """The ``q`` quantile (0 to 1) of ``samples``, interpolated between neighbours."""
+    ordered = sorted(samples)
+    at = q * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+@dataclass
+class Latency:
+    """Seconds per request of each path (``PATHS``) for one history size."""
+
+    messages: int
+    body_bytes: int = 0
+    samples: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PATHS})
+
+    def at(self, path: str, q: float) -> float:
+        return quantile(self.samples[path], q)
+
+    def added(self, q: float, *, over: str = "direct", path: str = "proxy") -> float:
+        """``path`` minus ``over`` at the quantile ``q``."""
+        return self.at(path, q) - self.at(over, q)
+
+    @property
+    def count(self) -> int:
+        return len(self.samples["proxy"])
+
+
+def _checked(response: httpx2.Response, text: str) -> None:
+    """A 200, uncompacted, whose answer (``text``) names a marker the client sent."""
+    if response.status_code != 200 or "bench-mark-" not in text:
+        raise RuntimeError(f"unexpected answer {response.status_code}: {text[:300]!r}")
+    if response.headers.get("x-synopsis-compacted") == "true":
+        raise RuntimeError("the proxy compacted a history its window holds")
+
+
+def answer_text(data: bytes) -> str:
+    """The text of a chat completion, whole or streamed."""
+    if data.startswith(b"{"):
+        return str(orjson.loads(data)["choices"][0]["message"]["content"])
+    return streamed_text(data)
+
+
+def whole(client: httpx2.Client, url: str, body: bytes, headers: dict[str, str]) -> float:
+    """Seconds to send ``body`` and read the whole answer."""
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        response = client.post(url, content=body, headers=headers)
+        took = time.perf_counter() - start
+    finally:
+        gc.enable()
+    _checked(response, answer_text(response.content))
+    return took
+
+
+def first_byte(client: httpx2.Client, url: str, body: bytes, headers: dict[str, str]) -> float:
+    """Seconds from sending ``body`` to the streamed answer's first byte (the rest is then
+    read, untimed)."""
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        with client.stream("POST", url, content=body, headers=headers) as response:
+            chunks = response.iter_raw()
+            first = next(chunks)
+            took = time.perf_counter() - start
+            data = first + b"".join(chunks)
+    finally:
+        gc.enable()
+    _checked(response, answer_text(data))
+    return took
+
+
+def latency(
+    transcripts: dict[str, Items],
+    urls: dict[str, str],
+    size: int,
+    rounds: int,
+    warmup: int,
+    *,
+    stream: bool = False,
+) -> Latency:
+    """``rounds`` requests of one growing session sent on every path in turn (each round
+    starts with another path); the first ``warmup`` rounds, the proxy's first sight of the
+    session among them, are not timed."""
+    history = build_history(transcripts, size)
+    session = f"latency-{size}-{'stream' if stream else 'whole'}"
+    headers = {"content-type": "application/json", "x-synopsis-session": session}
+    timer = first_byte if stream else whole
+    out = Latency(size)
+    clients = {path: httpx2.Client(timeout=120.0) for path in PATHS}
+    try:
+        for n in range(warmup + rounds):
+            history.append(appended(session, n))
+            body = request_body(history, stream=stream)
+            out.body_bytes = len(body)
+            for i in range(len(PATHS)):
+                path = PATHS[(n + i) % len(PATHS)]
+                took = timer(clients[path], urls[path] + PATH, body, headers)
+                if n >= warmup:
+                    out.samples[path].append(took)
+    finally:
+        for client in clients.values():
+            client.close()
+    return out
+
+
+@dataclass
+class Yardstick:
+    messages: int
+    body_bytes: int
+    orjson_ms: float
+    json_ms: float
+
+
+def yardstick(transcripts: dict[str, Items], size: int, repeats: int) -> Yardstick:
+    """Median milliseconds to parse the body of a ``size``-message request and serialize it
+    again, with orjson and with json."""
+    body = request_body([*build_history(transcripts, size), appended("yardstick", 0)])
+    text = body.decode()
+
+    def timed(fn: Callable[[], object]) -> float:
+        samples = []
+        for _ in range(repeats):
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                fn()
+                samples.append(time.perf_counter() - start)
+            finally:
+                gc.enable()
+        return statistics.median(samples) * 1e3
+
+    return Yardstick(
+        size,
+        len(body),
+        timed(lambda: orjson.dumps(orjson.loads(body))),
+        timed(lambda: json.dumps(json.loads(text))),
+    )
+
+
+# -- concurrent sessions --------------------------------------------------------------------
+
+
+@dataclass
+class Concurrency:
+    sessions: int
+    rounds: int
+    streams: int = 0
+    peak_open: int = 0
+    errors: list[str] = field(default_factory=list)
+    mixups: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def streamed_text(data: bytes) -> str:
+    """The text of a chat completion stream: its content deltas, joined."""
+    out = []
+    for line in data.split(b"\n"):
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            for choice in orjson.loads(line[6:]).get("choices") or ():
+                out.append((choice.get("delta") or {}).get("content") or "")
+    return "".join(out)
+
+
+def mixup(session: str, mark: str, body: bytes, headers: httpx2.Headers, text: str) -> str | None:
+    """What is wrong with an answer for ``session``, whose last message carried ``mark`` and
+    whose request was ``body``; None when it is that session's own."""
+    named = headers.get("x-synopsis-session")
+    if named != session:
+        return f"{session}: answered as session {named!r}"
+    if headers.get("x-synopsis-compacted") != "false":
+        return f"{session}: compacted={headers.get('x-synopsis-compacted')!r}"
+    expected = f"{mark} crc={zlib.crc32(body):08x}"
+    if text != expected:
+        return f"{session}: got {text!r}, expected {expected!r}"
+    return None
+
+
+async def _session(
+    client: httpx2.AsyncClient,
+    url: str,
+    index: int,
+    history: Items,
+    plan: Plan,
+    report: Concurrency,
+    open_now: list[int],
+) -> None:
+    session = f"bench-session-{index}"
+    tag = f"s{index}"
+    headers = {
+        "content-type": "application/json",
+        "x-synopsis-session": session,
+        CHECK_HEADER: "1",
+        PACE_HEADER: str(plan.pace),
+    }
+    for n in range(plan.session_rounds):
+        history.append(appended(tag, n))
+        body = request_body(history, stream=True)
+        try:
+            async with client.stream("POST", url + PATH, content=body, headers=headers) as answer:
+                open_now[0] += 1
+                report.peak_open = max(report.peak_open, open_now[0])
+                try:
+                    data = b"".join([chunk async for chunk in answer.aiter_raw()])
+                finally:
+                    open_now[0] -= 1
+        except httpx2.HTTPError as error:
+            report.errors.append(f"{session}: {type(error).__name__}: {error}")
+            return
+        report.streams += 1
+        if answer.status_code != 200:
+            report.errors.append(f"{session}: status {answer.status_code}: {data[:200]!r}")
+            return
+        text = streamed_text(data)
+        wrong = mixup(session, f"bench-mark-{tag}-{n}", body, answer.headers, text)
+        if wrong is not None:
+            report.mixups.append(wrong)
+        history.append({"role": "assistant", "content": text})  # as the client keeps it
+
+
+async def _concurrent(transcripts: dict[str, Items], proxy: str, plan: Plan) -> Concurrency:
+    report = Concurrency(plan.sessions, plan.session_rounds)
+    histories = []
+    for i in range(plan.sessions):
+        # each its own: its own system prompt, and one message more than the one before
+        history = build_history(transcripts, plan.session_messages + i)
+        history[0] = dict(history[0], content=f"{history[0]['content']}\nSession {i}.")
+        histories.append(history)
+    limits = httpx2.Limits(max_connections=plan.sessions, max_keepalive_connections=plan.sessions)
+    open_now = [0]
+    start = time.perf_counter()
+    async with httpx2.AsyncClient(limits=limits, timeout=120.0) as client:
+        await asyncio.gather(
+            *(
+                _session(client, proxy, i, histories[i], plan, report, open_now)
+                for i in range(plan.sessions)
+            )
+        )
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def concurrent(transcripts: dict[str, Items], proxy: str, plan: Plan) -> Concurrency:
+    return asyncio.run(_concurrent(transcripts, proxy, plan))
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Memory:
+    messages: int
+    sessions: int
+    body_bytes: int
+    per_session: float
+    """Bytes the proxy keeps per idle session (tracemalloc)."""
+    by_file: list[tuple[str, float]]
+    """The largest holders: (source file, bytes per session)."""
+
+
+def memory(transcripts: dict[str, Items], upstream_url: str, size: int, sessions: int) -> Memory:
+    """tracemalloc growth of this process, serving the proxy, after ``sessions`` sessions of
+    ``size`` messages are each sent once (after a warm-up session, untraced)."""
+    history = build_history(transcripts, size)
+    bodies = []
+    for i in range(sessions + 1):
+        own = [dict(history[0], content=f"{history[0]['content']}\nSession {i}."), *history[1:]]
+        bodies.append(request_body([*own, appended(f"m{i}", 0)]))
+    with Served(proxy_app(upstream_url)) as served, httpx2.Client(timeout=120.0) as client:
+
+        def send(i: int) -> None:
+            headers = {"content-type": "application/json", "x-synopsis-session": f"mem-{i}"}
+            answer = client.post(served.url + PATH, content=bodies[i], headers=headers)
+            _checked(answer, answer_text(answer.content))
+
+        send(sessions)  # the compactor, the metrics' labels, the connections
+        tracemalloc.start(1)
+        try:
+            gc.collect()
+            before = tracemalloc.take_snapshot()
+            for i in range(sessions):
+                send(i)
+            gc.collect()
+            after = tracemalloc.take_snapshot()
+        finally:
+            tracemalloc.stop()
+    # what this module and tracemalloc allocate (the client's side) is not the proxy's
+    ours = [tracemalloc.Filter(False, __file__), tracemalloc.Filter(False, tracemalloc.__file__)]
+    diff = after.filter_traces(ours).compare_to(before.filter_traces(ours), "filename")
+    grown = sum(d.size_diff for d in diff)
+    top = sorted(diff, key=lambda d: -d.size_diff)[:3]
+    by_file = [(_short(d.traceback[0].filename), d.size_diff / sessions) for d in top]
+    return Memory(size, sessions, len(bodies[0]), grown / sessions, by_file)
+
+
+def _short(filename: str) -> str:
+    """A source file's name from its package on (no path of this machine)."""
+    parts = Path(filename).parts
+    for anchor, skip in (("synopsis", 0), ("site-packages", 1)):
+        if anchor in parts:
+            i = len(parts) - 1 - parts[::-1].index(anchor) + skip
+            return "/".join(parts[i:])
+    return parts[-1] if parts else filename
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    plan: Plan
+    latencies: list[Latency]
+    yardstick: Yardstick
+    first_byte: Latency
+    concurrency: Concurrency
+    memories: list[Memory]
+    seconds: float = 0.0
+    stack: str = field(default_factory=stack)
+    machine: str = field(default_factory=lambda: f"{platform.platform()} {os.cpu_count()}")
+
+    def targets(self) -> list[tuple[str, str, bool]]:
+        """(what, measured, met) for each target."""
+        small, large = self.latencies[0], self.latencies[-1]
+        stick = self.yardstick.orjson_ms
+        ratio = large.added(0.5) * 1e3 / stick
+        fb = self.first_byte.added(0.5) * 1e3
+        c = self.concurrency
+        return [
+            (
+                f"added latency p50 at {small.messages:,} messages < {ADDED_P50_TARGET_MS:g} ms",
+                f"{small.added(0.5) * 1e3:.2f} ms",
+                small.added(0.5) * 1e3 < ADDED_P50_TARGET_MS,
+            ),
+            (
+                f"added latency p50 at {large.messages:,} messages ≤ {YARDSTICK_TARGET:g}× "
+                "orjson parse + serialize of the body",
+                f"{large.added(0.5) * 1e3:.1f} ms = {ratio:.2f}× {stick:.1f} ms",
+                ratio <= YARDSTICK_TARGET,
+            ),
+            (
+                f"added time to first streamed byte p50 at {self.first_byte.messages:,} "
+                f"messages < {FIRST_BYTE_TARGET_MS:g} ms",
+                f"{fb:.2f} ms",
+                fb < FIRST_BYTE_TARGET_MS,
+            ),
+            (
+                f"{c.sessions} streaming sessions held at once, no error, no mix-up",
+                f"{c.streams} streams, at most {c.peak_open} open at once, {len(c.errors)} "
+                f"errors, {len(c.mixups)} mix-ups",
+                c.peak_open == c.sessions
+                and c.streams == c.sessions * c.rounds
+                and not c.errors
+                and not c.mixups,
+            ),
+        ]
+
+
+def run(plan: Plan) -> Results:
+    started = time.perf_counter()
+    transcripts = load_transcripts()
+    with Child("upstream") as direct:
+        children = [Child("relay", direct), Child("proxy", direct)]  # both start at once
+        with contextlib.ExitStack() as stack:
+            for child in children:
+                stack.push(child.__exit__)
+            relay, proxy = (child.__enter__() for child in children)
+            urls = {"direct": direct, "relay": relay, "proxy": proxy}
+            latencies = [
+                latency(transcripts, urls, size, rounds, plan.warmup)
+                for size, rounds in plan.latency
+            ]
+            size, rounds = plan.first_byte
+            first = latency(transcripts, urls, size, rounds, plan.warmup, stream=True)
+            crowd = concurrent(transcripts, proxy, plan)
+        stick = yardstick(transcripts, plan.latency[-1][0], plan.yardstick_repeats)
+        memories = [memory(transcripts, direct, m, n) for m, n in plan.memory]
+    results = Results(plan, latencies, stick, first, crowd, memories)
+    results.seconds = time.perf_counter() - started
+    return results
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:.2f}" if abs(ms) < 100 else f"{ms:.0f}"
+
+
+def _latency_rows(results: Results) -> list[tuple[str, Latency]]:
+    rows = [(f"{r.messages:,} messages", r) for r in results.latencies]
+    fb = results.first_byte
+    return [*rows, (f"{fb.messages:,} messages, first byte", fb)]
+
+
+def table(results: Results) -> list[str]:
+    """The figures as lines of text (what ``main`` prints)."""
+    head = (
+        f"{'request':>26} {'body MB':>8} {'n':>5} {'direct p50':>11} {'proxy p50':>10} "
+        f"{'added p50':>10} {'(relay)':>8} {'direct p99':>11} {'proxy p99':>10} "
+        f"{'added p99':>10} {'(relay)':>8}"
+    )
+    lines = [f"server stack: {results.stack}", head, "-" * len(head)]
+    for name, r in _latency_rows(results):
+        lines.append(
+            f"{name:>26} {r.body_bytes / 1e6:>8.2f} {r.count:>5} "
+            f"{_ms(r.at('direct', 0.5)):>11} {_ms(r.at('proxy', 0.5)):>10} "
+            f"{_ms(r.added(0.5)):>10} {_ms(r.added(0.5, path='relay')):>8} "
+            f"{_ms(r.at('direct', 0.99)):>11} {_ms(r.at('proxy', 0.99)):>10} "
+            f"{_ms(r.added(0.99)):>10} {_ms(r.added(0.99, path='relay')):>8}"
+        )
+    lines.append(
+        "(milliseconds; added: proxy minus direct at the same quantile; (relay): what a bare "
+        "byte relay on the same stack adds)"
+    )
+    y, large = results.yardstick, results.latencies[-1]
+    added = large.added(0.5) * 1e3
+    lines.append(
+        f"yardstick at {y.messages:,} messages: orjson loads + dumps {y.orjson_ms:.1f} ms, "
+        f"json {y.json_ms:.1f} ms; added p50 / orjson x{added / y.orjson_ms:.2f}, "
+        f"/ json x{added / y.json_ms:.2f}"
+    )
+    c = results.concurrency
+    lines.append(
+        f"concurrent: {c.sessions} sessions x {c.rounds} streamed rounds: {c.streams} streams "
+        f"in {c.seconds:.1f} s, at most {c.peak_open} open at once, {len(c.errors)} errors, "
+        f"{len(c.mixups)} mix-ups"
+    )
+    lines += [f"  {text}" for text in (c.errors + c.mixups)[:5]]
+    head = (
+        f"{'msgs/session':>13} {'sessions':>9} {'body MB':>8} {'kept MB/session':>16} "
+        f"{'x body':>7} {f'x {REMEMBERED} sessions':>16}"
+    )
+    lines += [head, "-" * len(head)]
+    for m in results.memories:
+        lines.append(
+            f"{m.messages:>13,} {m.sessions:>9} {m.body_bytes / 1e6:>8.2f} "
+            f"{m.per_session / 1e6:>16.2f} {m.per_session / m.body_bytes:>7.2f} "
+            f"{m.per_session * REMEMBERED / 1e9:>13.2f} GB"
+        )
+        holders = ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in m.by_file)
+        lines.append(f"  largest holders per session: {holders}")
+    for what, measured, met in results.targets():
+        lines.append(f"{'meets' if met else 'MISSES'}: {what} ({measured})")
+    lines.append(f"total benchmark time: {results.seconds:.1f} s")
+    return lines
+
+
+def markdown(results: Results) -> str:
+    """``benchmarks/results/proxy.md``."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    plan = results.plan
+    out = [
+        "# The proxy's own cost",
+        "",
+        f"Measured {when} on `{results.machine}` (platform, CPUs) with Python "
+        f"{platform.python_version()}, by `python -m benchmarks.bench_proxy` (part of "
+        f"`make bench`) in {results.seconds:.0f} s. Server stack: {results.stack}.",
+        "",
+        "Every figure is against the same upstream called directly, in the same run: a bare "
+        "ASGI app on uvicorn, in a process of its own, that answers a small chat completion "
+        "(or its events, for `stream: true`) without parsing the body. The proxy is "
+        "`create_app` on uvicorn at 127.0.0.1, in a process of its own, with a window no "
+        "history here reaches, so nothing is compacted. The relay column is a bare relay on "
+        "the same stack (uvicorn in, httpx2 out, bytes passed through): the floor any proxy "
+        "built this way pays for the extra hop. The client is httpx2, with no SDK on top; "
+        "each request resends its session with one message appended, and the three paths "
+        "take turns with the same bytes. Histories: the bundled transcripts, OpenAI chat "
+        "format.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | met |",
+        "|---|---|---|",
+    ]
+    for what, measured, met in results.targets():
+        out.append(f"| {what} | {measured} | {'yes' if met else '**no**'} |")
+    out += [
+        "",
+        "## Latency (milliseconds)",
+        "",
+        "Added: proxy minus direct at the same quantile; relay: what the bare relay adds. "
+        f"n timed requests per path, after {plan.warmup} untimed.",
+        "",
+        "| request | body | n | direct p50 | proxy p50 | added p50 | relay p50 "
+        "| direct p99 | proxy p99 | added p99 | relay p99 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in _latency_rows(results):
+        out.append(
+            f"| {name} | {r.body_bytes / 1e6:.2f} MB | {r.count} "
+            f"| {_ms(r.at('direct', 0.5))} | {_ms(r.at('proxy', 0.5))} "
+            f"| **{_ms(r.added(0.5))}** | {_ms(r.added(0.5, path='relay'))} "
+            f"| {_ms(r.at('direct', 0.99))} | {_ms(r.at('proxy', 0.99))} "
+            f"| **{_ms(r.added(0.99))}** | {_ms(r.added(0.99, path='relay'))} |"
+        )
+    y, large = results.yardstick, results.latencies[-1]
+    added = large.added(0.5) * 1e3
+    c = results.concurrency
+    out += [
+        "",
+        f"Yardstick at {y.messages:,} messages ({y.body_bytes / 1e6:.1f} MB): parsing the "
+        f"body and serializing it again takes {y.orjson_ms:.1f} ms with orjson and "
+        f"{y.json_ms:.1f} ms with json (medians of {plan.yardstick_repeats}); the proxy adds "
+        f"{added:.1f} ms at p50, {added / y.orjson_ms:.2f}× the orjson figure "
+        f"({added / y.json_ms:.2f}× json's).",
+        "",
+        "## Concurrent streaming sessions",
+        "",
+        f"{c.sessions} sessions, each with its own `x-synopsis-session` and history "
+        f"({plan.session_messages} messages and up), {c.rounds} rounds each, all at once; "
+        f"the upstream sends each stream's events {plan.pace * 1e3:.0f} ms apart so that they "
+        "are open together. Each answer must name its own session, be uncompacted, and "
+        "carry its own request's marker and the CRC-32 of the bytes its client sent, as the "
+        "upstream received them.",
+        "",
+        f"{c.streams} streams in {c.seconds:.1f} s, at most {c.peak_open} open at once; "
+        f"{len(c.errors)} errors, {len(c.mixups)} mix-ups.",
+        "",
+        "## Memory per idle session",
+        "",
+        "tracemalloc growth of the process serving the proxy (this part serves it in the "
+        "benchmark's own process) after N sessions were each sent once, divided by N; the "
+        "benchmark's own allocations are left out. The proxy keeps up to "
+        f"{REMEMBERED} sessions (`remembered_sessions`, its default).",
+        "",
+        "| messages per session | sessions | request body | kept per session | × body "
+        f"| × {REMEMBERED} sessions | largest holders, per session |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for m in results.memories:
+        holders = ", ".join(f"`{name}` {size / 1e6:.2f} MB" for name, size in m.by_file)
+        out.append(
+            f"| {m.messages:,} | {m.sessions} | {m.body_bytes / 1e6:.2f} MB "
+            f"| {m.per_session / 1e6:.2f} MB | {m.per_session / m.body_bytes:.2f} "
+            f"| {m.per_session * REMEMBERED / 1e9:.2f} GB | {holders} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
+    results = run(plan)
+    print("\n".join(table(results)))
+    if results_path is not None:
+        results_path.write_text(markdown(results), encoding="utf-8")
+        print(f"written: {results_path.name}")
+    return results
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        serve(*sys.argv[2:4])
+    else:
+        main()

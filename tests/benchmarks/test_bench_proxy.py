@@ -1,0 +1,144 @@
+"""The proxy benchmark at a tiny size: every part measures what it claims (the servers
+start and answer, the concurrent sessions are checked for mix-ups, the memory part sees the
+sessions the proxy keeps) and the report shows it; no timing target is asserted here."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import zlib
+from dataclasses import dataclass
+
+import httpx2
+import orjson
+import pytest
+
+from benchmarks import bench_proxy as bench
+from synopsis.testing.server import chat_completion, stream_events
+
+# Three servers start in processes of their own (under coverage when the suite measures it),
+# and the module's first test pays for the whole run in its fixture.
+pytestmark = pytest.mark.timeout(180)
+
+TINY = bench.Plan(
+    latency=((20, 6), (200, 3)),
+    first_byte=(20, 6),
+    sessions=6,
+    session_messages=20,
+    session_rounds=2,
+    pace=0.01,
+    memory=((20, 3), (200, 2)),
+    yardstick_repeats=2,
+    warmup=2,
+)
+
+
+@dataclass
+class Run:
+    results: bench.Results
+    printed: str
+    written: str
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    path = tmp_path_factory.mktemp("bench") / "proxy.md"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        results = bench.main(TINY, path)
+    return Run(results, out.getvalue(), path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def results(ran: Run) -> bench.Results:
+    return ran.results
+
+
+def test_each_path_is_timed_once_a_round_after_the_warm_up(results: bench.Results) -> None:
+    rows = [*results.latencies, results.first_byte]
+    assert [(r.messages, r.count) for r in rows] == [(20, 6), (200, 3), (20, 6)]
+    for row in rows:
+        assert set(row.samples) == {"direct", "relay", "proxy"}
+        assert all(len(s) == row.count and min(s) > 0 for s in row.samples.values())
+    small, large = results.latencies
+    assert 0 < small.body_bytes < large.body_bytes
+    assert results.yardstick.messages == 200
+    assert results.yardstick.orjson_ms > 0
+    assert results.yardstick.json_ms > 0
+
+
+def test_every_concurrent_session_gets_its_own_answers(results: bench.Results) -> None:
+    crowd = results.concurrency
+    assert (crowd.errors, crowd.mixups) == ([], [])
+    assert crowd.streams == TINY.sessions * TINY.session_rounds
+    assert crowd.peak_open == TINY.sessions
+    met = {what: ok for what, _, ok in results.targets()}
+    assert met["6 streaming sessions held at once, no error, no mix-up"]
+
+
+def test_an_idle_session_keeps_more_the_longer_its_history(results: bench.Results) -> None:
+    short, long = results.memories
+    assert (short.sessions, long.sessions) == (3, 2)
+    # the proxy keeps at least the session's history, decoded
+    assert short.body_bytes < short.per_session < long.per_session
+    assert long.per_session > long.body_bytes
+    assert any(name.startswith("synopsis/") for name, _ in long.by_file)
+
+
+def test_the_run_prints_its_figures_and_writes_them_down(ran: Run) -> None:
+    text = ran.written
+    assert text.startswith("# The proxy's own cost\n")
+    assert "python -m benchmarks.bench_proxy" in text
+    assert len(re.findall(r"^\| (added|6 streaming)", text, re.M)) == 4
+    assert "| 200 messages | " in text
+    assert "| 20 messages, first byte | " in text
+    assert "\n| 200 | 2 | " in text
+    lines = ran.printed.splitlines()
+    assert lines[0].startswith("server stack: uvicorn ")
+    assert sum(line.startswith(("meets: ", "MISSES: ")) for line in lines) == 4
+    assert lines[-1] == "written: proxy.md"
+
+
+def test_an_answer_for_another_session_or_body_is_a_mixup() -> None:
+    body = b'{"model":"m","messages":[]}'
+    crc = f"crc={zlib.crc32(body):08x}"
+    own = httpx2.Headers({"x-synopsis-session": "a", "x-synopsis-compacted": "false"})
+    assert bench.mixup("a", "bench-mark-a-1", body, own, f"bench-mark-a-1 {crc}") is None
+    other = httpx2.Headers({"x-synopsis-session": "b", "x-synopsis-compacted": "false"})
+    assert "answered as session 'b'" in str(
+        bench.mixup("a", "bench-mark-a-1", body, other, f"bench-mark-a-1 {crc}")
+    )
+    squeezed = httpx2.Headers({"x-synopsis-session": "a", "x-synopsis-compacted": "true"})
+    assert "compacted='true'" in str(
+        bench.mixup("a", "bench-mark-a-1", body, squeezed, f"bench-mark-a-1 {crc}")
+    )
+    assert "expected" in str(bench.mixup("a", "bench-mark-a-1", body, own, f"bench-mark-b-1 {crc}"))
+    assert "expected" in str(
+        bench.mixup("a", "bench-mark-a-1", body + b" ", own, f"bench-mark-a-1 {crc}")
+    )
+
+
+def test_a_stream_reads_back_as_its_text() -> None:
+    text = "bench-mark-s3-7 crc=0123abcd"
+    events = stream_events(bench.PATH, chat_completion(text), {})
+    data = b"".join(e.encode() for e in events)
+    assert data.endswith(b"data: [DONE]\n\n")
+    assert bench.streamed_text(data) == text
+    assert bench.answer_text(data) == text
+    assert bench.answer_text(orjson.dumps(chat_completion(text))) == text
+
+
+def test_quantiles_interpolate_between_neighbours() -> None:
+    samples = [4.0, 1.0, 3.0, 2.0, 5.0]
+    assert bench.quantile(samples, 0.5) == 3.0
+    assert bench.quantile(samples, 0.0) == 1.0
+    assert bench.quantile(samples, 1.0) == 5.0
+    assert bench.quantile(samples, 0.99) == pytest.approx(4.96)
+    assert bench.quantile([7.0], 0.99) == 7.0
+
+
+def test_a_source_file_is_named_from_its_package_on() -> None:
+    assert bench._short("/x/y/src/synopsis/proxy/app.py") == "synopsis/proxy/app.py"
+    assert bench._short("/v/lib/site-packages/starlette/requests.py") == "starlette/requests.py"
+    assert bench._short("/somewhere/else.py") == "else.py"
