@@ -75,8 +75,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     if args.host not in _LOCAL:
         print(
-            f"synopsis: warning: listening on {args.host}: anyone who can reach it can use "
-            "your upstream credentials' quota through it"
+            f"synopsis: warning: listening on {args.host}: anyone who can reach it can send "
+            "requests through it, and spend an LLM summarizer's key"
             + ("" if args.auth_token else "; consider --auth-token"),
             file=sys.stderr,
         )
