@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -15,9 +16,18 @@ from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 import synopsis
+import synopsis.proxy
+from synopsis.proxy import create_app
 from synopsis.proxy.compactors import Compactors, Timed
 from synopsis.proxy.errors import error_body, is_overflow, overflow_limit
-from synopsis.proxy.relay import forwarded_headers, returned_headers, usage
+from synopsis.proxy.relay import (
+    ClientGone,
+    Departure,
+    Interrupted,
+    forwarded_headers,
+    returned_headers,
+    usage,
+)
 from synopsis.proxy.sessions import session_key
 from synopsis.stores import MemoryStore
 from synopsis.summarizers import RuleBasedSummarizer
@@ -32,6 +42,8 @@ from synopsis.testing.server import (
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+
+    from starlette.types import Message as Message_
 
     from synopsis.messages import Message
     from synopsis.summarizers import SummaryRecord
@@ -322,18 +334,24 @@ def test_forwarded_headers_drop_this_hop_and_the_proxys_own() -> None:
             (b"content-type", b"application/json"),
         ]
     )
-    assert dict(forwarded_headers(inbound)) == {
-        "authorization": "Bearer sk-client",
-        "x-api-key": "sk-ant",
-        "anthropic-version": "2023-06-01",
-        "content-type": "application/json",
-        "accept-encoding": "identity",
-    }
+    assert forwarded_headers(inbound) == [
+        ("authorization", "Bearer sk-client"),
+        ("x-api-key", "sk-ant"),
+        ("anthropic-version", "2023-06-01"),
+        ("content-type", "application/json"),
+        ("accept-encoding", "identity"),
+    ]
 
 
 def test_forwarded_headers_are_matched_whatever_their_case() -> None:
-    out = dict(forwarded_headers({"X-Synopsis-Token": "t", "Connection": "close", "X-Tag": "a"}))
-    assert out == {"X-Tag": "a", "accept-encoding": "identity"}
+    out = forwarded_headers({"X-Synopsis-Token": "t", "Connection": "close", "X-Tag": "a"})
+    assert out == [("X-Tag", "a"), ("accept-encoding", "identity")]
+
+
+def test_a_repeated_request_header_is_forwarded_as_often_as_it_came() -> None:
+    inbound = Headers(raw=[(b"anthropic-beta", b"a-2025"), (b"anthropic-beta", b"b-2025")])
+    out = httpx2.Headers(forwarded_headers(inbound))
+    assert out.get_list("anthropic-beta") == ["a-2025", "b-2025"]
 
 
 def test_returned_headers_drop_framing_server_and_date_and_keep_repeats() -> None:
@@ -550,3 +568,87 @@ def test_a_blocking_call_of_an_async_only_summarizer_is_refused() -> None:
     with pytest.raises(TypeError, match="AsyncOnly has no blocking summarize"):
         Timed(AsyncOnly(), "async", observed).summarize(HISTORY)
     assert observed.calls == []
+
+
+# -- the client's departure --------------------------------------------------------------------
+
+
+class Channel:
+    """An ASGI ``receive`` as a server gives it once the body is read: the messages put in it,
+    in order, waiting while there are none."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Message_] = asyncio.Queue()
+
+    async def __call__(self) -> Message_:
+        return await self.queue.get()
+
+
+async def _race_with(messages: Sequence[Message_], work_seconds: float) -> tuple[str, bool]:
+    channel = Channel()
+    for message in messages:
+        channel.queue.put_nowait(message)
+    departure = Departure(channel)
+    cancelled = False
+
+    async def work() -> str:
+        nonlocal cancelled
+        try:
+            await asyncio.sleep(work_seconds)
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+        return "done"
+
+    try:
+        return await departure.race(work()), cancelled
+    except ClientGone:
+        return "gone", cancelled
+    finally:
+        await departure.stop()
+
+
+def test_work_that_ends_first_gives_its_value() -> None:
+    assert asyncio.run(_race_with([], 0)) == ("done", False)
+
+
+def test_a_departure_cancels_the_work() -> None:
+    assert asyncio.run(_race_with([{"type": "http.disconnect"}], 10)) == ("gone", True)
+
+
+def test_only_a_disconnect_is_a_departure() -> None:
+    stray = {"type": "http.request", "body": b"", "more_body": False}
+    assert asyncio.run(_race_with([stray], 0.05)) == ("done", False)
+    assert asyncio.run(_race_with([stray, {"type": "http.disconnect"}], 10)) == ("gone", True)
+
+
+def test_work_cancelled_from_within_is_an_interruption() -> None:
+    async def run() -> None:
+        departure = Departure(Channel())
+
+        async def work() -> None:
+            raise asyncio.CancelledError
+
+        try:
+            with pytest.raises(Interrupted):
+                await departure.race(work())
+        finally:
+            await departure.stop()
+
+    asyncio.run(run())
+
+
+# -- the package -------------------------------------------------------------------------------
+
+
+def test_the_package_names_only_what_it_has() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'serve'"):
+        _ = synopsis.proxy.serve
+
+
+def test_without_the_extra_the_package_says_which() -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "prometheus_client", None)  # as if it were not installed
+        with pytest.raises(ImportError, match=r'"proxy" extra \(prometheus_client is missing\)'):
+            _ = synopsis.proxy.create_app
+    assert synopsis.proxy.create_app is create_app

@@ -46,14 +46,16 @@ _OWN = "x-synopsis-"
 _KEEP = 8192
 
 
-def forwarded_headers(headers: Mapping[str, str]) -> dict[str, str]:
+def forwarded_headers(headers: Mapping[str, str]) -> list[tuple[str, str]]:
     """The client's headers the upstream gets: all but those of this hop and the proxy's own
-    (``x-synopsis-*``); credentials pass unchanged. The upstream is asked not to compress, so
-    that a stream's chunks are relayed as they come."""
-    out = {
-        k: v for k, v in headers.items() if k.lower() not in _HOP and not k.lower().startswith(_OWN)
-    }
-    out["accept-encoding"] = "identity"
+    (``x-synopsis-*``), a repeated one as often as it came; credentials pass unchanged. The
+    upstream is asked not to compress, so that a stream's chunks are relayed as they come."""
+    out = [
+        (k, v)
+        for k, v in headers.items()
+        if k.lower() not in _HOP and not k.lower().startswith(_OWN)
+    ]
+    out.append(("accept-encoding", "identity"))
     return out
 
 
