@@ -45,6 +45,7 @@ BODIES: dict[str, dict[str, Any]] = {
     CHAT: {"model": "gpt-4o", "messages": HELLO},
     "/v1/responses": {"model": "gpt-4o", "input": HELLO},
     MESSAGES: {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": HELLO},
+    COUNT: {"model": "claude-sonnet-4-5", "messages": HELLO},
 }
 LONG: dict[str, dict[str, Any]] = {
     CHAT: {"model": "gpt-4o", "messages": HISTORY},
@@ -386,11 +387,56 @@ def test_an_upstream_error_is_relayed_with_its_status_and_body(plain: Rig) -> No
     assert answer.headers["x-synopsis-session"].startswith("auto:")
 
 
+def test_a_request_with_no_history_to_shorten_is_forwarded_as_it_came(plain: Rig) -> None:
+    continued = {"model": "gpt-4o", "previous_response_id": "resp_1", "input": HELLO}
+    for body in (continued, {"model": "gpt-4o", "input": "hello"}):
+        raw = json.dumps(body).encode()
+        answer = plain.client.post(
+            "/v1/responses", content=raw, headers={"content-type": "application/json"}
+        )
+        assert answer.status_code == 200
+        assert "x-synopsis-session" not in answer.headers
+        assert "x-synopsis-tokens" not in answer.headers
+        assert plain.fake.requests[-1].raw == raw
+
+
+RESPONSES_OVERFLOW = {
+    "error": {
+        "message": "Your input exceeds the context window of this model. Please adjust your "
+        "input and try again.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": "context_length_exceeded",
+    }
+}
+
+
+def test_an_overflow_naming_no_window_is_compacted_harder_with_the_window_kept() -> None:
+    with upstream() as fake, proxied(fake.root) as (served, client):
+        fake.add(RESPONSES_OVERFLOW, status=400)
+        answer = client.post(CHAT, json=LONG[CHAT])
+        assert answer.status_code == 200
+        assert answer.headers["x-synopsis-retried"] == "overflow"
+        first, second = fake.requests
+        assert len(first.body["messages"]) == len(HISTORY)  # under the trigger: as it came
+        assert len(second.body["messages"]) < len(HISTORY)
+        assert served.state.compactors.window("gpt-4o") == 128_000
+
+
+def test_a_huge_upstream_error_is_cut_at_a_mebibyte(plain: Rig) -> None:
+    plain.fake.error(500, "x" * (3 << 19))  # 1.5 MiB
+    answer = plain.client.post(CHAT, json=BODIES[CHAT])
+    assert answer.status_code == 500
+    assert 1 << 20 <= len(answer.content) < 3 << 19
+    assert answer.content.startswith(b'{"error": {"type": "error", "message": "xxx')
+
+
 # -- an upstream that is not there or does not answer ----------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("POST", CHAT), ("POST", MESSAGES), ("GET", "/v1/models")]
+    ("method", "path"),
+    [("POST", CHAT), ("POST", MESSAGES), ("POST", COUNT), ("GET", "/v1/models")],
 )
 def test_an_unreachable_upstream_is_a_502(method: str, path: str) -> None:
     dead = f"http://127.0.0.1:{_dead_port()}"
@@ -407,7 +453,8 @@ def test_an_unreachable_upstream_is_a_502(method: str, path: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("POST", CHAT), ("POST", MESSAGES), ("GET", "/v1/models")]
+    ("method", "path"),
+    [("POST", CHAT), ("POST", MESSAGES), ("POST", COUNT), ("GET", "/v1/models")],
 )
 def test_an_upstream_that_does_not_answer_in_time_is_a_504(method: str, path: str) -> None:
     with silent() as url, proxied(url, timeout=0.3) as (served, client):
