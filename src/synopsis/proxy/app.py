@@ -456,7 +456,10 @@ async def _retry(
         await exchange.compact(departure, body, force=True)
     except ConversationError:
         return None
-    if exchange.result is None:
+    result, items = exchange.result, exchange.items
+    # Failed, or nothing left to cut (the client's own history back): sending again could
+    # only be refused again, so the client gets the refusal as it came.
+    if result is None or items is None or _unchanged(result, items, exchange.system):
         exchange.result = before
         return None
     exchange.note()
