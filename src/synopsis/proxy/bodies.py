@@ -42,7 +42,9 @@ class Route:
         as the client sent them."""
         out = dict(body)
         out[self.items_key] = result.messages
-        if self.system_key is not None and self.system_key in body:
+        # Only Anthropic's system prompt comes back apart from the compacted history; the
+        # Responses instructions are measured with it but not part of it, and go unchanged.
+        if self.format == "anthropic" and self.system_key is not None and self.system_key in body:
             out[self.system_key] = result.system
         return out
 
