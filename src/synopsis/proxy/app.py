@@ -74,7 +74,10 @@ class ProxyState:
     clients: dict[str, httpx2.AsyncClient] = field(default_factory=dict)
     stable: dict[str, tuple[object, object]] = field(default_factory=dict)
     """Per session, the system prompt and tools last seen: an equal copy is replaced by them,
-    so that the fast path, which knows them by identity, recognises them."""
+    so that the fast path, which knows them by identity, recognises them. The sessions used
+    last, in order of use."""
+    remembered_sessions: int = 256
+    """How many sessions ``stable`` keeps, as the compactors' fast path remembers."""
 
     def client(self, api: str) -> httpx2.AsyncClient:
         return self.clients[api]
@@ -129,6 +132,7 @@ def create_app(
         log_json=log_json,
         log_bodies=log_bodies,
         transport=transport,
+        remembered_sessions=remembered_sessions,
     )
 
     @contextlib.asynccontextmanager
@@ -293,11 +297,15 @@ def _stable(
     state: ProxyState, session: str, system: object, tools: object
 ) -> tuple[object, object]:
     """``system`` and ``tools``, or the equal objects the session's last request had."""
-    last = state.stable.get(session)
+    last = state.stable.pop(session, None)
     if last is not None:
         system = last[0] if last[0] == system else system
         tools = last[1] if last[1] == tools else tools
     state.stable[session] = (system, tools)
+    # A proxy that runs for months sees sessions without end, each with prompts and tools
+    # of tens of kilobytes: only those the fast path can still use are kept.
+    while len(state.stable) > state.remembered_sessions:
+        del state.stable[next(iter(state.stable))]
     return system, tools
 
 
