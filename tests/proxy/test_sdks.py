@@ -583,3 +583,23 @@ def test_count_tokens_by_the_upstream_or_by_the_proxy(
         "/v1/messages/count_tokens",
         "/elsewhere/v1/messages/count_tokens",
     ]
+
+
+# -- what the proxy keeps of idle sessions -----------------------------------------------------
+
+
+def test_the_proxy_keeps_the_prompts_of_its_newest_sessions_only(
+    upstream: FakeLLMServer, proxy: ServeProxy
+) -> None:
+    served = proxy(remembered_sessions=2)
+    tools: list[Any] = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+    with openai_client(served) as client:
+        for session in ("first", "second", "first", "third"):
+            client.chat.completions.create(
+                model="gpt-4o",
+                messages=MESSAGES,
+                tools=tools,
+                extra_headers={"x-synopsis-session": session},
+            )
+    assert list(served.state.stable) == ["first", "third"]
+    assert len(upstream.requests) == 4
