@@ -108,8 +108,8 @@ class Plan:
 
 
 FULL = Plan(
-    latency=((100, 1_500), (10_000, 100)),
-    first_byte=(100, 1_000),
+    latency=((100, 2_000), (10_000, 200)),
+    first_byte=(100, 1_500),
     sessions=50,
     session_messages=100,
     session_rounds=3,
@@ -338,11 +338,15 @@ def quantile(samples: list[float], q: float) -> float:
 
 @dataclass
 class Latency:
-    """Seconds per request of each path (``PATHS``) for one history size."""
+    """Seconds per request of each path (``PATHS``) for one history size: ``samples`` once
+    the proxy knows the session, ``first`` for the request that opens a session (the proxy
+    counts the whole history then)."""
 
     messages: int
-    body_bytes: int = 0
+    sizes: list[int] = field(default_factory=list)
+    """The bytes of each timed request's body."""
     samples: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PATHS})
+    first: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PATHS})
 
     def at(self, path: str, q: float) -> float:
         return quantile(self.samples[path], q)
@@ -351,9 +355,19 @@ class Latency:
         """``path`` minus ``over`` at the quantile ``q``."""
         return self.at(path, q) - self.at(over, q)
 
+    def first_added(self, q: float) -> float | None:
+        """What the proxy adds to a session's first request, at the quantile ``q``."""
+        if not self.first["proxy"]:
+            return None
+        return quantile(self.first["proxy"], q) - quantile(self.first["direct"], q)
+
     @property
     def count(self) -> int:
         return len(self.samples["proxy"])
+
+    @property
+    def body_bytes(self) -> int:
+        return round(statistics.median(self.sizes)) if self.sizes else 0
 
 
 def _checked(response: httpx2.Response, text: str) -> None:
@@ -410,25 +424,36 @@ def latency(
     *,
     stream: bool = False,
 ) -> Latency:
-    """``rounds`` requests of one growing session sent on every path in turn (each round
-    starts with another path); the first ``warmup`` rounds, the proxy's first sight of the
-    session among them, are not timed."""
-    history = build_history(transcripts, size)
-    session = f"latency-{size}-{'stream' if stream else 'whole'}"
-    headers = {"content-type": "application/json", "x-synopsis-session": session}
+    """``rounds`` timed requests of sessions that each grow by one message a request, sent on
+    every path in turn (each round starting with another path). A session takes at most a
+    tenth of ``size`` messages before a fresh one of ``size`` opens, so the history stays
+    that size; a session's first request and the run's first ``warmup`` are not among the
+    samples (the first go to ``first``)."""
+    base = build_history(transcripts, size)
+    span = max(1, size // 10) + 1
     timer = first_byte if stream else whole
     out = Latency(size)
     clients = {path: httpx2.Client(timeout=120.0) for path in PATHS}
+    history: Items = []
+    headers: dict[str, str] = {}
+    n = 0
     try:
-        for n in range(warmup + rounds):
-            history.append(appended(session, n))
+        while out.count < rounds:
+            opens = n % span == 0
+            if opens:
+                session = f"latency-{size}-{'stream' if stream else 'whole'}-{n // span}"
+                headers = {"content-type": "application/json", "x-synopsis-session": session}
+                history = list(base)
+            history.append(appended("latency", n))
             body = request_body(history, stream=stream)
-            out.body_bytes = len(body)
             for i in range(len(PATHS)):
                 path = PATHS[(n + i) % len(PATHS)]
                 took = timer(clients[path], urls[path] + PATH, body, headers)
                 if n >= warmup:
-                    out.samples[path].append(took)
+                    (out.first if opens else out.samples)[path].append(took)
+            if n >= warmup and not opens:
+                out.sizes.append(len(body))
+            n += 1
     finally:
         for client in clients.values():
             client.close()
@@ -646,6 +671,9 @@ class Results:
     concurrency: Concurrency
     memories: list[Memory]
     seconds: float = 0.0
+    load: tuple[float, float] = (0.0, 0.0)
+    """The machine's one-minute load average when the run began and when it ended: the
+    figures are only as quiet as the machine was."""
     stack: str = field(default_factory=stack)
     machine: str = field(default_factory=lambda: f"{platform.platform()} {os.cpu_count()}")
 
@@ -688,6 +716,7 @@ class Results:
 
 def run(plan: Plan) -> Results:
     started = time.perf_counter()
+    load = os.getloadavg()[0]
     transcripts = load_transcripts()
     with Child("upstream") as direct:
         children = [Child("relay", direct), Child("proxy", direct)]  # both start at once
@@ -707,6 +736,7 @@ def run(plan: Plan) -> Results:
         memories = [memory(transcripts, direct, m, n) for m, n in plan.memory]
     results = Results(plan, latencies, stick, first, crowd, memories)
     results.seconds = time.perf_counter() - started
+    results.load = (load, os.getloadavg()[0])
     return results
 
 
@@ -719,6 +749,21 @@ def _latency_rows(results: Results) -> list[tuple[str, Latency]]:
     rows = [(f"{r.messages:,} messages", r) for r in results.latencies]
     fb = results.first_byte
     return [*rows, (f"{fb.messages:,} messages, first byte", fb)]
+
+
+def _first_requests(results: Results) -> list[str]:
+    """What the proxy adds to a session's first request (it counts the whole history then),
+    for the sizes where sessions were opened while timing."""
+    out = []
+    for r in results.latencies:
+        p50 = r.first_added(0.5)
+        if p50 is not None:
+            out.append(
+                f"A session's first request at {r.messages:,} messages (the proxy counts the "
+                f"whole history once): {_ms(p50)} ms added at p50, over "
+                f"{len(r.first['proxy'])} sessions."
+            )
+    return out
 
 
 def table(results: Results) -> list[str]:
@@ -741,6 +786,7 @@ def table(results: Results) -> list[str]:
         "(milliseconds; added: proxy minus direct at the same quantile; (relay): what a bare "
         "byte relay on the same stack adds)"
     )
+    lines += _first_requests(results)
     y, large = results.yardstick, results.latencies[-1]
     added = large.added(0.5) * 1e3
     lines.append(
@@ -770,7 +816,10 @@ def table(results: Results) -> list[str]:
         lines.append(f"  largest holders per session: {holders}")
     for what, measured, met in results.targets():
         lines.append(f"{'meets' if met else 'MISSES'}: {what} ({measured})")
-    lines.append(f"total benchmark time: {results.seconds:.1f} s")
+    lines.append(
+        f"total benchmark time: {results.seconds:.1f} s (load average {results.load[0]:.1f} "
+        f"at the start, {results.load[1]:.1f} at the end, {os.cpu_count()} CPUs)"
+    )
     return lines
 
 
@@ -783,7 +832,9 @@ def markdown(results: Results) -> str:
         "",
         f"Measured {when} on `{results.machine}` (platform, CPUs) with Python "
         f"{platform.python_version()}, by `python -m benchmarks.bench_proxy` (part of "
-        f"`make bench`) in {results.seconds:.0f} s. Server stack: {results.stack}.",
+        f"`make bench`) in {results.seconds:.0f} s, the machine's load average "
+        f"{results.load[0]:.1f} at the start and {results.load[1]:.1f} at the end. Server "
+        f"stack: {results.stack}.",
         "",
         "Every figure is against the same upstream called directly, in the same run: a bare "
         "ASGI app on uvicorn, in a process of its own, that answers a small chat completion "
@@ -825,6 +876,7 @@ def markdown(results: Results) -> str:
     y, large = results.yardstick, results.latencies[-1]
     added = large.added(0.5) * 1e3
     c = results.concurrency
+    out += ["", *_first_requests(results)]
     out += [
         "",
         f"Yardstick at {y.messages:,} messages ({y.body_bytes / 1e6:.1f} MB): parsing the "

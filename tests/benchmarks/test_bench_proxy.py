@@ -63,6 +63,12 @@ def test_each_path_is_timed_once_a_round_after_the_warm_up(results: bench.Result
         assert all(len(s) == row.count and min(s) > 0 for s in row.samples.values())
     small, large = results.latencies
     assert 0 < small.body_bytes < large.body_bytes
+    # sessions of 20 messages take two more before a fresh one opens: the size holds
+    assert len(small.sizes) == small.count
+    assert max(small.sizes) < min(small.sizes) * 1.1
+    assert len(small.first["proxy"]) == len(small.first["direct"]) == 3
+    assert small.first_added(0.5) is not None
+    assert large.first_added(0.5) is None  # its one session opened in the warm-up
     assert results.yardstick.messages == 200
     assert results.yardstick.orjson_ms > 0
     assert results.yardstick.json_ms > 0
@@ -94,6 +100,7 @@ def test_the_run_prints_its_figures_and_writes_them_down(ran: Run) -> None:
     assert "| 200 messages | " in text
     assert "| 20 messages, first byte | " in text
     assert "\n| 200 | 2 | " in text
+    assert "A session's first request at 20 messages" in text
     lines = ran.printed.splitlines()
     assert lines[0].startswith("server stack: uvicorn ")
     assert sum(line.startswith(("meets: ", "MISSES: ")) for line in lines) == 4
