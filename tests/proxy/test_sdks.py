@@ -26,6 +26,7 @@ from synopsis.testing.server import (
     response,
     split,
 )
+from synopsis.validation import validate
 from tests.proxy.sdk_clients import (
     API_KEY,
     TEXT,
@@ -518,6 +519,48 @@ def test_a_compacted_responses_request_keeps_its_instructions(
     assert recorded.body["instructions"] == "You answer in one line."
     assert len(recorded.body["input"]) < len(history)
     assert [holds_summary(m) for m in recorded.body["input"]].count(True) == 1
+
+
+def test_a_compacted_messages_request_keeps_its_system_blocks(
+    upstream: FakeLLMServer, proxy: ServeProxy
+) -> None:
+    system: list[Any] = [
+        {"type": "text", "text": "You are a careful agent.", "cache_control": {"type": "ephemeral"}}
+    ]
+    served = proxy(context_window=2000, summarizer=ScriptedSummarizer(default="Thirty steps."))
+    history = long_history()
+    with anthropic_client(served) as client:
+        raw = client.messages.with_raw_response.create(
+            model="claude-sonnet-4-6", max_tokens=64, system=system, messages=history
+        )
+    assert raw.headers["x-synopsis-compacted"] == "true"
+    (recorded,) = upstream.requests
+    assert recorded.body["system"] == system
+    assert recorded.body["messages"][-1] == history[-1]
+    assert [holds_summary(m) for m in recorded.body["messages"]].count(True) == 1
+    assert validate(recorded.body["messages"], "anthropic", format="anthropic", system=system) == []
+
+
+@pytest.mark.parametrize("continued", [False, True], ids=["string-input", "stored-response"])
+def test_a_responses_history_the_provider_keeps_is_sent_as_it_came(
+    upstream: FakeLLMServer, proxy: ServeProxy, continued: bool
+) -> None:
+    sent: list[httpx2.Request] = []
+    served = proxy(context_window=2000, summarizer=ScriptedSummarizer(default="Thirty steps."))
+    with openai_client(served, sent) as client:
+        if continued:
+            raw = client.responses.with_raw_response.create(
+                model="gpt-4o", previous_response_id="resp_0", input=long_history()
+            )
+        else:
+            raw = client.responses.with_raw_response.create(
+                model="gpt-4o", input="Say hello. " * 2000
+            )
+        assert raw.parse().output_text == TEXT
+    (recorded,) = upstream.requests
+    assert_forwarded(sent[0], recorded)  # the very bytes, though far over the window
+    assert "x-synopsis-compacted" not in raw.headers
+    assert "x-synopsis-session" not in raw.headers
 
 
 # -- everything else passes through --------------------------------------------------------------
