@@ -63,9 +63,9 @@ from benchmarks.compare.inputs import build_history, load_transcripts
 from synopsis.testing.server import chat_completion, stream_events
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
-    from starlette.types import Receive, Scope, Send
+    from starlette.types import Message, Receive, Scope, Send
 
     from benchmarks.compare.systems import Items
 
@@ -103,6 +103,8 @@ class Plan:
     pace: float
     memory: tuple[tuple[int, int], ...]
     """(messages per session, sessions) for the memory an idle session keeps."""
+    breakdown: tuple[tuple[int, int], ...]
+    """(messages, timed rounds) of the proxy's own work, in process."""
     yardstick_repeats: int = 7
     warmup: int = 5
 
@@ -115,6 +117,7 @@ FULL = Plan(
     session_rounds=3,
     pace=0.05,
     memory=((100, 50), (1_000, 20)),
+    breakdown=((100, 300), (10_000, 20)),
 )
 
 
@@ -494,6 +497,144 @@ def yardstick(transcripts: dict[str, Items], size: int, repeats: int) -> Yardsti
     )
 
 
+# -- where the time goes ----------------------------------------------------------------------
+
+
+@dataclass
+class Breakdown:
+    """Median milliseconds per request of the proxy's own work at one history size, in this
+    process, with no network: the whole app (``app``, its upstream answering in memory), and
+    apart, the two parts that grow with the history (parsing the body, and the compaction
+    that keeps it unchanged); the rest is the framework's and the proxy's glue."""
+
+    messages: int
+    app_ms: float
+    parse_ms: float
+    compaction_ms: float
+
+    @property
+    def rest_ms(self) -> float:
+        return self.app_ms - self.parse_ms - self.compaction_ms
+
+
+def breakdown(transcripts: dict[str, Items], size: int, rounds: int, warmup: int) -> Breakdown:
+    """The proxy's app driven through ASGI, one growing session, with a transport that
+    answers at once; the body's parse and a compaction on the same settings timed apart."""
+    return asyncio.run(_breakdown(transcripts, size, rounds, warmup))
+
+
+async def _breakdown(
+    transcripts: dict[str, Items], size: int, rounds: int, warmup: int
+) -> Breakdown:
+    from synopsis import Compactor  # noqa: PLC0415 - beside the proxy's import
+    from synopsis.proxy import create_app  # noqa: PLC0415 - the extra, needed only here
+
+    answer = orjson.dumps(chat_completion("bench-mark-breakdown", model=MODEL))
+
+    async def answered(request: httpx2.Request) -> httpx2.Response:
+        await request.aread()
+
+        async def body() -> AsyncIterator[bytes]:
+            yield answer
+
+        return httpx2.Response(200, content=body(), headers={"content-type": "application/json"})
+
+    app = create_app(
+        upstream_openai="http://upstream.invalid",
+        upstream_anthropic="http://upstream.invalid",
+        windows={MODEL: WINDOW},
+        environ={},
+        transport=httpx2.MockTransport(answered),
+    )
+    into: asyncio.Queue[Message] = asyncio.Queue()
+    out: asyncio.Queue[Message] = asyncio.Queue()
+    life = asyncio.ensure_future(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}}, into.get, out.put)
+    )
+    await into.put({"type": "lifespan.startup"})
+    await out.get()
+    compactor = Compactor(model=MODEL, context_window=WINDOW, store="memory", environ={})
+    history = build_history(transcripts, size)
+    whole, parse, compaction = [], [], []
+    for n in range(warmup + rounds):
+        history.append(appended("breakdown", n))
+        body = request_body(history)
+        took = await _one(app, body)
+        gc.disable()  # as for the app's own timing
+        try:
+            start = time.perf_counter()
+            items = orjson.loads(body)["messages"]
+            parsed = time.perf_counter() - start
+            start = time.perf_counter()
+            await compactor.acompact(items, session_id="breakdown", format="openai")
+            compacted = time.perf_counter() - start
+        finally:
+            gc.enable()
+        if n >= warmup:
+            whole.append(took)
+            parse.append(parsed)
+            compaction.append(compacted)
+    compactor.close()
+    await into.put({"type": "lifespan.shutdown"})
+    await out.get()
+    await life
+    return Breakdown(
+        size,
+        statistics.median(whole) * 1e3,
+        statistics.median(parse) * 1e3,
+        statistics.median(compaction) * 1e3,
+    )
+
+
+async def _one(app: Any, body: bytes) -> float:
+    """Seconds for ``app`` to answer one request of ``body``, as uvicorn would pass it."""
+    ended = asyncio.Event()
+    sent: list[Message] = []
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> Message:
+        if pending:
+            return pending.pop()
+        await ended.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            ended.set()
+
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-synopsis-session", b"breakdown"),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},  # what uvicorn says
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": PATH,
+        "raw_path": PATH.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8787),
+    }
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        await app(scope, receive, send)
+        took = time.perf_counter() - start
+    finally:
+        gc.enable()
+    if sent[0].get("status") != 200:
+        raise RuntimeError(f"the proxy answered {sent}")
+    return took
+
+
 # -- concurrent sessions --------------------------------------------------------------------
 
 
@@ -670,6 +811,7 @@ class Results:
     first_byte: Latency
     concurrency: Concurrency
     memories: list[Memory]
+    breakdowns: list[Breakdown]
     seconds: float = 0.0
     load: tuple[float, float] = (0.0, 0.0)
     """The machine's one-minute load average when the run began and when it ended: the
@@ -734,7 +876,8 @@ def run(plan: Plan) -> Results:
             crowd = concurrent(transcripts, proxy, plan)
         stick = yardstick(transcripts, plan.latency[-1][0], plan.yardstick_repeats)
         memories = [memory(transcripts, direct, m, n) for m, n in plan.memory]
-    results = Results(plan, latencies, stick, first, crowd, memories)
+    parts = [breakdown(transcripts, m, n, plan.warmup) for m, n in plan.breakdown]
+    results = Results(plan, latencies, stick, first, crowd, memories, parts)
     results.seconds = time.perf_counter() - started
     results.load = (load, os.getloadavg()[0])
     return results
@@ -749,6 +892,32 @@ def _latency_rows(results: Results) -> list[tuple[str, Latency]]:
     rows = [(f"{r.messages:,} messages", r) for r in results.latencies]
     fb = results.first_byte
     return [*rows, (f"{fb.messages:,} messages, first byte", fb)]
+
+
+def _where(results: Results) -> list[list[str]]:
+    """Per size timed both ways: [messages, added, relay, app, parse, compaction, rest,
+    other] (milliseconds at p50, as text)."""
+    rows = []
+    by_size = {r.messages: r for r in results.latencies}
+    for part in results.breakdowns:
+        found = by_size.get(part.messages)
+        if found is None:
+            continue
+        added, relay = found.added(0.5), found.added(0.5, path="relay")
+        other = added - relay - part.app_ms / 1e3
+        rows.append(
+            [
+                f"{part.messages:,} messages",
+                _ms(added),
+                _ms(relay),
+                _ms(part.app_ms / 1e3),
+                _ms(part.parse_ms / 1e3),
+                _ms(part.compaction_ms / 1e3),
+                _ms(part.rest_ms / 1e3),
+                _ms(other),
+            ]
+        )
+    return rows
 
 
 def _first_requests(results: Results) -> list[str]:
@@ -814,6 +983,18 @@ def table(results: Results) -> list[str]:
         )
         holders = ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in m.by_file)
         lines.append(f"  largest holders per session: {holders}")
+    head = (
+        f"{'where the time goes':>20} {'added p50':>10} {'relay':>8} {'app':>8} {'parse':>8} "
+        f"{'compact':>8} {'rest':>8} {'other':>8}"
+    )
+    lines += [head, "-" * len(head)]
+    for row in _where(results):
+        lines.append(f"{row[0]:>20} " + " ".join(f"{cell:>8}" for cell in row[1:]))
+    lines.append(
+        "(milliseconds at p50: relay, what the bare relay adds; app, the proxy's own work in "
+        "process with no network: parse, the body's JSON; compact, the compaction that keeps "
+        "the history; rest, the framework and the glue; other: added - relay - app)"
+    )
     for what, measured, met in results.targets():
         lines.append(f"{'meets' if met else 'MISSES'}: {what} ({measured})")
     lines.append(
@@ -884,6 +1065,20 @@ def markdown(results: Results) -> str:
         f"{y.json_ms:.1f} ms with json (medians of {plan.yardstick_repeats}); the proxy adds "
         f"{added:.1f} ms at p50, {added / y.orjson_ms:.2f}× the orjson figure "
         f"({added / y.json_ms:.2f}× json's).",
+        "",
+        "## Where the time goes",
+        "",
+        "Milliseconds at p50. Relay: what the bare relay adds (the hop itself). App: the "
+        "proxy's own work per request, measured in process with no network (the app driven "
+        "through ASGI, its upstream answering in memory); of it, parsing the body's JSON "
+        "and the compaction that leaves the history as it is (a `Compactor` on the same "
+        "settings, timed apart), and the rest: Starlette, building the upstream request, "
+        "headers, metrics. Other: added - relay - app, the scheduling of three processes "
+        "on a shared machine among it.",
+        "",
+        "| history | added | relay | app | parse | compaction | rest | other |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *("| " + " | ".join(row) + " |" for row in _where(results)),
         "",
         "## Concurrent streaming sessions",
         "",

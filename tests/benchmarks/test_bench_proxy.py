@@ -29,6 +29,7 @@ TINY = bench.Plan(
     session_rounds=2,
     pace=0.01,
     memory=((20, 3), (200, 2)),
+    breakdown=((20, 4), (200, 2)),
     yardstick_repeats=2,
     warmup=2,
 )
@@ -92,6 +93,16 @@ def test_an_idle_session_keeps_more_the_longer_its_history(results: bench.Result
     assert any(name.startswith("synopsis/") for name, _ in long.by_file)
 
 
+def test_the_proxys_own_work_is_split_into_its_parts(results: bench.Results) -> None:
+    small, large = results.breakdowns
+    assert (small.messages, large.messages) == (20, 200)
+    for part in results.breakdowns:
+        assert part.parse_ms > 0
+        assert part.compaction_ms > 0
+        assert part.app_ms > part.parse_ms
+    assert large.parse_ms > small.parse_ms
+
+
 def test_the_run_prints_its_figures_and_writes_them_down(ran: Run) -> None:
     text = ran.written
     assert text.startswith("# The proxy's own cost\n")
@@ -101,6 +112,8 @@ def test_the_run_prints_its_figures_and_writes_them_down(ran: Run) -> None:
     assert "| 20 messages, first byte | " in text
     assert "\n| 200 | 2 | " in text
     assert "A session's first request at 20 messages" in text
+    # where the time goes: a row per size, opening with the added milliseconds
+    assert len(re.findall(r"^\| (20|200) messages \| [-0-9.]+ \| ", text, re.M)) == 2
     lines = ran.printed.splitlines()
     assert lines[0].startswith("server stack: uvicorn ")
     assert sum(line.startswith(("meets: ", "MISSES: ")) for line in lines) == 4
