@@ -155,7 +155,7 @@ def test_a_client_gone_during_compaction_cancels_it_and_nothing_goes_upstream() 
 
 
 def test_a_blocking_summarizer_that_ends_after_its_client_left_saves_and_sends_nothing() -> None:
-    summarizer = SlowBlocking(seconds=0.8)
+    summarizer = SlowBlocking(seconds=1.2)
     store = MemoryStore()
     with (
         FakeLLMServer(default=_answer) as upstream,
@@ -164,7 +164,7 @@ def test_a_blocking_summarizer_that_ends_after_its_client_left_saves_and_sends_n
         _leave_early(served, "/v1/chat/completions", {"model": "gpt-4o", "messages": HISTORY})
         assert eventually(lambda: client_gone(served) == 1, within=1.0)
         assert not summarizer.ended.is_set()  # the proxy let go before the thread ended
-        assert summarizer.ended.wait(2.0)
+        assert summarizer.ended.wait(3.0)
         with pytest.raises(TimeoutError):
             upstream.wait_for(1, timeout=0.5)
     assert store.summaries(SESSION) == []
