@@ -4,7 +4,6 @@ of it, each served by a real uvicorn on 127.0.0.1."""
 from __future__ import annotations
 
 import contextlib
-import socket
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -41,12 +40,6 @@ def proxy(upstream: FakeLLMServer) -> Iterator[ServeProxy]:
             options.setdefault("upstream_openai", upstream.root)
             options.setdefault("upstream_anthropic", upstream.root)
             options.setdefault("environ", {})
-            served = Served(create_app(**options))
-            # Accepted connections inherit this from the listening socket. Without it, a
-            # response's body waits behind its headers for the client's delayed ACK (40 ms
-            # on a kept-alive connection). asyncio sets it only on sockets that name TCP as
-            # their protocol, and Served's socket names none.
-            served.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return stack.enter_context(served)
+            return stack.enter_context(Served(create_app(**options)))
 
         yield serve

@@ -19,7 +19,9 @@ class Served:
 
     def __init__(self, app: Starlette) -> None:
         self.app = app
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # With IPPROTO_TCP named, asyncio sets TCP_NODELAY: without it each response on a
+        # kept-alive connection waits about 40 ms for the delayed ACK.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port: int = self.sock.getsockname()[1]
