@@ -1074,7 +1074,8 @@ def markdown(results: Results) -> str:
         "and the compaction that leaves the history as it is (a `Compactor` on the same "
         "settings, timed apart), and the rest: Starlette, building the upstream request, "
         "headers, metrics. Other: added - relay - app, the scheduling of three processes "
-        "on a shared machine among it.",
+        "on a shared machine among it (the parts are medians taken apart, so it may come "
+        "out below zero).",
         "",
         "| history | added | relay | app | parse | compaction | rest | other |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -1097,7 +1098,9 @@ def markdown(results: Results) -> str:
         "tracemalloc growth of the process serving the proxy (this part serves it in the "
         "benchmark's own process) after N sessions were each sent once, divided by N; the "
         "benchmark's own allocations are left out. The proxy keeps up to "
-        f"{REMEMBERED} sessions (`remembered_sessions`, its default).",
+        f"{REMEMBERED} sessions (`remembered_sessions`, its default). An allocation is "
+        "charged to the line that made it: `synopsis/proxy/app.py` is where the proxy "
+        "parses the body, so its share is the decoded history kept for the session.",
         "",
         "| messages per session | sessions | request body | kept per session | × body "
         f"| × {REMEMBERED} sessions | largest holders, per session |",
