@@ -206,8 +206,9 @@ def test_one_text_line_per_request_with_what_it_did(caplog: pytest.LogCaptureFix
     assert list(fields) == [
         "method", "path", "status", "model", "session", "messages_in", "messages_out",
         "tokens_before", "tokens_after", "compacted", "code", "ms_compaction", "ms_upstream",
-        "ms_total",
+        "ms_total", "usage",
     ]  # fmt: skip
+    assert fields["usage"] == "900"  # what the upstream reported, read when the answer ended
     assert fields["method"] == "POST"
     assert (fields["path"], fields["status"], fields["model"]) == (CHAT, "200", "gpt-4o")
     assert (fields["session"], fields["compacted"], fields["code"]) == (

@@ -23,7 +23,6 @@ from synopsis.proxy.errors import error_body, is_overflow, overflow_limit
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
-    Interrupted,
     forwarded_headers,
     returned_headers,
     usage,
@@ -620,22 +619,6 @@ def test_only_a_disconnect_is_a_departure() -> None:
     stray = {"type": "http.request", "body": b"", "more_body": False}
     assert asyncio.run(_race_with([stray], 0.05)) == ("done", False)
     assert asyncio.run(_race_with([stray, {"type": "http.disconnect"}], 10)) == ("gone", True)
-
-
-def test_work_cancelled_from_within_is_an_interruption() -> None:
-    async def run() -> None:
-        departure = Departure(Channel())
-
-        async def work() -> None:
-            raise asyncio.CancelledError
-
-        try:
-            with pytest.raises(Interrupted):
-                await departure.race(work())
-        finally:
-            await departure.stop()
-
-    asyncio.run(run())
 
 
 # -- the package -------------------------------------------------------------------------------

@@ -32,7 +32,6 @@ from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
-    Interrupted,
     forwarded_headers,
     relayed,
     returned_headers,
@@ -42,7 +41,7 @@ from synopsis.proxy.sessions import session_key
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Mapping
     from os import PathLike
 
     from starlette.requests import Request
@@ -334,9 +333,63 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
 
 
 def _finish(state: ProxyState, route: Route, line: Line, response: Response) -> Response:
+    """Count the answer; log it now, or, for a relayed stream, when the stream ends (with the
+    usage it reported and its whole time)."""
     line.status = response.status_code
     state.metrics.requests.labels(route.path, str(response.status_code)).inc()
+    if not isinstance(response, StreamingResponse):
+        _why(line, response)
+        line.emit(state.log_json)
+    return response
+
+
+def _why(line: Line, response: Response) -> None:
+    """An error's own message on its log line, when nothing said more already (both APIs'
+    error bodies keep it at ``error.message``)."""
+    if line.error is not None or response.status_code < 400:
+        return
+    try:
+        found = orjson.loads(response.body)["error"]["message"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return
+    line.error = str(found)[:300]
+
+
+def _ended(
+    state: ProxyState, line: Line, started: float, ends: bytes | None, failure: str | None
+) -> None:
+    """A relayed stream ended: whole, broken off by the upstream, or left by the client."""
+    line.ms_total = (time.perf_counter() - started) * 1000
+    if failure is not None:
+        state.metrics.errors.labels("upstream_broken").inc()
+        line.error = failure
+    elif ends is None:
+        state.metrics.errors.labels("client_gone").inc()
+        line.error = "the client went away during the answer"
     line.emit(state.log_json)
+
+
+def _relay(
+    sent: httpx2.Response,
+    headers: list[tuple[str, str]],
+    done: Callable[[bytes | None, str | None], None],
+) -> StreamingResponse:
+    """The upstream's answer, relayed as it comes, with ``headers`` (repeats kept)."""
+    response = StreamingResponse(
+        relayed(sent, done),
+        status_code=sent.status_code,
+        background=BackgroundTask(sent.aclose),
+    )
+    for key, value in headers:
+        response.headers.append(key, value)
+    return response
+
+
+def _buffered(content: bytes, status: int, headers: list[tuple[str, str]]) -> Response:
+    response = Response(content, status_code=status)
+    for key, value in headers:
+        if key.lower() != "content-length":
+            response.headers.append(key, value)
     return response
 
 
@@ -395,14 +448,7 @@ async def _send(
     )
     start = time.perf_counter()
     try:
-        try:
-            return await departure.race(client.send(upstream, stream=True))
-        except Interrupted:
-            state.metrics.errors.labels("upstream_interrupted").inc()
-            return await departure.race(client.send(upstream, stream=True))
-    except Interrupted:
-        exchange.line.error = "the connection to the upstream was interrupted twice"
-        return _json_error(route.api, 502, "the connection to the upstream was interrupted")
+        return await departure.race(client.send(upstream, stream=True))
     except httpx2.TimeoutException:
         state.metrics.errors.labels("upstream_timeout").inc()
         exchange.line.error = "the upstream did not answer in time"
@@ -436,16 +482,18 @@ async def _forward(
             retry = await _retry(exchange, departure, body, error)
             if retry is not None:
                 return retry
-        return Response(error, status_code=sent.status_code, headers=_headers(exchange, sent))
+        exchange.line.error = f"the upstream answered {sent.status_code}"
+        return _buffered(error, sent.status_code, _headers(exchange, sent))
     if exchange.result is not None and exchange.result.compacted:
         state.metrics.compactions.labels(route.path).inc()
     _count_tokens(exchange)
-    return StreamingResponse(
-        relayed(sent, lambda ends: _calibrate(exchange, ends)),
-        status_code=sent.status_code,
-        headers=_headers(exchange, sent),
-        background=BackgroundTask(sent.aclose),
-    )
+
+    def done(ends: bytes | None, failure: str | None) -> None:
+        if ends is not None:
+            _calibrate(exchange, ends)
+        _ended(state, exchange.line, exchange.started, ends, failure)
+
+    return _relay(sent, _headers(exchange, sent), done)
 
 
 async def _retry(
@@ -495,12 +543,9 @@ async def _bounded(response: httpx2.Response) -> AsyncIterator[bytes]:
             return
 
 
-def _headers(exchange: _Exchange, response: httpx2.Response) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in returned_headers(response.headers):
-        out[key] = f"{out[key]}, {value}" if key in out else value
-    out.update(exchange.headers)
-    return out
+def _headers(exchange: _Exchange, response: httpx2.Response) -> list[tuple[str, str]]:
+    """The upstream's headers (repeats kept, ``set-cookie`` say) and the proxy's own."""
+    return [*returned_headers(response.headers), *exchange.headers.items()]
 
 
 def _count_tokens(exchange: _Exchange) -> None:
@@ -529,7 +574,7 @@ async def _count(exchange: _Exchange, departure: Departure, payload: bytes) -> R
     if sent.status_code in _LOCAL_COUNT and exchange.result is not None:
         answer = orjson.dumps({"input_tokens": exchange.result.tokens_after})
         return Response(answer, media_type="application/json", headers=exchange.headers)
-    return Response(data, status_code=sent.status_code, headers=_headers(exchange, sent))
+    return _buffered(data, sent.status_code, _headers(exchange, sent))
 
 
 async def _passthrough(request: Request) -> Response:
@@ -559,12 +604,11 @@ async def _passthrough(request: Request) -> Response:
         response = _json_error(api, 502, f"the upstream could not be reached: {error}")
         return _finish_passthrough(state, line, response, started)
     line.ms_upstream = (time.perf_counter() - started) * 1000
-    response = StreamingResponse(
-        relayed(sent, lambda ends: None),
-        status_code=sent.status_code,
-        headers=dict(returned_headers(sent.headers)),
-        background=BackgroundTask(sent.aclose),
-    )
+
+    def done(ends: bytes | None, failure: str | None) -> None:
+        _ended(state, line, started, ends, failure)
+
+    response = _relay(sent, returned_headers(sent.headers), done)
     return _finish_passthrough(state, line, response, started)
 
 
@@ -574,5 +618,7 @@ def _finish_passthrough(
     line.status = response.status_code
     line.ms_total = (time.perf_counter() - started) * 1000
     state.metrics.requests.labels("other", str(response.status_code)).inc()
-    line.emit(state.log_json)
+    if not isinstance(response, StreamingResponse):
+        _why(line, response)
+        line.emit(state.log_json)
     return response

@@ -13,16 +13,16 @@ import contextlib
 import re
 from typing import TYPE_CHECKING, TypeVar
 
+import httpx2
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
-    import httpx2
     from starlette.types import Receive
 
 __all__ = [
     "ClientGone",
     "Departure",
-    "Interrupted",
     "forwarded_headers",
     "relayed",
     "returned_headers",
@@ -68,13 +68,6 @@ class ClientGone(Exception):
     """The client closed the connection before the response started."""
 
 
-class Interrupted(Exception):
-    """The work ended cancelled though nothing here cancelled it: anyio's ``connect_tcp``
-    let out the cancellation it uses to stop its other connection attempts (seen on fresh
-    connections with a coverage tracer measuring one module). The request was not sent, and
-    may be sent again."""
-
-
 class Departure:
     """Watches for the client going away once its body is read (the ASGI ``receive``
     channel then says only ``http.disconnect``), so that compaction and the wait for the
@@ -95,8 +88,6 @@ class Departure:
         task = asyncio.ensure_future(work)
         await asyncio.wait({task, self._task}, return_when=asyncio.FIRST_COMPLETED)
         if task.done():
-            if task.cancelled():
-                raise Interrupted
             return task.result()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -109,20 +100,31 @@ class Departure:
             await self._task
 
 
-async def relayed(response: httpx2.Response, done: Callable[[bytes], None]) -> AsyncIterator[bytes]:
-    """The upstream's bytes as they arrive; at the end, ``done`` gets the stream's first and
-    last few kilobytes (for :func:`usage`). The upstream response is closed however it ends."""
+async def relayed(
+    response: httpx2.Response, done: Callable[[bytes | None, str | None], None]
+) -> AsyncIterator[bytes]:
+    """The upstream's bytes as they arrive. However the stream ends, ``done`` hears of it:
+    with its first and last few kilobytes (for :func:`usage`) when it ended whole; with
+    ``None`` and why when the upstream broke off (the error is raised again, so that the
+    client's connection drops rather than end as if the answer were whole); with ``None``
+    twice when the client left. The upstream response is closed in every case."""
     head = bytearray()
     tail = b""
+    ends: bytes | None = None
+    failure: str | None = None
     try:
         async for chunk in response.aiter_raw():
             if len(head) < _KEEP:
                 head += chunk[: _KEEP - len(head)]
             tail = (tail + chunk)[-_KEEP:]
             yield chunk
-        done(bytes(head) + b"\n" + tail)
+        ends = bytes(head) + b"\n" + tail
+    except httpx2.HTTPError as error:
+        failure = f"the upstream broke off its answer: {type(error).__name__}: {error}"
+        raise
     finally:
         await response.aclose()
+        done(ends, failure)
 
 
 _USAGE = re.compile(
