@@ -411,7 +411,7 @@ RESPONSES_OVERFLOW = {
 }
 
 
-def test_an_overflow_naming_no_window_is_compacted_harder_with_the_window_kept() -> None:
+def test_an_overflow_naming_no_window_learns_that_what_was_sent_was_too_much() -> None:
     with upstream() as fake, proxied(fake.root) as (served, client):
         fake.add(RESPONSES_OVERFLOW, status=400)
         answer = client.post(CHAT, json=LONG[CHAT])
@@ -420,7 +420,8 @@ def test_an_overflow_naming_no_window_is_compacted_harder_with_the_window_kept()
         first, second = fake.requests
         assert len(first.body["messages"]) == len(HISTORY)  # under the trigger: as it came
         assert len(second.body["messages"]) < len(HISTORY)
-        assert served.state.compactors.window("gpt-4o") == 128_000
+        learnt = served.state.compactors.window("gpt-4o")
+        assert learnt == int(answer.headers["x-synopsis-window"]) < 128_000
 
 
 def test_a_huge_upstream_error_is_cut_at_a_mebibyte(plain: Rig) -> None:
@@ -465,3 +466,22 @@ def test_an_upstream_that_does_not_answer_in_time_is_a_504(method: str, path: st
             "synopsis_proxy_errors_total", {"kind": "upstream_timeout"}
         )
         assert errors == 1
+
+
+def test_an_overflow_naming_a_larger_window_than_used_teaches_nothing() -> None:
+    # A server whose own window is larger, refusing for another reason it words as too long.
+    larger = {
+        "error": {
+            "message": "This model's maximum context length is 500000 tokens.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "context_length_exceeded",
+        }
+    }
+    with upstream() as fake, proxied(fake.root) as (served, client):
+        fake.add(larger, status=400)
+        answer = client.post(CHAT, json=LONG[CHAT])
+        assert answer.status_code == 200
+        assert answer.headers["x-synopsis-retried"] == "overflow"
+        assert "x-synopsis-window" not in answer.headers
+        assert served.state.compactors.window("gpt-4o") == 128_000

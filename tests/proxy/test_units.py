@@ -19,7 +19,13 @@ import synopsis
 import synopsis.proxy
 from synopsis.proxy import create_app
 from synopsis.proxy.compactors import Compactors, Timed
-from synopsis.proxy.errors import error_body, is_overflow, overflow_limit
+from synopsis.proxy.errors import (
+    error_body,
+    fitting_window,
+    is_overflow,
+    overflow_asked,
+    overflow_limit,
+)
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
@@ -185,6 +191,33 @@ def test_the_fake_servers_overflows_are_recognised(overflow: str, counts_answer:
 )
 def test_other_errors_are_no_overflow(status: int, body: bytes) -> None:
     assert not is_overflow(status, body)
+
+
+@pytest.mark.parametrize(
+    ("body", "asked"),
+    [
+        (OPENAI_OVERFLOW, 130412),
+        (RESPONSES_OVERFLOW, None),
+        (ANTHROPIC_OVERFLOW, 208310),
+        (ANTHROPIC_WITH_ANSWER, 199759),
+        (VLLM_OVERFLOW, 4000),
+        (LLAMACPP_OVERFLOW, 5012),
+        (LLAMA_CPP_PYTHON_OVERFLOW, 5012),
+    ],
+    ids=["openai", "responses", "anthropic", "anthropic-answer", "vllm", "llama.cpp", "lcp-python"],
+)
+def test_each_servers_overflow_says_how_many_tokens_the_prompt_took(
+    body: bytes, asked: int | None
+) -> None:
+    assert overflow_asked(body) == asked
+
+
+def test_the_window_that_fits_is_put_in_synopsiss_own_count() -> None:
+    # The upstream counted 5,012 where synopsis counted 4,000: its 4,096 are 3,268 of ours.
+    assert fitting_window(LLAMACPP_OVERFLOW, 4000) == 4096 * 4000 // 5012
+    assert fitting_window(LLAMACPP_OVERFLOW, None) == 4096  # nothing sent was counted
+    assert fitting_window(RESPONSES_OVERFLOW, 7000) == 7000  # no number: what was sent is too much
+    assert fitting_window(RESPONSES_OVERFLOW, None) is None
 
 
 def test_a_window_is_read_only_from_its_own_words() -> None:
@@ -417,10 +450,13 @@ def test_a_learnt_window_rebuilds_the_models_compactor(compactors: Compactors) -
     new = compactors.for_model("gpt-4o")
     assert new is not old
     assert new.setup.store is old.setup.store
-    compactors.learn_window("gpt-4o", 32_000)
+    assert not compactors.learn_window("gpt-4o", 32_000)
     assert compactors.for_model("gpt-4o") is new  # nothing new learnt
-    compactors.learn_window("pinned", 8_000)
-    assert compactors.window("pinned") == 50_000  # a window given is not overridden
+    assert not compactors.learn_window("gpt-4o", 64_000)  # a larger one is not taken
+    assert compactors.window("gpt-4o") == 32_000
+    # The upstream's refusal outranks a window given for the model: it is what fits.
+    assert compactors.learn_window("pinned", 8_000)
+    assert compactors.window("pinned") == 8_000
 
 
 def test_a_report_of_more_tokens_than_counted_scales_the_window_down(
@@ -461,10 +497,11 @@ def test_reports_are_smoothed_and_a_given_window_is_not_calibrated(
     assert compactors.window("pinned") == 50_000
 
 
-def test_a_learnt_window_is_scaled_like_the_tables(compactors: Compactors) -> None:
+def test_a_learnt_window_is_not_scaled_again(compactors: Compactors) -> None:
+    # A refusal's window is turned into synopsis's own count when it is learnt.
     compactors.calibrate("gpt-4o", reported=1_250, estimated=1_000)
-    compactors.learn_window("gpt-4o", 100_000)
-    assert compactors.window("gpt-4o") == 80_000
+    assert compactors.learn_window("gpt-4o", 90_000)
+    assert compactors.window("gpt-4o") == 90_000
 
 
 def test_a_report_under_the_threshold_does_not_shrink_a_learnt_window(

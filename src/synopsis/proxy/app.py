@@ -26,7 +26,7 @@ from synopsis.errors import ConversationError
 from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
-from synopsis.proxy.errors import Api, error_body, is_overflow, overflow_limit
+from synopsis.proxy.errors import Api, error_body, fitting_window, is_overflow
 from synopsis.proxy.logs import Line
 from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.relay import (
@@ -346,13 +346,9 @@ def _finish(state: ProxyState, route: Route, line: Line, response: Response) -> 
 def _why(line: Line, response: Response) -> None:
     """An error's own message on its log line, when nothing said more already (both APIs'
     error bodies keep it at ``error.message``)."""
-    if line.error is not None or response.status_code < 400:
-        return
-    try:
-        found = orjson.loads(response.body)["error"]["message"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return
-    line.error = str(found)[:300]
+    if line.error is None and response.status_code >= 400:
+        # Every error the proxy answers without a reason already noted is one of its own.
+        line.error = str(orjson.loads(response.body)["error"]["message"])[:300]
 
 
 def _ended(
@@ -388,8 +384,7 @@ def _relay(
 def _buffered(content: bytes, status: int, headers: list[tuple[str, str]]) -> Response:
     response = Response(content, status_code=status)
     for key, value in headers:
-        if key.lower() != "content-length":
-            response.headers.append(key, value)
+        response.headers.append(key, value)
     return response
 
 
@@ -504,14 +499,13 @@ async def _retry(
     state, route = exchange.state, exchange.route
     exchange.line.retried = True
     state.metrics.retries.labels(route.path).inc()
-    limit = overflow_limit(error)
-    if limit is not None:
-        state.compactors.learn_window(exchange.model, limit)
     before = exchange.result
-    try:
-        await exchange.compact(departure, body, force=True)
-    except ConversationError:
-        return None
+    sent = before.tokens_after if before is not None else None
+    fits = fitting_window(error, sent)
+    if fits is not None and state.compactors.learn_window(exchange.model, fits):
+        exchange.headers["x-synopsis-window"] = str(state.compactors.window(exchange.model))
+    # The first pass read this history, so a forced one does too.
+    await exchange.compact(departure, body, force=True)
     result, items = exchange.result, exchange.items
     # Failed, or nothing left to cut (the client's own history back): sending again could
     # only be refused again, so the client gets the refusal as it came.
@@ -574,6 +568,8 @@ async def _count(exchange: _Exchange, departure: Departure, payload: bytes) -> R
     if sent.status_code in _LOCAL_COUNT and exchange.result is not None:
         answer = orjson.dumps({"input_tokens": exchange.result.tokens_after})
         return Response(answer, media_type="application/json", headers=exchange.headers)
+    if sent.status_code >= 400:
+        exchange.line.error = f"the upstream answered {sent.status_code}"
     return _buffered(data, sent.status_code, _headers(exchange, sent))
 
 

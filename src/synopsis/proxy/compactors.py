@@ -126,10 +126,13 @@ class Compactors:
         self._windows = dict(windows or {})
         self._remembered = remembered_sessions
         self._observe = observe_summarizer
-        root = Compactor(config=config, environ=environ, **self._options)
+        # The root only opens the store and reads the settings: it names no model, so it
+        # uses the rules (an LLM summarizer asks, unless told otherwise, each request's model).
+        rooted = {**self._options, "summarizer": "rules"}
+        root = Compactor(config=config, environ=environ, **rooted)
         if root.setup.store is None:
             root.close()
-            root = Compactor(config=config, environ=environ, **{**self._options, "store": "memory"})
+            root = Compactor(config=config, environ=environ, **{**rooted, "store": "memory"})
         self._root = root
         self.store = root.setup.store
         self.settings = root.settings
@@ -152,13 +155,15 @@ class Compactors:
         # The root opened the store (or was given it): every model's compactor shares it.
         options = {k: v for k, v in self._options.items() if k != "store"}
         options["model"] = model
-        window = self._windows.get(model) or self._learned.get(model)
+        learned = self._learned.get(model)
+        window = learned or self._windows.get(model)
         if window is not None:
             options["context_window"] = window
         compactor = Compactor(
             config=self._config, environ=self._environ, store=self.store, **options
         )
-        scale = self._target(model)
+        # A window learnt from a refusal is in synopsis's own count already.
+        scale = 1.0 if learned else self._target(model)
         self._applied[model] = scale
         if scale > 1.0:
             shrunk = max(1, math.floor(compactor.setup.window / scale))
@@ -177,13 +182,17 @@ class Compactors:
     def window(self, model: str) -> int:
         return self.for_model(model).setup.window
 
-    def learn_window(self, model: str, window: int) -> None:
-        """An upstream said ``model``'s window is ``window`` tokens: compact for that from now."""
+    def learn_window(self, model: str, window: int) -> bool:
+        """An upstream refused a request to ``model`` as too long, and ``window`` tokens (as
+        synopsis counts them) is what fits: compact for that from now on, when it is smaller
+        than the window used so far, even one given for the model. Whether it was."""
+        current = self.window(model)
         with self._lock:
-            if self._learned.get(model) == window or self._windows.get(model):
-                return
-            self._learned[model] = window
+            if window >= current:
+                return False
+            self._learned[model] = max(window, 1)
             self._by_model.pop(model, None)
+            return True
 
     def calibrate(self, model: str, reported: int, estimated: int) -> None:
         """The upstream counted ``reported`` prompt tokens where synopsis counted

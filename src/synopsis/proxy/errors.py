@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Literal, TypeAlias
 
-__all__ = ["Api", "error_body", "is_overflow", "overflow_limit"]
+__all__ = ["Api", "error_body", "fitting_window", "is_overflow", "overflow_asked", "overflow_limit"]
 
 Api: TypeAlias = Literal["openai", "anthropic"]
 """Whose error shape a route answers in."""
@@ -63,6 +63,36 @@ _LIMITS = (
 def is_overflow(status: int, body: bytes) -> bool:
     """Whether an upstream's error says the request did not fit the model's window."""
     return status in (400, 413, 422) and _OVERFLOW.search(body) is not None
+
+
+_ASKED = (
+    re.compile(rb"\((\d+) in the messages"),
+    re.compile(rb"resulted in (\d+) tokens"),
+    re.compile(rb"Requested tokens \((\d+)\)"),
+    re.compile(rb"prompt is too long: (\d+) tokens"),
+    re.compile(rb'"n_prompt_tokens"\s*:\s*(\d+)'),
+    re.compile(rb"context limit: (\d+) \+"),
+)
+
+
+def overflow_asked(body: bytes) -> int | None:
+    """The prompt tokens an overflow error says the request took, when it says."""
+    for pattern in _ASKED:
+        found = pattern.search(body)
+        if found is not None:
+            return int(found.group(1))
+    return None
+
+
+def fitting_window(body: bytes, sent: int | None) -> int | None:
+    """The window, in synopsis's own count, that an overflow error shows would have fitted:
+    the window it names scaled by how synopsis's count of what was sent (``sent``) compares
+    with the upstream's (the two tokenizers differ); the window it names, when it gives no
+    count; what was sent, when it names nothing (that much did not fit)."""
+    limit, asked = overflow_limit(body), overflow_asked(body)
+    if limit is not None and asked and sent:
+        return limit * sent // asked
+    return limit if limit is not None else sent
 
 
 def overflow_limit(body: bytes) -> int | None:
