@@ -28,7 +28,9 @@ class Metrics:
             ["route"], registry=r,
         )  # fmt: skip
         self.tokens_before = Counter(
-            "synopsis_proxy_tokens_before", "Tokens of the histories as the clients sent them.",
+            "synopsis_proxy_tokens_before",
+            "Tokens of the histories before compaction, the session's summary in place of what "
+            "it stands for.",
             ["route"], registry=r,
         )  # fmt: skip
         self.tokens_after = Counter(

@@ -103,6 +103,22 @@ class MemoryStore(StoreBase):
             entry = self._sessions.get(session_id)
             return None if entry is None else entry.summaries.get(summary_id)
 
+    # The reads and writes of one session's state and records touch a few dicts under a lock
+    # held for microseconds: done on the event loop, not on a worker thread, whose hand-off
+    # cost more than the work (a proxy's request under the trigger does two of them).
+
+    async def asave(self, compaction: Compaction) -> None:
+        self.save(compaction)
+
+    async def asession(self, session_id: str) -> SessionState | None:
+        return self.session(session_id)
+
+    async def asave_session(self, state: SessionState) -> None:
+        self.save_session(state)
+
+    async def asummary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
+        return self.summary(session_id, summary_id)
+
     def _index(self) -> None:
         """Word counts for what was saved since the last search; the caller holds the lock.
         The collection statistics are the whole store's, as FTS5 keeps them."""
