@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import cProfile
 import gc
 import importlib.metadata
 import importlib.util
 import json
 import os
 import platform
+import pstats
 import re
 import socket
 import statistics
@@ -87,6 +89,11 @@ REMEMBERED = 256
 ADDED_P50_TARGET_MS = 2.0
 YARDSTICK_TARGET = 2.0
 FIRST_BYTE_TARGET_MS = 5.0
+OWN_WORK_TARGET_MS = ADDED_P50_TARGET_MS
+"""The end-to-end budget, held against synopsis's own work alone: what is left of the added
+latency is the extra hop that any proxy pays, whatever it does."""
+PROFILED = (100, 300)
+"""(messages, requests) that ``--profile`` runs by default."""
 
 
 @dataclass(frozen=True)
@@ -523,10 +530,10 @@ def breakdown(transcripts: dict[str, Items], size: int, rounds: int, warmup: int
     return asyncio.run(_breakdown(transcripts, size, rounds, warmup))
 
 
-async def _breakdown(
-    transcripts: dict[str, Items], size: int, rounds: int, warmup: int
-) -> Breakdown:
-    from synopsis import Compactor  # noqa: PLC0415 - beside the proxy's import
+@contextlib.asynccontextmanager
+async def _in_process() -> AsyncIterator[Any]:
+    """The proxy's app as ``proxy_app`` makes it, started through its ASGI lifespan, with an
+    upstream that answers in memory at once: only the proxy's own work is left to time."""
     from synopsis.proxy import create_app  # noqa: PLC0415 - the extra, needed only here
 
     answer = orjson.dumps(chat_completion("bench-mark-breakdown", model=MODEL))
@@ -543,6 +550,7 @@ async def _breakdown(
         upstream_openai="http://upstream.invalid",
         upstream_anthropic="http://upstream.invalid",
         windows={MODEL: WINDOW},
+        remembered_sessions=REMEMBERED,
         environ={},
         transport=httpx2.MockTransport(answered),
     )
@@ -553,31 +561,42 @@ async def _breakdown(
     )
     await into.put({"type": "lifespan.startup"})
     await out.get()
+    try:
+        yield app
+    finally:
+        await into.put({"type": "lifespan.shutdown"})
+        await out.get()
+        await life
+
+
+async def _breakdown(
+    transcripts: dict[str, Items], size: int, rounds: int, warmup: int
+) -> Breakdown:
+    from synopsis import Compactor  # noqa: PLC0415 - beside the proxy's import
+
     compactor = Compactor(model=MODEL, context_window=WINDOW, store="memory", environ={})
     history = build_history(transcripts, size)
     whole, parse, compaction = [], [], []
-    for n in range(warmup + rounds):
-        history.append(appended("breakdown", n))
-        body = request_body(history)
-        took = await _one(app, body)
-        gc.disable()  # as for the app's own timing
-        try:
-            start = time.perf_counter()
-            items = orjson.loads(body)["messages"]
-            parsed = time.perf_counter() - start
-            start = time.perf_counter()
-            await compactor.acompact(items, session_id="breakdown", format="openai")
-            compacted = time.perf_counter() - start
-        finally:
-            gc.enable()
-        if n >= warmup:
-            whole.append(took)
-            parse.append(parsed)
-            compaction.append(compacted)
+    async with _in_process() as app:
+        for n in range(warmup + rounds):
+            history.append(appended("breakdown", n))
+            body = request_body(history)
+            took = await _one(app, body)
+            gc.disable()  # as for the app's own timing
+            try:
+                start = time.perf_counter()
+                items = orjson.loads(body)["messages"]
+                parsed = time.perf_counter() - start
+                start = time.perf_counter()
+                await compactor.acompact(items, session_id="breakdown", format="openai")
+                compacted = time.perf_counter() - start
+            finally:
+                gc.enable()
+            if n >= warmup:
+                whole.append(took)
+                parse.append(parsed)
+                compaction.append(compacted)
     compactor.close()
-    await into.put({"type": "lifespan.shutdown"})
-    await out.get()
-    await life
     return Breakdown(
         size,
         statistics.median(whole) * 1e3,
@@ -633,6 +652,98 @@ async def _one(app: Any, body: bytes) -> float:
     if sent[0].get("status") != 200:
         raise RuntimeError(f"the proxy answered {sent}")
     return took
+
+
+# -- a profile of the proxy's own work -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One function's share of the profiled requests, per request."""
+
+    name: str
+    """``file:line(function)``, the file from its package on; a built-in by its own name."""
+    calls: float
+    """As cProfile counts them: a coroutine once each time it resumes."""
+    own_ms: float
+    """Time in the function itself (cProfile's tottime)."""
+    total_ms: float
+    """Time in it and what it called (cumtime)."""
+
+
+@dataclass
+class Profile:
+    """cProfile's account of ``requests`` requests of ``messages`` messages through the app in
+    process (as :func:`breakdown` drives it), costliest first by own time. The profiler slows
+    every Python call, so the times are above those of :class:`Breakdown`; the order is what
+    it is for."""
+
+    messages: int
+    requests: int
+    profiled_ms: float
+    """Wall time per request under the profiler."""
+    costs: list[Cost]
+
+    def by_file(self) -> list[tuple[str, float]]:
+        """(file, own milliseconds per request), costliest first."""
+        files: dict[str, float] = {}
+        for cost in self.costs:
+            file = cost.name.split(":", 1)[0] if ":" in cost.name else "(built-in)"
+            files[file] = files.get(file, 0.0) + cost.own_ms
+        return sorted(files.items(), key=lambda kv: -kv[1])
+
+
+def profile(transcripts: dict[str, Items], size: int, rounds: int, warmup: int) -> Profile:
+    """The app at ``size`` messages under cProfile, the warm-up's requests left out."""
+    return asyncio.run(_profiled(transcripts, size, rounds, warmup))
+
+
+async def _profiled(transcripts: dict[str, Items], size: int, rounds: int, warmup: int) -> Profile:
+    history = build_history(transcripts, size)
+    profiler = cProfile.Profile()
+    took = 0.0
+    async with _in_process() as app:
+        for n in range(warmup + rounds):
+            history.append(appended("profile", n))
+            body = request_body(history)  # the client's work: not profiled
+            if n < warmup:
+                await _one(app, body)
+                continue
+            profiler.enable()
+            try:
+                took += await _one(app, body)
+            finally:
+                profiler.disable()
+    stats: dict[tuple[str, int, str], tuple[int, int, float, float, object]]
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    costs = [
+        Cost(
+            f"{_short(file)}:{line}({function})" if line else function,
+            calls / rounds,
+            own / rounds * 1e3,
+            total / rounds * 1e3,
+        )
+        for (file, line, function), (_, calls, own, total, _) in stats.items()
+    ]
+    costs.sort(key=lambda c: -c.own_ms)
+    return Profile(size, rounds, took / rounds * 1e3, costs)
+
+
+def profile_lines(found: Profile, top: int = 10) -> list[str]:
+    """The profile as lines of text: the ``top`` functions by own time, then by file."""
+    head = f"{'own ms':>8} {'total ms':>9} {'calls':>7}  function (per request)"
+    lines = [
+        f"cProfile of the proxy's app in process at {found.messages:,} messages, "
+        f"{found.requests} requests: {found.profiled_ms:.2f} ms per request under the profiler",
+        head,
+        "-" * len(head),
+    ]
+    for c in found.costs[:top]:
+        lines.append(f"{c.own_ms:>8.3f} {c.total_ms:>9.3f} {c.calls:>7.1f}  {c.name}")
+    head = f"{'own ms':>8}  file (per request)"
+    lines += [head, "-" * len(head)]
+    lines += [f"{ms:>8.3f}  {file}" for file, ms in found.by_file()[:top]]
+    return lines
 
 
 # -- concurrent sessions --------------------------------------------------------------------
@@ -832,6 +943,7 @@ class Results:
                 f"{small.added(0.5) * 1e3:.2f} ms",
                 small.added(0.5) * 1e3 < ADDED_P50_TARGET_MS,
             ),
+            *self._own_work(small),
             (
                 f"added latency p50 at {large.messages:,} messages ≤ {YARDSTICK_TARGET:g}× "
                 "orjson parse + serialize of the body",
@@ -853,6 +965,23 @@ class Results:
                 and not c.errors
                 and not c.mixups,
             ),
+        ]
+
+    def _own_work(self, small: Latency) -> list[tuple[str, str, bool]]:
+        """The proxy's own work in process at the smallest size, beside what it adds end to
+        end there and what the bare relay adds (none when that size had no breakdown)."""
+        own = next((b for b in self.breakdowns if b.messages == small.messages), None)
+        if own is None:
+            return []
+        added, relay = small.added(0.5) * 1e3, small.added(0.5, path="relay") * 1e3
+        return [
+            (
+                f"proxy's own work per request at {small.messages:,} messages (in process, "
+                f"no network) p50 < {OWN_WORK_TARGET_MS:g} ms",
+                f"{own.app_ms:.2f} ms (of the {added:.2f} ms added end to end; the bare "
+                f"relay's hop adds {relay:.2f} ms)",
+                own.app_ms < OWN_WORK_TARGET_MS,
+            )
         ]
 
 
@@ -1037,6 +1166,13 @@ def markdown(results: Results) -> str:
         out.append(f"| {what} | {measured} | {'yes' if met else '**no**'} |")
     out += [
         "",
+        "The first row is what a client sees: the proxy's whole added latency, the extra "
+        "hop included. The second holds synopsis's own work per request to the same budget: "
+        "the app driven in this process through ASGI, its upstream answering in memory, so "
+        "no socket, no second server and no scheduling among processes (see where the time "
+        "goes, below). What lies between the two is the hop, which the bare relay pays as "
+        "well, and the machine.",
+        "",
         "## Latency (milliseconds)",
         "",
         "Added: proxy minus direct at the same quantile; relay: what the bare relay adds. "
@@ -1128,5 +1264,10 @@ def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
         serve(*sys.argv[2:4])
+    elif sys.argv[1:2] == ["--profile"]:
+        # python -m benchmarks.bench_proxy --profile [messages [requests]]: printed only
+        given = [int(a) for a in sys.argv[2:4]]
+        size, rounds = (*given, *PROFILED[len(given) :])
+        print("\n".join(profile_lines(profile(load_transcripts(), size, rounds, FULL.warmup))))
     else:
         main()

@@ -5,6 +5,7 @@ sessions the proxy keeps) and the report shows it; no timing target is asserted 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import re
 import zlib
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import httpx2
 import orjson
 import pytest
+from benchmarks.compare.inputs import load_transcripts
 
 from benchmarks import bench_proxy as bench
 from synopsis.testing.server import chat_completion, stream_events
@@ -103,11 +105,52 @@ def test_the_proxys_own_work_is_split_into_its_parts(results: bench.Results) -> 
     assert large.parse_ms > small.parse_ms
 
 
+def test_the_proxys_own_work_is_a_target_beside_the_added_latency(
+    results: bench.Results,
+) -> None:
+    rows = results.targets()
+    whole, own = rows[0], rows[1]
+    assert whole[0].startswith("added latency p50 at 20 messages")
+    assert own[0].startswith("proxy's own work per request at 20 messages (in process")
+    small = results.breakdowns[0]
+    assert own[1].startswith(f"{small.app_ms:.2f} ms (of the ")
+    assert f"{results.latencies[0].added(0.5) * 1e3:.2f} ms added end to end" in own[1]
+    assert own[2] == (small.app_ms < bench.OWN_WORK_TARGET_MS)
+    # without a breakdown at the smallest size there is nothing to show
+    alone = dataclasses.replace(results, breakdowns=results.breakdowns[1:])
+    assert [what for what, _, _ in alone.targets()] == [
+        what for what, _, _ in rows if not what.startswith("proxy's own")
+    ]
+
+
+def test_a_profile_of_the_app_names_the_proxys_own_functions() -> None:
+    found = bench.profile(load_transcripts(), 20, 3, 1)
+    assert (found.messages, found.requests) == (20, 3)
+    assert found.profiled_ms > 0
+    own = [c.own_ms for c in found.costs]
+    assert own == sorted(own, reverse=True)
+    exchange = next(c for c in found.costs if c.name.endswith("(_exchange)"))
+    assert exchange.name.startswith("synopsis/proxy/app.py:")
+    assert exchange.total_ms > exchange.own_ms > 0
+    # a coroutine is counted once per resumption; a plain function once per call
+    assert exchange.calls > 1.0
+    stable = next(c for c in found.costs if c.name.endswith("(_stable)"))
+    assert stable.calls == 1.0
+    files = dict(found.by_file())
+    assert "synopsis/proxy/app.py" in files
+    assert sum(files.values()) == pytest.approx(sum(own))
+    lines = bench.profile_lines(found, top=4)
+    assert lines[0].startswith("cProfile of the proxy's app in process at 20 messages, 3 ")
+    assert len(lines) == 1 + 2 + 4 + 2 + 4
+    # no path of the machine that ran it
+    assert not any(c.name.startswith("/") for c in found.costs)
+
+
 def test_the_run_prints_its_figures_and_writes_them_down(ran: Run) -> None:
     text = ran.written
     assert text.startswith("# The proxy's own cost\n")
     assert "python -m benchmarks.bench_proxy" in text
-    assert len(re.findall(r"^\| (added|6 streaming)", text, re.M)) == 4
+    assert len(re.findall(r"^\| (added|proxy's own work|6 streaming)", text, re.M)) == 5
     assert "| 200 messages | " in text
     assert "| 20 messages, first byte | " in text
     assert "\n| 200 | 2 | " in text
@@ -116,7 +159,7 @@ def test_the_run_prints_its_figures_and_writes_them_down(ran: Run) -> None:
     assert len(re.findall(r"^\| (20|200) messages \| [-0-9.]+ \| ", text, re.M)) == 2
     lines = ran.printed.splitlines()
     assert lines[0].startswith("server stack: uvicorn ")
-    assert sum(line.startswith(("meets: ", "MISSES: ")) for line in lines) == 4
+    assert sum(line.startswith(("meets: ", "MISSES: ")) for line in lines) == 5
     assert lines[-1] == "written: proxy.md"
 
 
