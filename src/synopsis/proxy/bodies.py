@@ -17,41 +17,54 @@ __all__ = ["ROUTES", "Route"]
 @dataclass(frozen=True, slots=True)
 class Route:
     """A compacting route: its path, the history's format, whose error shape it answers in,
-    the body key of the history and of a system prompt kept apart from it."""
+    and the body key of the history."""
 
     path: str
     format: FormatName
     api: Api
     items_key: str
-    system_key: str | None
 
     def history(self, body: dict[str, Any]) -> list[Any] | None:
         """The history to compact, or None when the body holds none the proxy can shorten:
         a Responses request that continues a stored response (the provider keeps that
-        history) or gives its input as one string."""
+        history) or gives its input as one string. Responses ``instructions`` open the
+        history as a system message, so that they are measured and kept like any system
+        prompt; :meth:`rebuilt` takes that message out again."""
         if self.format == "responses" and body.get("previous_response_id") is not None:
             return None
         items = body.get(self.items_key)
-        return items if isinstance(items, list) else None
+        if not isinstance(items, list):
+            return None
+        lead = _instructions(self, body)
+        return items if lead is None else [lead, *items]
 
     def system(self, body: dict[str, Any]) -> object:
-        return body.get(self.system_key) if self.system_key is not None else None
+        """The system prompt synopsis is given apart from the history (Anthropic's)."""
+        return body.get("system") if self.format == "anthropic" else None
 
     def rebuilt(self, body: dict[str, Any], result: CompactionResult) -> dict[str, Any]:
         """``body`` with the compacted history (and system prompt) in place; the other fields
-        as the client sent them."""
+        as the client sent them (Responses ``instructions`` among them)."""
         out = dict(body)
-        out[self.items_key] = result.messages
-        # Only Anthropic's system prompt comes back apart from the compacted history; the
-        # Responses instructions are measured with it but not part of it, and go unchanged.
-        if self.format == "anthropic" and self.system_key is not None and self.system_key in body:
-            out[self.system_key] = result.system
+        items = result.messages
+        lead = _instructions(self, body)
+        if lead is not None and items and items[0] == lead:
+            items = items[1:]
+        out[self.items_key] = items
+        if self.format == "anthropic" and "system" in body:
+            out["system"] = result.system
         return out
 
 
+def _instructions(route: Route, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The system message Responses ``instructions`` stand for, if the body has them."""
+    text = body.get("instructions") if route.format == "responses" else None
+    return {"role": "system", "content": text} if isinstance(text, str) and text else None
+
+
 ROUTES: tuple[Route, ...] = (
-    Route("/v1/chat/completions", "openai", "openai", "messages", None),
-    Route("/v1/responses", "responses", "openai", "input", "instructions"),
-    Route("/v1/messages", "anthropic", "anthropic", "messages", "system"),
-    Route("/v1/messages/count_tokens", "anthropic", "anthropic", "messages", "system"),
+    Route("/v1/chat/completions", "openai", "openai", "messages"),
+    Route("/v1/responses", "responses", "openai", "input"),
+    Route("/v1/messages", "anthropic", "anthropic", "messages"),
+    Route("/v1/messages/count_tokens", "anthropic", "anthropic", "messages"),
 )
