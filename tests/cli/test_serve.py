@@ -187,3 +187,11 @@ def test_the_proxy_package_has_only_its_own_names() -> None:
     assert proxy.DEFAULT_UPSTREAMS["openai"].startswith("https://")
     with pytest.raises(AttributeError, match="no attribute 'serve'"):
         proxy.serve  # noqa: B018
+
+
+def test_an_llm_summarizer_without_a_key_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["serve", "--summarizer", "openai"]) == 2
+    assert "no API key for openai" in capsys.readouterr().err

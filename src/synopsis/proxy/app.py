@@ -244,9 +244,9 @@ class _Exchange:
         items = self.items
         if items is None:
             return
-        compactor = state.compactors.for_model(self.model)
         start = time.perf_counter()
         try:
+            compactor = state.compactors.for_model(self.model)
             self.result = await departure.race(
                 compactor.acompact(
                     items,

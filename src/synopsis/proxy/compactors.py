@@ -141,6 +141,10 @@ class Compactors:
         self._learned: dict[str, int] = {}
         self._applied: dict[str, float] = {}
         self._lock = threading.Lock()
+        # A summarizer that cannot be built (an LLM's missing key or SDK) is said now, once,
+        # rather than at every request's compaction.
+        probe = next(iter(self.settings.summarizer_models), None) or "gpt-4o"
+        self._make(probe).close()
 
     def for_model(self, model: str) -> Compactor:
         """The compactor for requests to ``model``."""

@@ -120,7 +120,8 @@ async def relayed(
             yield chunk
         ends = bytes(head) + b"\n" + tail
     except httpx2.HTTPError as error:
-        failure = f"the upstream broke off its answer: {type(error).__name__}: {error}"
+        said = f": {error}" if str(error) else ""
+        failure = f"the upstream broke off its answer: {type(error).__name__}{said}"
         raise
     finally:
         await response.aclose()
