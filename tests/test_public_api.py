@@ -234,3 +234,22 @@ def test_importing_synopsis_imports_no_test_doubles() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_proxy_all_is_pinned_and_importing_it_needs_no_extra() -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import synopsis.proxy as proxy  # noqa: PLC0415 - the module under test
+
+    assert proxy.__all__ == ["DEFAULT_UPSTREAMS", "create_app"]
+    assert callable(proxy.create_app)
+    # The command's help imports the package: no server library may load with it, nor with
+    # synopsis itself.
+    code = (
+        "import sys, synopsis, synopsis.proxy, synopsis.cli; "
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx2', 'orjson', "
+        "'prometheus_client') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
