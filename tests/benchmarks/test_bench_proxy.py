@@ -132,8 +132,8 @@ def test_a_profile_of_the_app_names_the_proxys_own_functions() -> None:
     exchange = next(c for c in found.costs if c.name.endswith("(_exchange)"))
     assert exchange.name.startswith("synopsis/proxy/app.py:")
     assert exchange.total_ms > exchange.own_ms > 0
-    # a coroutine is counted once per resumption; a plain function once per call
-    assert exchange.calls > 1.0
+    # per request: a plain function called once a request counts 1 (a coroutine counts each
+    # time it resumes, which depends on how often the proxy's code awaits)
     stable = next(c for c in found.costs if c.name.endswith("(_stable)"))
     assert stable.calls == 1.0
     files = dict(found.by_file())
