@@ -672,3 +672,46 @@ def test_without_the_extra_the_package_says_which() -> None:
         with pytest.raises(ImportError, match=r'"proxy" extra \(prometheus_client is missing\)'):
             _ = synopsis.proxy.create_app
     assert synopsis.proxy.create_app is create_app
+
+
+def test_work_after_the_client_left_is_not_started() -> None:
+    async def run() -> tuple[bool, bool]:
+        channel = Channel()
+        channel.queue.put_nowait({"type": "http.disconnect"})
+        departure = Departure(channel)
+        started = False
+
+        async def work() -> str:
+            nonlocal started
+            started = True
+            return "done"
+
+        for _ in range(3):  # the watch reads the departure while nothing is guarded
+            await asyncio.sleep(0)
+        try:
+            await departure.race(work())
+        except ClientGone:
+            return departure.gone, started
+        finally:
+            await departure.stop()
+        raise AssertionError("no ClientGone")
+
+    assert asyncio.run(run()) == (True, False)
+
+
+def test_a_cancellation_that_is_not_the_clients_goes_on() -> None:
+    async def run() -> None:
+        departure = Departure(Channel())
+        try:
+            await departure.race(asyncio.sleep(10))
+        finally:
+            await departure.stop()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(run())
+        await asyncio.sleep(0.01)
+        task.cancel()  # a server shutting down, say
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())

@@ -482,6 +482,19 @@ async def _forward(
     if exchange.result is not None and exchange.result.compacted:
         state.metrics.compactions.labels(route.path).inc()
     _count_tokens(exchange)
+    if not exchange.line.stream:
+        # One JSON answer: read whole and sent as one body, which spares the streamed
+        # response's task group (a tenth of a millisecond a request).
+        try:
+            data = await departure.race(sent.aread())
+        except httpx2.HTTPError as error:
+            state.metrics.errors.labels("upstream_broken").inc()
+            exchange.line.error = f"the upstream broke off its answer: {type(error).__name__}"
+            return _json_error(route.api, 502, "the upstream broke off its answer")
+        finally:
+            await sent.aclose()
+        _calibrate(exchange, data)
+        return _buffered(data, sent.status_code, _headers(exchange, sent))
 
     def done(ends: bytes | None, failure: str | None) -> None:
         if ends is not None:
