@@ -11,6 +11,7 @@ tokens low.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -21,7 +22,7 @@ from synopsis.compaction import Compactor
 from synopsis.summarizers import AsyncSummarizer, Summarizer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from os import PathLike
 
     from synopsis.messages import Message
@@ -53,6 +54,17 @@ class Timed:
         self.name = name
         self.observe = observe
 
+    @contextlib.contextmanager
+    def _timing(self) -> Iterator[None]:
+        """Reports the call made inside it: its seconds, and whether it returned."""
+        start = time.perf_counter()
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            self.observe(self.name, time.perf_counter() - start, ok)
+
     def summarize(
         self,
         messages: Sequence[Message],
@@ -64,16 +76,10 @@ class Timed:
         inner = self.inner
         if not isinstance(inner, Summarizer):  # the drivers call asummarize() for these
             raise TypeError(f"{type(inner).__name__} has no blocking summarize()")
-        start = time.perf_counter()
-        ok = False
-        try:
-            found = inner.summarize(
+        with self._timing():
+            return inner.summarize(
                 messages, previous=previous, instructions=instructions, max_tokens=max_tokens
             )
-            ok = True
-            return found
-        finally:
-            self.observe(self.name, time.perf_counter() - start, ok)
 
     async def asummarize(
         self,
@@ -89,17 +95,10 @@ class Timed:
             "instructions": instructions,
             "max_tokens": max_tokens,
         }
-        start = time.perf_counter()
-        ok = False
-        try:
+        with self._timing():
             if isinstance(inner, AsyncSummarizer):
-                found = await inner.asummarize(messages, **options)
-            else:
-                found = await asyncio.to_thread(inner.summarize, messages, **options)
-            ok = True
-            return found
-        finally:
-            self.observe(self.name, time.perf_counter() - start, ok)
+                return await inner.asummarize(messages, **options)
+            return await asyncio.to_thread(inner.summarize, messages, **options)
 
 
 class Compactors:
