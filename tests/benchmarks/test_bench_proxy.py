@@ -134,7 +134,8 @@ def test_a_profile_of_the_app_names_the_proxys_own_functions() -> None:
     assert exchange.total_ms > exchange.own_ms > 0
     # per request: a plain function called once a request counts 1 (a coroutine counts each
     # time it resumes, which depends on how often the proxy's code awaits)
-    stable = next(c for c in found.costs if c.name.endswith("(_stable)"))
+    stable = next(c for c in found.costs if c.name.endswith("(stable)"))
+    assert stable.name.startswith("synopsis/proxy/exchange.py:")
     assert stable.calls == 1.0
     files = dict(found.by_file())
     assert "synopsis/proxy/app.py" in files

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import operator
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import orjson
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as Endpoint
 
@@ -26,34 +24,30 @@ from synopsis.errors import ConversationError
 from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
-from synopsis.proxy.errors import Api, error_body, fitting_window, is_overflow
+from synopsis.proxy.exchange import Exchange, stable
+from synopsis.proxy.forward import count, ended, forward, json_error, streamed, upstream_url, why
 from synopsis.proxy.logs import Line
 from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
     forwarded_headers,
-    relayed,
     returned_headers,
-    usage,
 )
 from synopsis.proxy.sessions import session_key
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import AsyncIterator, Mapping
     from os import PathLike
 
     from starlette.requests import Request
 
-    from synopsis.compaction import CompactionResult
+    from synopsis.proxy.errors import Api
 
 __all__ = ["ProxyState", "create_app"]
 
 TOKEN_HEADER = "x-synopsis-token"
-_READ_ERROR_LIMIT = 1 << 20
-_LOCAL_COUNT = frozenset({404, 405, 501})
-"""An upstream without ``count_tokens`` (a local server): the proxy answers it itself."""
 
 
 @dataclass
@@ -178,11 +172,6 @@ async def _metrics(request: Request) -> Response:
     return Response(_state(request).metrics.render(), media_type="text/plain; version=0.0.4")
 
 
-def _json_error(api: Api, status: int, message: str, **headers: str) -> Response:
-    body = orjson.dumps(error_body(api, status, message))
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
-
-
 def _refused(state: ProxyState, request: Request, api: Api) -> Response | None:
     """401 without the inbound token, when one is configured."""
     if state.auth_token is None:
@@ -191,14 +180,7 @@ def _refused(state: ProxyState, request: Request, api: Api) -> Response | None:
     if hmac.compare_digest(given.encode(), state.auth_token.encode()):
         return None
     state.metrics.errors.labels("unauthorized").inc()
-    return _json_error(api, 401, f"this proxy needs its token in the {TOKEN_HEADER} header")
-
-
-def _upstream_url(base: str, path: str, query: str) -> str:
-    """``path`` on the upstream; a base that ends in ``/v1`` is not given a second one."""
-    if base.rstrip("/").endswith("/v1") and path.startswith("/v1/"):
-        path = path[3:]
-    return f"{path}?{query}" if query else path
+    return json_error(api, 401, f"this proxy needs its token in the {TOKEN_HEADER} header")
 
 
 def _api_of(request: Request) -> Api:
@@ -209,112 +191,13 @@ def _api_of(request: Request) -> Api:
     return "openai"
 
 
-def _unchanged(result: CompactionResult, items: list[Any], system: object) -> bool:
-    """Whether the compaction gave back the client's very history (nothing to re-encode)."""
-    return (
-        len(result.messages) == len(items)
-        and all(map(operator.is_, result.messages, items))
-        and result.system is system
-    )
-
-
-class _Exchange:
-    """One request on a compacting route, from its body to the upstream's response."""
-
-    def __init__(self, state: ProxyState, route: Route, request: Request) -> None:
-        self.state = state
-        self.route = route
-        self.request = request
-        self.line = Line(request.method, request.url.path)
-        self.started = time.perf_counter()
-        self.result: CompactionResult | None = None
-        self.items: list[Any] | None = None
-        self.model = ""
-        self.session = ""
-        self.system: object = None
-        self.tools: object = None
-        self.headers: dict[str, str] = {}
-
-    async def compact(
-        self, departure: Departure, body: dict[str, Any], *, force: bool = False
-    ) -> None:
-        """Compact the body's history (``self.result``); a failure other than an unreadable
-        history leaves ``self.result`` None (fail open) or raises (fail closed)."""
-        state, route = self.state, self.route
-        items = self.items
-        if items is None:
-            return
-        start = time.perf_counter()
-        try:
-            compactor = state.compactors.for_model(self.model)
-            self.result = await departure.race(
-                compactor.acompact(
-                    items,
-                    system=self.system,  # type: ignore[arg-type]
-                    tools=self.tools,  # type: ignore[arg-type]
-                    session_id=self.session,
-                    format=route.format,
-                    force=force,
-                )
-            )
-        except (ClientGone, ConversationError):
-            raise
-        except Exception as error:
-            kind = type(error).__name__
-            state.metrics.errors.labels("compaction_failed").inc()
-            self.line.failed_open = kind
-            self.line.error = str(error)[:300]
-            if not state.fail_open:
-                raise
-            self.result = None
-            self.headers["x-synopsis-failed-open"] = kind
-        finally:
-            took = time.perf_counter() - start
-            self.line.ms_compaction += took * 1000
-            state.metrics.compaction_seconds.labels(route.path).observe(took)
-
-    def payload(self, raw: bytes, body: dict[str, Any]) -> bytes:
-        """The body to forward: the client's bytes when the history is unchanged."""
-        result, items = self.result, self.items
-        if result is None or items is None or _unchanged(result, items, self.system):
-            return raw
-        return orjson.dumps(self.route.rebuilt(body, result))
-
-    def note(self) -> None:
-        result, line = self.result, self.line
-        if result is None:
-            return
-        line.messages_out = len(result.messages)
-        line.tokens_before, line.tokens_after = result.tokens_before, result.tokens_after
-        line.compacted = line.compacted or result.compacted
-        line.code = result.code
-        self.headers["x-synopsis-compacted"] = str(line.compacted).lower()
-        self.headers["x-synopsis-tokens"] = f"{result.tokens_before}/{result.tokens_after}"
-
-
-def _stable(
-    state: ProxyState, session: str, system: object, tools: object
-) -> tuple[object, object]:
-    """``system`` and ``tools``, or the equal objects the session's last request had."""
-    last = state.stable.pop(session, None)
-    if last is not None:
-        system = last[0] if last[0] == system else system
-        tools = last[1] if last[1] == tools else tools
-    state.stable[session] = (system, tools)
-    # A proxy that runs for months sees sessions without end, each with prompts and tools
-    # of tens of kilobytes: only those the fast path can still use are kept.
-    while len(state.stable) > state.remembered_sessions:
-        del state.stable[next(iter(state.stable))]
-    return system, tools
-
-
 def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
     async def endpoint(request: Request) -> Response:
         state = _state(request)
         refused = _refused(state, request, route.api)
         if refused is not None:
             return _finish(state, route, Line(request.method, request.url.path), refused)
-        exchange = _Exchange(state, route, request)
+        exchange = Exchange(state, route, request)
         raw = await request.body()
         # Watched only once the body is read: the watch reads the same channel.
         departure = Departure(request.receive)
@@ -338,67 +221,22 @@ def _finish(state: ProxyState, route: Route, line: Line, response: Response) -> 
     line.status = response.status_code
     state.metrics.requests.labels(route.path, str(response.status_code)).inc()
     if not isinstance(response, StreamingResponse):
-        _why(line, response)
+        why(line, response)
         line.emit(state.log_json)
     return response
 
 
-def _why(line: Line, response: Response) -> None:
-    """An error's own message on its log line, when nothing said more already (both APIs'
-    error bodies keep it at ``error.message``)."""
-    if line.error is None and response.status_code >= 400:
-        # Every error the proxy answers without a reason already noted is one of its own.
-        line.error = str(orjson.loads(response.body)["error"]["message"])[:300]
-
-
-def _ended(
-    state: ProxyState, line: Line, started: float, ends: bytes | None, failure: str | None
-) -> None:
-    """A relayed stream ended: whole, broken off by the upstream, or left by the client."""
-    line.ms_total = (time.perf_counter() - started) * 1000
-    if failure is not None:
-        state.metrics.errors.labels("upstream_broken").inc()
-        line.error = failure
-    elif ends is None:
-        state.metrics.errors.labels("client_gone").inc()
-        line.error = "the client went away during the answer"
-    line.emit(state.log_json)
-
-
-def _relay(
-    sent: httpx2.Response,
-    headers: list[tuple[str, str]],
-    done: Callable[[bytes | None, str | None], None],
-) -> StreamingResponse:
-    """The upstream's answer, relayed as it comes, with ``headers`` (repeats kept)."""
-    response = StreamingResponse(
-        relayed(sent, done),
-        status_code=sent.status_code,
-        background=BackgroundTask(sent.aclose),
-    )
-    for key, value in headers:
-        response.headers.append(key, value)
-    return response
-
-
-def _buffered(content: bytes, status: int, headers: list[tuple[str, str]]) -> Response:
-    response = Response(content, status_code=status)
-    for key, value in headers:
-        response.headers.append(key, value)
-    return response
-
-
-async def _exchange(exchange: _Exchange, departure: Departure, raw: bytes) -> Response:
+async def _exchange(exchange: Exchange, departure: Departure, raw: bytes) -> Response:
     state, route, request = exchange.state, exchange.route, exchange.request
     api = route.api
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
         state.metrics.errors.labels("bad_request").inc()
-        return _json_error(api, 400, f"the request body is not JSON: {error}")
+        return json_error(api, 400, f"the request body is not JSON: {error}")
     if not isinstance(body, dict) or not isinstance(body.get("model"), str):
         state.metrics.errors.labels("bad_request").inc()
-        return _json_error(api, 400, "the request body must be a JSON object naming a model")
+        return json_error(api, 400, "the request body must be a JSON object naming a model")
     exchange.model = body["model"]
     exchange.line.model = exchange.model
     exchange.line.stream = body.get("stream") is True
@@ -406,7 +244,7 @@ async def _exchange(exchange: _Exchange, departure: Departure, raw: bytes) -> Re
     if exchange.items is not None:
         system, tools = route.system(body), body.get("tools")
         exchange.session = session_key(request.headers, exchange.items, system, tools)
-        exchange.system, exchange.tools = _stable(state, exchange.session, system, tools)
+        exchange.system, exchange.tools = stable(state, exchange.session, system, tools)
         exchange.line.session = exchange.session
         exchange.line.messages_in = len(exchange.items)
         exchange.headers["x-synopsis-session"] = exchange.session
@@ -414,176 +252,18 @@ async def _exchange(exchange: _Exchange, departure: Departure, raw: bytes) -> Re
         await exchange.compact(departure, body)
     except ConversationError as error:
         state.metrics.errors.labels("bad_request").inc()
-        return _json_error(api, 400, f"synopsis cannot read this history: {error}")
+        return json_error(api, 400, f"synopsis cannot read this history: {error}")
     except ClientGone:
         raise
     except Exception as error:  # fail closed: compact() re-raised it
-        return _json_error(api, 500, f"synopsis could not compact this request: {error}")
+        return json_error(api, 500, f"synopsis could not compact this request: {error}")
     exchange.note()
     payload = exchange.payload(raw, body)
     if state.log_bodies:
         exchange.line.body = payload.decode("utf-8", "replace")
     if route.path.endswith("/count_tokens"):
-        return await _count(exchange, departure, payload)
-    return await _forward(exchange, departure, body, payload)
-
-
-async def _send(
-    exchange: _Exchange, departure: Departure, payload: bytes
-) -> httpx2.Response | Response:
-    """The upstream's response to ``payload`` (its body not read yet), or the error to give
-    the client when the upstream cannot be reached or does not answer in time."""
-    state, request, route = exchange.state, exchange.request, exchange.route
-    client = state.client(route.api)
-    upstream = client.build_request(
-        request.method,
-        _upstream_url(state.upstreams[route.api], request.url.path, request.url.query),
-        content=payload,
-        headers=forwarded_headers(request.headers),
-    )
-    start = time.perf_counter()
-    try:
-        return await departure.race(client.send(upstream, stream=True))
-    except httpx2.TimeoutException:
-        state.metrics.errors.labels("upstream_timeout").inc()
-        exchange.line.error = "the upstream did not answer in time"
-        return _json_error(
-            route.api, 504, f"the upstream did not answer within {state.timeout:g} s"
-        )
-    except httpx2.TransportError as error:
-        state.metrics.errors.labels("upstream_unreachable").inc()
-        exchange.line.error = f"upstream unreachable: {error}"
-        return _json_error(route.api, 502, f"the upstream could not be reached: {error}")
-    finally:
-        took = time.perf_counter() - start
-        exchange.line.ms_upstream += took * 1000
-        state.metrics.upstream_seconds.labels(route.path).observe(took)
-
-
-async def _forward(
-    exchange: _Exchange, departure: Departure, body: dict[str, Any], payload: bytes
-) -> Response:
-    state, route = exchange.state, exchange.route
-    sent = await _send(exchange, departure, payload)
-    if isinstance(sent, Response):
-        return sent
-    if sent.status_code >= 400:
-        error = await _read_error(sent, departure)
-        if (
-            exchange.items is not None
-            and not exchange.line.retried
-            and is_overflow(sent.status_code, error)
-        ):
-            retry = await _retry(exchange, departure, body, error)
-            if retry is not None:
-                return retry
-        exchange.line.error = f"the upstream answered {sent.status_code}"
-        return _buffered(error, sent.status_code, _headers(exchange, sent))
-    if exchange.result is not None and exchange.result.compacted:
-        state.metrics.compactions.labels(route.path).inc()
-    _count_tokens(exchange)
-    if not exchange.line.stream:
-        # One JSON answer: read whole and sent as one body, which spares the streamed
-        # response's task group (a tenth of a millisecond a request).
-        try:
-            data = await departure.race(sent.aread())
-        except httpx2.HTTPError as error:
-            state.metrics.errors.labels("upstream_broken").inc()
-            exchange.line.error = f"the upstream broke off its answer: {type(error).__name__}"
-            return _json_error(route.api, 502, "the upstream broke off its answer")
-        finally:
-            await sent.aclose()
-        _calibrate(exchange, data)
-        return _buffered(data, sent.status_code, _headers(exchange, sent))
-
-    def done(ends: bytes | None, failure: str | None) -> None:
-        if ends is not None:
-            _calibrate(exchange, ends)
-        _ended(state, exchange.line, exchange.started, ends, failure)
-
-    return _relay(sent, _headers(exchange, sent), done)
-
-
-async def _retry(
-    exchange: _Exchange, departure: Departure, body: dict[str, Any], error: bytes
-) -> Response | None:
-    """The upstream said the request is too long: learn the window it names, compact harder
-    (forced) and send once more; None when there is nothing more to do."""
-    state, route = exchange.state, exchange.route
-    exchange.line.retried = True
-    state.metrics.retries.labels(route.path).inc()
-    before = exchange.result
-    sent = before.tokens_after if before is not None else None
-    fits = fitting_window(error, sent)
-    if fits is not None and state.compactors.learn_window(exchange.model, fits):
-        exchange.headers["x-synopsis-window"] = str(state.compactors.window(exchange.model))
-    # The first pass read this history, so a forced one does too.
-    await exchange.compact(departure, body, force=True)
-    result, items = exchange.result, exchange.items
-    # Failed, or nothing left to cut (the client's own history back): sending again could
-    # only be refused again, so the client gets the refusal as it came.
-    if result is None or items is None or _unchanged(result, items, exchange.system):
-        exchange.result = before
-        return None
-    exchange.note()
-    exchange.headers["x-synopsis-retried"] = "overflow"
-    return await _forward(exchange, departure, body, exchange.payload(b"", body))
-
-
-async def _read_error(response: httpx2.Response, departure: Departure) -> bytes:
-    """An upstream error's body (errors are small; a huge one is cut)."""
-    data = bytearray()
-    try:
-        async for chunk in _bounded(response):
-            data += chunk
-    finally:
-        await response.aclose()
-    return bytes(data)
-
-
-async def _bounded(response: httpx2.Response) -> AsyncIterator[bytes]:
-    size = 0
-    async for chunk in response.aiter_raw():
-        size += len(chunk)
-        yield chunk
-        if size >= _READ_ERROR_LIMIT:
-            return
-
-
-def _headers(exchange: _Exchange, response: httpx2.Response) -> list[tuple[str, str]]:
-    """The upstream's headers (repeats kept, ``set-cookie`` say) and the proxy's own."""
-    return [*returned_headers(response.headers), *exchange.headers.items()]
-
-
-def _count_tokens(exchange: _Exchange) -> None:
-    result, metrics, path = exchange.result, exchange.state.metrics, exchange.route.path
-    if result is not None:
-        metrics.tokens_before.labels(path).inc(result.tokens_before)
-        metrics.tokens_after.labels(path).inc(result.tokens_after)
-
-
-def _calibrate(exchange: _Exchange, ends: bytes) -> None:
-    """The upstream's reported prompt tokens against synopsis's count of what was sent."""
-    reported = usage(ends, anthropic=exchange.route.api == "anthropic")
-    exchange.line.usage = reported
-    result = exchange.result
-    if reported is not None and result is not None and not exchange.line.failed_open:
-        exchange.state.compactors.calibrate(exchange.model, reported, result.tokens_after)
-
-
-async def _count(exchange: _Exchange, departure: Departure, payload: bytes) -> Response:
-    """``count_tokens`` for the body as it will be sent: the upstream's count of it, or
-    synopsis's own when the upstream has no such endpoint."""
-    sent = await _send(exchange, departure, payload)
-    if isinstance(sent, Response):
-        return sent
-    data = await _read_error(sent, departure)
-    if sent.status_code in _LOCAL_COUNT and exchange.result is not None:
-        answer = orjson.dumps({"input_tokens": exchange.result.tokens_after})
-        return Response(answer, media_type="application/json", headers=exchange.headers)
-    if sent.status_code >= 400:
-        exchange.line.error = f"the upstream answered {sent.status_code}"
-    return _buffered(data, sent.status_code, _headers(exchange, sent))
+        return await count(exchange, departure, payload)
+    return await forward(exchange, departure, body, payload)
 
 
 async def _passthrough(request: Request) -> Response:
@@ -598,7 +278,7 @@ async def _passthrough(request: Request) -> Response:
     client = state.client(api)
     upstream = client.build_request(
         request.method,
-        _upstream_url(state.upstreams[api], request.url.path, request.url.query),
+        upstream_url(state.upstreams[api], request.url.path, request.url.query),
         content=await request.body(),
         headers=forwarded_headers(request.headers),
     )
@@ -606,18 +286,18 @@ async def _passthrough(request: Request) -> Response:
         sent = await client.send(upstream, stream=True)
     except httpx2.TimeoutException:
         state.metrics.errors.labels("upstream_timeout").inc()
-        response: Response = _json_error(api, 504, "the upstream did not answer in time")
+        response: Response = json_error(api, 504, "the upstream did not answer in time")
         return _finish_passthrough(state, line, response, started)
     except httpx2.TransportError as error:
         state.metrics.errors.labels("upstream_unreachable").inc()
-        response = _json_error(api, 502, f"the upstream could not be reached: {error}")
+        response = json_error(api, 502, f"the upstream could not be reached: {error}")
         return _finish_passthrough(state, line, response, started)
     line.ms_upstream = (time.perf_counter() - started) * 1000
 
     def done(ends: bytes | None, failure: str | None) -> None:
-        _ended(state, line, started, ends, failure)
+        ended(state, line, started, ends, failure)
 
-    response = _relay(sent, returned_headers(sent.headers), done)
+    response = streamed(sent, returned_headers(sent.headers), done)
     return _finish_passthrough(state, line, response, started)
 
 
@@ -628,6 +308,6 @@ def _finish_passthrough(
     line.ms_total = (time.perf_counter() - started) * 1000
     state.metrics.requests.labels("other", str(response.status_code)).inc()
     if not isinstance(response, StreamingResponse):
-        _why(line, response)
+        why(line, response)
         line.emit(state.log_json)
     return response

@@ -1,0 +1,245 @@
+"""The upstream's side of a compacting request: sending it, reading what comes back,
+the one retry after an overflow, ``count_tokens``, and the answers the client gets (a relayed
+stream, a whole body, or an error in its provider's shape)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import orjson
+from starlette.background import BackgroundTask
+from starlette.responses import Response, StreamingResponse
+
+from synopsis.proxy.errors import Api, error_body, fitting_window, is_overflow
+from synopsis.proxy.exchange import unchanged
+from synopsis.proxy.relay import forwarded_headers, relayed, returned_headers, usage
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from synopsis.proxy.app import ProxyState
+    from synopsis.proxy.exchange import Exchange
+    from synopsis.proxy.logs import Line
+    from synopsis.proxy.relay import Departure
+
+__all__ = ["count", "ended", "forward", "json_error", "streamed", "upstream_url", "why"]
+
+_READ_ERROR_LIMIT = 1 << 20
+"""An upstream's error body is cut here: errors are small, and one is read whole."""
+_LOCAL_COUNT = frozenset({404, 405, 501})
+"""An upstream without ``count_tokens`` (a local server): the proxy answers it itself."""
+
+
+def json_error(api: Api, status: int, message: str, **headers: str) -> Response:
+    body = orjson.dumps(error_body(api, status, message))
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def why(line: Line, response: Response) -> None:
+    """An error's own message on its log line, when nothing said more already (both APIs'
+    error bodies keep it at ``error.message``)."""
+    if line.error is None and response.status_code >= 400:
+        # Every error the proxy answers without a reason already noted is one of its own.
+        line.error = str(orjson.loads(response.body)["error"]["message"])[:300]
+
+
+def ended(
+    state: ProxyState, line: Line, started: float, ends: bytes | None, failure: str | None
+) -> None:
+    """A relayed stream ended: whole, broken off by the upstream, or left by the client."""
+    line.ms_total = (time.perf_counter() - started) * 1000
+    if failure is not None:
+        state.metrics.errors.labels("upstream_broken").inc()
+        line.error = failure
+    elif ends is None:
+        state.metrics.errors.labels("client_gone").inc()
+        line.error = "the client went away during the answer"
+    line.emit(state.log_json)
+
+
+def streamed(
+    sent: httpx2.Response,
+    headers: list[tuple[str, str]],
+    done: Callable[[bytes | None, str | None], None],
+) -> StreamingResponse:
+    """The upstream's answer, relayed as it comes, with ``headers`` (repeats kept)."""
+    response = StreamingResponse(
+        relayed(sent, done),
+        status_code=sent.status_code,
+        background=BackgroundTask(sent.aclose),
+    )
+    for key, value in headers:
+        response.headers.append(key, value)
+    return response
+
+
+def _buffered(content: bytes, status: int, headers: list[tuple[str, str]]) -> Response:
+    response = Response(content, status_code=status)
+    for key, value in headers:
+        response.headers.append(key, value)
+    return response
+
+
+async def _send(
+    exchange: Exchange, departure: Departure, payload: bytes
+) -> httpx2.Response | Response:
+    """The upstream's response to ``payload`` (its body not read yet), or the error to give
+    the client when the upstream cannot be reached or does not answer in time."""
+    state, request, route = exchange.state, exchange.request, exchange.route
+    client = state.client(route.api)
+    upstream = client.build_request(
+        request.method,
+        upstream_url(state.upstreams[route.api], request.url.path, request.url.query),
+        content=payload,
+        headers=forwarded_headers(request.headers),
+    )
+    start = time.perf_counter()
+    try:
+        return await departure.race(client.send(upstream, stream=True))
+    except httpx2.TimeoutException:
+        state.metrics.errors.labels("upstream_timeout").inc()
+        exchange.line.error = "the upstream did not answer in time"
+        return json_error(route.api, 504, f"the upstream did not answer within {state.timeout:g} s")
+    except httpx2.TransportError as error:
+        state.metrics.errors.labels("upstream_unreachable").inc()
+        exchange.line.error = f"upstream unreachable: {error}"
+        return json_error(route.api, 502, f"the upstream could not be reached: {error}")
+    finally:
+        took = time.perf_counter() - start
+        exchange.line.ms_upstream += took * 1000
+        state.metrics.upstream_seconds.labels(route.path).observe(took)
+
+
+async def forward(
+    exchange: Exchange, departure: Departure, body: dict[str, Any], payload: bytes
+) -> Response:
+    state, route = exchange.state, exchange.route
+    sent = await _send(exchange, departure, payload)
+    if isinstance(sent, Response):
+        return sent
+    if sent.status_code >= 400:
+        error = await _read_error(sent, departure)
+        if (
+            exchange.items is not None
+            and not exchange.line.retried
+            and is_overflow(sent.status_code, error)
+        ):
+            retry = await _retry(exchange, departure, body, error)
+            if retry is not None:
+                return retry
+        exchange.line.error = f"the upstream answered {sent.status_code}"
+        return _buffered(error, sent.status_code, _headers(exchange, sent))
+    if exchange.result is not None and exchange.result.compacted:
+        state.metrics.compactions.labels(route.path).inc()
+    _count_tokens(exchange)
+    if not exchange.line.stream:
+        # One JSON answer: read whole and sent as one body, which spares the streamed
+        # response's task group (a tenth of a millisecond a request).
+        try:
+            data = await departure.race(sent.aread())
+        except httpx2.HTTPError as error:
+            state.metrics.errors.labels("upstream_broken").inc()
+            exchange.line.error = f"the upstream broke off its answer: {type(error).__name__}"
+            return json_error(route.api, 502, "the upstream broke off its answer")
+        finally:
+            await sent.aclose()
+        _calibrate(exchange, data)
+        return _buffered(data, sent.status_code, _headers(exchange, sent))
+
+    def done(ends: bytes | None, failure: str | None) -> None:
+        if ends is not None:
+            _calibrate(exchange, ends)
+        ended(state, exchange.line, exchange.started, ends, failure)
+
+    return streamed(sent, _headers(exchange, sent), done)
+
+
+async def _retry(
+    exchange: Exchange, departure: Departure, body: dict[str, Any], error: bytes
+) -> Response | None:
+    """The upstream said the request is too long: learn the window it names, compact harder
+    (forced) and send once more; None when there is nothing more to do."""
+    state, route = exchange.state, exchange.route
+    exchange.line.retried = True
+    state.metrics.retries.labels(route.path).inc()
+    before = exchange.result
+    sent = before.tokens_after if before is not None else None
+    fits = fitting_window(error, sent)
+    if fits is not None and state.compactors.learn_window(exchange.model, fits):
+        exchange.headers["x-synopsis-window"] = str(state.compactors.window(exchange.model))
+    # The first pass read this history, so a forced one does too.
+    await exchange.compact(departure, body, force=True)
+    result, items = exchange.result, exchange.items
+    # Failed, or nothing left to cut (the client's own history back): sending again could
+    # only be refused again, so the client gets the refusal as it came.
+    if result is None or items is None or unchanged(result, items, exchange.system):
+        exchange.result = before
+        return None
+    exchange.note()
+    exchange.headers["x-synopsis-retried"] = "overflow"
+    return await forward(exchange, departure, body, exchange.payload(b"", body))
+
+
+async def _read_error(response: httpx2.Response, departure: Departure) -> bytes:
+    """An upstream error's body (errors are small; a huge one is cut)."""
+    data = bytearray()
+    try:
+        async for chunk in _bounded(response):
+            data += chunk
+    finally:
+        await response.aclose()
+    return bytes(data)
+
+
+async def _bounded(response: httpx2.Response) -> AsyncIterator[bytes]:
+    size = 0
+    async for chunk in response.aiter_raw():
+        size += len(chunk)
+        yield chunk
+        if size >= _READ_ERROR_LIMIT:
+            return
+
+
+def _headers(exchange: Exchange, response: httpx2.Response) -> list[tuple[str, str]]:
+    """The upstream's headers (repeats kept, ``set-cookie`` say) and the proxy's own."""
+    return [*returned_headers(response.headers), *exchange.headers.items()]
+
+
+def _count_tokens(exchange: Exchange) -> None:
+    result, metrics, path = exchange.result, exchange.state.metrics, exchange.route.path
+    if result is not None:
+        metrics.tokens_before.labels(path).inc(result.tokens_before)
+        metrics.tokens_after.labels(path).inc(result.tokens_after)
+
+
+def _calibrate(exchange: Exchange, ends: bytes) -> None:
+    """The upstream's reported prompt tokens against synopsis's count of what was sent."""
+    reported = usage(ends, anthropic=exchange.route.api == "anthropic")
+    exchange.line.usage = reported
+    result = exchange.result
+    if reported is not None and result is not None and not exchange.line.failed_open:
+        exchange.state.compactors.calibrate(exchange.model, reported, result.tokens_after)
+
+
+async def count(exchange: Exchange, departure: Departure, payload: bytes) -> Response:
+    """``count_tokens`` for the body as it will be sent: the upstream's count of it, or
+    synopsis's own when the upstream has no such endpoint."""
+    sent = await _send(exchange, departure, payload)
+    if isinstance(sent, Response):
+        return sent
+    data = await _read_error(sent, departure)
+    if sent.status_code in _LOCAL_COUNT and exchange.result is not None:
+        answer = orjson.dumps({"input_tokens": exchange.result.tokens_after})
+        return Response(answer, media_type="application/json", headers=exchange.headers)
+    if sent.status_code >= 400:
+        exchange.line.error = f"the upstream answered {sent.status_code}"
+    return _buffered(data, sent.status_code, _headers(exchange, sent))
+
+
+def upstream_url(base: str, path: str, query: str) -> str:
+    """``path`` on the upstream; a base that ends in ``/v1`` is not given a second one."""
+    if base.rstrip("/").endswith("/v1") and path.startswith("/v1/"):
+        path = path[3:]
+    return f"{path}?{query}" if query else path
