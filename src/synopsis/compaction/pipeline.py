@@ -66,6 +66,7 @@ from synopsis.planning import (
 )
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
 from synopsis.summarizers import Usage, render
+from synopsis.validation.rules import separate_system
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
@@ -91,26 +92,36 @@ DEFAULT_SESSION = "default"
 """The session a store keeps offloaded messages under when the caller names none."""
 
 
+_IN_LIST: frozenset[str] = frozenset({"openai", "responses"})
+"""Formats whose system prompt sits in the list, unless the caller gives it apart."""
+
+
 def output_items(run: Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
     """The caller's items for ``messages`` (its own where a message is kept as decoded) and
     the system prompt to send apart."""
     if messages is run.messages and not run.fixes and not run.projected:
         items = wire_items(run.request.data, run.format)
         return list(items), body_system(run.request.data, run.format, run.request.system)
+    apart: object = None
+    if run.format in _IN_LIST and separate_system(messages, run.format):
+        # A system prompt the caller gave apart from an OpenAI list goes back apart, as given.
+        apart = body_system(run.request.data, run.format, run.request.system)
+        messages = messages[1:]
     if run.format == "openai":
         # The caller's own item for each message kept exactly as it was decoded, so that the
         # output is byte for byte what a client sending its whole history again gets too.
         given = wire_items(run.request.data, run.format)
+        lead = len(run.decoded) - len(given)
         out: list[Any] = []
         for message in messages:
             index = run.originals.index(message)
-            if index is not None and run.decoded[index] is message:
-                out.append(given[index])
+            if index is not None and index >= lead and run.decoded[index] is message:
+                out.append(given[index - lead])
             else:
                 out.extend(encode([message], run.format).messages)
-        return out, None
+        return out, apart
     wire = encode(messages, run.format)
-    return list(wire.messages), wire.system
+    return list(wire.messages), wire.system if apart is None else apart
 
 
 def _result(

@@ -78,6 +78,7 @@ def reread(
         or setup is not prefix.setup
         or type(data) is not list
         or request.format != prefix.format_given
+        or request.system is not None  # a prefix is made only of a list alone (see of)
     ):
         return None
     n = len(prefix.items)

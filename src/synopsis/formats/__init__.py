@@ -18,7 +18,7 @@ from synopsis.formats import anthropic, gemini, openai_chat, responses
 from synopsis.formats._common import Wire
 from synopsis.formats.body import body_items, body_system, wire_items
 from synopsis.formats.native import message_from_json, message_to_json
-from synopsis.messages import Message
+from synopsis.messages import Message, Role, TextPart
 
 __all__ = [
     "FORMATS",
@@ -190,9 +190,9 @@ def decode(data: object, format: FormatName | None = None, *, system: object = N
     items = body_items(data, fmt)
     system = body_system(data, fmt, system)
     if fmt == "openai":
-        return Decoded(fmt, openai_chat.decode(items))
+        return Decoded(fmt, (*_apart(system, fmt), *openai_chat.decode(items)))
     if fmt == "responses":
-        return Decoded(fmt, responses.decode(items))
+        return Decoded(fmt, (*_apart(system, fmt), *responses.decode(items)))
     if fmt == "anthropic":
         return Decoded(fmt, anthropic.decode(items, system=system))
     if fmt == "gemini":
@@ -211,6 +211,27 @@ def decode(data: object, format: FormatName | None = None, *, system: object = N
     raise UnknownFormatError(
         f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", rule="format.name"
     )
+
+
+def _apart(system: object, fmt: FormatName) -> tuple[Message, ...]:
+    """A system prompt given apart from an OpenAI chat or Responses list (``system=``, or a
+    Responses body's ``instructions``), as the system message that opens the history: it is
+    measured and kept like one, and :func:`separate_system` tells it from the list's own."""
+    if system is None:
+        return ()
+    if isinstance(system, str):
+        parts: tuple[TextPart, ...] = (TextPart(system),)
+    elif isinstance(system, Sequence) and all(
+        isinstance(b, Mapping) and isinstance(b.get("text"), str) for b in system
+    ):
+        parts = tuple(TextPart(b["text"]) for b in system)  # text blocks, as Anthropic's
+    else:
+        raise UnknownFormatError(
+            f"a system prompt given apart from a {fmt} history must be text or text blocks, "
+            f"got {type(system).__name__}",
+            rule="system.type",
+        )
+    return (Message(Role.SYSTEM, parts, wire={"format": fmt, "system": "apart"}),)
 
 
 def encode(messages: Sequence[Message], format: FormatName) -> Wire:

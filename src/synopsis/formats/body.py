@@ -20,6 +20,7 @@ __all__ = ["body_items", "body_system", "wire_items"]
 _SYSTEM_KEYS: dict[str, tuple[str, ...]] = {
     "anthropic": ("system",),
     "gemini": ("systemInstruction", "system_instruction"),
+    "responses": ("instructions",),
 }
 
 

@@ -686,9 +686,10 @@ def check(messages: Sequence[Message], profile: Profile, *, offset: int = 0) -> 
 def separate_system(messages: Sequence[Message], format: str) -> int:
     """How many of the leading ``messages``, decoded from ``format``, are a top-level system
     prompt that came apart from the caller's list (Anthropic's ``system``, Gemini's
-    ``systemInstruction``, passed as ``system=`` or in a request body): 1 or 0. An index into
+    ``systemInstruction``, Responses ``instructions``, or ``system=`` for any format, passed
+    so or in a request body): 1 or 0. An index into
     ``messages`` less this is an index into the caller's own list."""
-    if format not in ("anthropic", "gemini") or not messages:
+    if not messages:
         return 0
     # Only the decoder of that top-level prompt notes its form; a system message from inside
     # the list has no such note.
