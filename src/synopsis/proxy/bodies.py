@@ -27,39 +27,30 @@ class Route:
     def history(self, body: dict[str, Any]) -> list[Any] | None:
         """The history to compact, or None when the body holds none the proxy can shorten:
         a Responses request that continues a stored response (the provider keeps that
-        history) or gives its input as one string. Responses ``instructions`` open the
-        history as a system message, so that they are measured and kept like any system
-        prompt; :meth:`rebuilt` takes that message out again."""
+        history) or gives its input as one string."""
         if self.format == "responses" and body.get("previous_response_id") is not None:
             return None
         items = body.get(self.items_key)
-        if not isinstance(items, list):
-            return None
-        lead = _instructions(self, body)
-        return items if lead is None else [lead, *items]
+        return items if isinstance(items, list) else None
 
     def system(self, body: dict[str, Any]) -> object:
-        """The system prompt synopsis is given apart from the history (Anthropic's)."""
-        return body.get("system") if self.format == "anthropic" else None
+        """The system prompt the body keeps apart from its history: Anthropic's ``system``,
+        the Responses ``instructions``. It is measured and kept with the history."""
+        key = _SYSTEM.get(self.format)
+        return body.get(key) if key is not None else None
 
     def rebuilt(self, body: dict[str, Any], result: CompactionResult) -> dict[str, Any]:
-        """``body`` with the compacted history (and system prompt) in place; the other fields
-        as the client sent them (Responses ``instructions`` among them)."""
+        """``body`` with the compacted history (and Anthropic's system prompt, whose blocks a
+        compaction may change) in place; the other fields, the Responses ``instructions``
+        among them, as the client sent them."""
         out = dict(body)
-        items = result.messages
-        lead = _instructions(self, body)
-        if lead is not None and items and items[0] == lead:
-            items = items[1:]
-        out[self.items_key] = items
+        out[self.items_key] = result.messages
         if self.format == "anthropic" and "system" in body:
             out["system"] = result.system
         return out
 
 
-def _instructions(route: Route, body: dict[str, Any]) -> dict[str, Any] | None:
-    """The system message Responses ``instructions`` stand for, if the body has them."""
-    text = body.get("instructions") if route.format == "responses" else None
-    return {"role": "system", "content": text} if isinstance(text, str) and text else None
+_SYSTEM = {"anthropic": "system", "responses": "instructions"}
 
 
 ROUTES: tuple[Route, ...] = (
