@@ -20,7 +20,8 @@ class CompactionResult:
     """The history to send next, in the caller's own format, and what happened to it.
 
     ``messages`` is a new list (the caller's items themselves when nothing changed);
-    ``system`` the top-level system prompt for Anthropic and Gemini. ``compacted`` says
+    ``system`` the system prompt to send apart from the list (Anthropic's and Gemini's, or
+    the one given apart for OpenAI formats). ``compacted`` says
     whether anything was summarized or reduced, ``code`` and ``reason`` why (the governor's
     decision, or why it was skipped). ``record`` is the newest summary, ``offloaded`` the ids
     of the messages saved to the store, ``fixes`` what was repaired on the way in or out.

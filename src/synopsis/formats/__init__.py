@@ -184,8 +184,9 @@ def detect(data: object) -> FormatName:
 
 
 def decode(data: object, format: FormatName | None = None, *, system: object = None) -> Decoded:
-    """Decode ``data`` (a list, or a request body) into messages. ``system`` is the top-level
-    system prompt for Anthropic and Gemini when it is passed separately."""
+    """Decode ``data`` (a list, or a request body) into messages. ``system`` is a system
+    prompt passed apart from the list (Anthropic's and Gemini's top-level one, or one given
+    apart from an OpenAI chat or Responses list): it opens the messages."""
     fmt = format or detect(data)
     items = body_items(data, fmt)
     system = body_system(data, fmt, system)
