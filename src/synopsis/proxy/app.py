@@ -25,7 +25,16 @@ from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
 from synopsis.proxy.exchange import Exchange, stable
-from synopsis.proxy.forward import count, ended, forward, json_error, streamed, upstream_url, why
+from synopsis.proxy.forward import (
+    count,
+    ended,
+    forward,
+    json_error,
+    streamed,
+    unreachable,
+    upstream_url,
+    why,
+)
 from synopsis.proxy.logs import Line
 from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.relay import (
@@ -196,7 +205,7 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
         state = _state(request)
         refused = _refused(state, request, route.api)
         if refused is not None:
-            return _finish(state, route, Line(request.method, request.url.path), refused)
+            return _finish(state, route.path, Line(request.method, request.url.path), refused)
         exchange = Exchange(state, route, request)
         raw = await request.body()
         # Watched only once the body is read: the watch reads the same channel.
@@ -210,16 +219,16 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
         finally:
             await departure.stop()
         exchange.line.ms_total = (time.perf_counter() - exchange.started) * 1000
-        return _finish(state, route, exchange.line, response)
+        return _finish(state, route.path, exchange.line, response)
 
     return endpoint
 
 
-def _finish(state: ProxyState, route: Route, line: Line, response: Response) -> Response:
-    """Count the answer; log it now, or, for a relayed stream, when the stream ends (with the
-    usage it reported and its whole time)."""
+def _finish(state: ProxyState, label: str, line: Line, response: Response) -> Response:
+    """Count the answer under ``label`` (the route, or "other"); log it now, or, for a relayed
+    stream, when the stream ends (with the usage it reported and its whole time)."""
     line.status = response.status_code
-    state.metrics.requests.labels(route.path, str(response.status_code)).inc()
+    state.metrics.requests.labels(label, str(response.status_code)).inc()
     if not isinstance(response, StreamingResponse):
         why(line, response)
         line.emit(state.log_json)
@@ -274,7 +283,8 @@ async def _passthrough(request: Request) -> Response:
     started = time.perf_counter()
     refused = _refused(state, request, api)
     if refused is not None:
-        return _finish_passthrough(state, line, refused, started)
+        line.ms_total = (time.perf_counter() - started) * 1000
+        return _finish(state, "other", line, refused)
     client = state.client(api)
     upstream = client.build_request(
         request.method,
@@ -284,30 +294,12 @@ async def _passthrough(request: Request) -> Response:
     )
     try:
         sent = await client.send(upstream, stream=True)
-    except httpx2.TimeoutException:
-        state.metrics.errors.labels("upstream_timeout").inc()
-        response: Response = json_error(api, 504, "the upstream did not answer in time")
-        return _finish_passthrough(state, line, response, started)
     except httpx2.TransportError as error:
-        state.metrics.errors.labels("upstream_unreachable").inc()
-        response = json_error(api, 502, f"the upstream could not be reached: {error}")
-        return _finish_passthrough(state, line, response, started)
-    line.ms_upstream = (time.perf_counter() - started) * 1000
+        line.ms_total = (time.perf_counter() - started) * 1000
+        return _finish(state, "other", line, unreachable(state, api, line, error))
+    line.ms_upstream = line.ms_total = (time.perf_counter() - started) * 1000
 
     def done(ends: bytes | None, failure: str | None) -> None:
         ended(state, line, started, ends, failure)
 
-    response = streamed(sent, returned_headers(sent.headers), done)
-    return _finish_passthrough(state, line, response, started)
-
-
-def _finish_passthrough(
-    state: ProxyState, line: Line, response: Response, started: float
-) -> Response:
-    line.status = response.status_code
-    line.ms_total = (time.perf_counter() - started) * 1000
-    state.metrics.requests.labels("other", str(response.status_code)).inc()
-    if not isinstance(response, StreamingResponse):
-        why(line, response)
-        line.emit(state.log_json)
-    return response
+    return _finish(state, "other", line, streamed(sent, returned_headers(sent.headers), done))

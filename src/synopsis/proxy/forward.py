@@ -24,7 +24,16 @@ if TYPE_CHECKING:
     from synopsis.proxy.logs import Line
     from synopsis.proxy.relay import Departure
 
-__all__ = ["count", "ended", "forward", "json_error", "streamed", "upstream_url", "why"]
+__all__ = [
+    "count",
+    "ended",
+    "forward",
+    "json_error",
+    "streamed",
+    "unreachable",
+    "upstream_url",
+    "why",
+]
 
 _READ_ERROR_LIMIT = 1 << 20
 """An upstream's error body is cut here: errors are small, and one is read whole."""
@@ -98,18 +107,24 @@ async def _send(
     start = time.perf_counter()
     try:
         return await departure.race(client.send(upstream, stream=True))
-    except httpx2.TimeoutException:
-        state.metrics.errors.labels("upstream_timeout").inc()
-        exchange.line.error = "the upstream did not answer in time"
-        return json_error(route.api, 504, f"the upstream did not answer within {state.timeout:g} s")
     except httpx2.TransportError as error:
-        state.metrics.errors.labels("upstream_unreachable").inc()
-        exchange.line.error = f"upstream unreachable: {error}"
-        return json_error(route.api, 502, f"the upstream could not be reached: {error}")
+        return unreachable(state, route.api, exchange.line, error)
     finally:
         took = time.perf_counter() - start
         exchange.line.ms_upstream += took * 1000
         state.metrics.upstream_seconds.labels(route.path).observe(took)
+
+
+def unreachable(state: ProxyState, api: Api, line: Line, error: httpx2.TransportError) -> Response:
+    """The answer to a request the upstream did not take: 504 when it did not answer in
+    time, 502 when it could not be reached."""
+    if isinstance(error, httpx2.TimeoutException):
+        state.metrics.errors.labels("upstream_timeout").inc()
+        line.error = "the upstream did not answer in time"
+        return json_error(api, 504, f"the upstream did not answer within {state.timeout:g} s")
+    state.metrics.errors.labels("upstream_unreachable").inc()
+    line.error = f"upstream unreachable: {error}"
+    return json_error(api, 502, f"the upstream could not be reached: {error}")
 
 
 async def forward(
