@@ -17,8 +17,14 @@ run explores new inputs. Tests do not set their own ``max_examples``: the profil
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, settings
+
+from tests.postgres import begin_run, end_run, postgres_url, server  # noqa: F401 - fixtures
+
+if TYPE_CHECKING:
+    import pytest
 
 _AMBIENT = settings.default  # "ci" when Hypothesis detects a CI run, "default" otherwise
 
@@ -36,3 +42,15 @@ _COMMON = settings(
 settings.register_profile("quick", _COMMON, max_examples=50)
 settings.register_profile("deep", _COMMON, max_examples=400, derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+# One PostgreSQL server for the run (tests/postgres.py): its fixture, its start and its stop.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controlling process, not an xdist worker
+        begin_run()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        end_run()

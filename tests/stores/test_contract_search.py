@@ -10,7 +10,6 @@ import pytest
 
 from synopsis.errors import ConfigurationError
 from synopsis.messages import Role
-from synopsis.stores import MemoryStore, SQLiteStore
 from tests.stores.helpers import compaction, record, stored, three
 
 if TYPE_CHECKING:
@@ -126,12 +125,9 @@ def test_a_search_after_more_saves_scores_as_if_all_were_saved_first(harness: Ha
     harness.store.save(compaction(second, later))
     after = harness.reader().search("s1", "parser lunch")
     assert {h.message for h in after} == {*early, *later}
-    other = (
-        MemoryStore() if harness.kind == "memory" else SQLiteStore(harness.path.with_name("b.db"))
-    )
+    other = harness.another()
     other.save(compaction(first, early))
     other.save(compaction(second, later))
     assert [(h.message, h.score) for h in other.search("s1", "parser lunch")] == [
         (h.message, h.score) for h in after
     ]
-    other.close()

@@ -1,4 +1,4 @@
-"""One compaction at a time per session, within this process.
+"""One compaction at a time per session, within this process and across processes.
 
 Two requests of one conversation can arrive together (a client's retry, a proxy's parallel
 requests). Each reads the session, summarizes and saves: run side by side, both would
@@ -8,7 +8,9 @@ takes the first one's summary (see :mod:`.projection`) instead of making its own
 
 Threads (``compact``) share a lock per store and session; tasks (``acompact``) an
 ``asyncio.Lock`` per event loop, store and session. Gates are dropped once no call holds or
-waits for one. Replicas in other processes need a store that locks (PostgreSQL).
+waits for one. Replicas in other processes need a store that locks (a
+:class:`~synopsis.stores.LockingStore`, such as PostgreSQL's): its lock is taken once the gate
+is passed, so a process holds at most one of its connections per session.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import threading
 import weakref
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
+
+from synopsis.stores import LockingStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -59,7 +63,11 @@ def gate(store: object, session_id: str | None) -> Iterator[None]:
         if found is None:
             found = _gates[key] = _Gate()
     with found.lock:
-        yield
+        if isinstance(store, LockingStore):
+            with store.session_lock(session_id):
+                yield
+        else:
+            yield
 
 
 @asynccontextmanager
@@ -75,4 +83,8 @@ async def async_gate(store: object, session_id: str | None) -> AsyncIterator[Non
         if found is None:
             found = _async_gates[key] = _AsyncGate()
     async with found.lock:
-        yield
+        if isinstance(store, LockingStore):
+            async with store.asession_lock(session_id):
+                yield
+        else:
+            yield

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from synopsis.errors import ConfigurationError
 from synopsis.formats import PROFILE_OF_FORMAT
 from synopsis.models import context_window, max_output_tokens
-from synopsis.stores import AsyncStore, MemoryStore, SQLiteStore, Store
+from synopsis.stores import AsyncStore, Store, open_store
 from synopsis.summarizers import (
     AsyncSummarizer,
     LLMSummarizer,
@@ -180,20 +180,6 @@ def _summarizer(settings: Settings, model: str | None) -> LLMSummarizer | None:
     )
 
 
-def _store(value: object) -> Store | AsyncStore | None:
-    if value is None or isinstance(value, Store | AsyncStore):
-        return value
-    if value == "memory":
-        return MemoryStore()
-    if value == "sqlite":
-        return SQLiteStore()
-    if isinstance(value, str | os.PathLike):
-        return SQLiteStore(value)
-    raise ConfigurationError(
-        f"store must be a Store, 'memory', 'sqlite' or a file path, got {value!r}"
-    )
-
-
 def build_setup(
     settings: Settings,
     *,
@@ -254,7 +240,7 @@ def build_setup(
         else settings.max_summary_tokens
     )
     session = settings.session_id
-    resolved_store = _store(store if store is not None else settings.store)
+    resolved_store = open_store(store if store is not None else settings.store)
     return Setup(
         counter=counter or counter_for_model(model),
         window=window,

@@ -3,7 +3,9 @@
 A store keeps, per session, the original messages a compaction summarized (append-only,
 their wire items byte-identical), the chain of summary records, and the pipeline's state; it
 recalls messages by id or position and searches their text with BM25. :class:`MemoryStore`
-lives in the process; :class:`SQLiteStore` in one SQLite file (standard library only).
+lives in the process; :class:`SQLiteStore` in one SQLite file (standard library only);
+:class:`PostgresStore` in a PostgreSQL database that several processes and machines share
+(the ``postgres`` extra), with a lock per session so one compactor at a time works on it.
 :func:`recall_tool` and :func:`handle_recall` let the model look things up itself.
 
 >>> from synopsis.stores import MemoryStore, Store, AsyncStore
@@ -17,16 +19,19 @@ True
 from __future__ import annotations
 
 from synopsis.errors import StoreError
+from synopsis.stores._open import is_postgres_url, open_store
 from synopsis.stores._paths import data_dir, default_database_path
 from synopsis.stores._query import MARK as SNIPPET_MARK  # how a snippet marks a match
 from synopsis.stores.export import export_markdown
 from synopsis.stores.memory import MemoryStore
-from synopsis.stores.protocols import AsyncStore, Store
+from synopsis.stores.postgres import PostgresStore
+from synopsis.stores.protocols import AsyncStore, LockingStore, Store
 from synopsis.stores.records import (
     LAST_SUMMARY_CHARS,
     Compaction,
     SearchHit,
     SessionState,
+    SessionStats,
     StoredMessage,
     wire_json,
 )
@@ -39,10 +44,13 @@ __all__ = [
     "SNIPPET_MARK",
     "AsyncStore",
     "Compaction",
+    "LockingStore",
     "MemoryStore",
+    "PostgresStore",
     "SQLiteStore",
     "SearchHit",
     "SessionState",
+    "SessionStats",
     "Store",
     "StoreError",
     "StoredMessage",
@@ -51,6 +59,8 @@ __all__ = [
     "default_database_path",
     "export_markdown",
     "handle_recall",
+    "is_postgres_url",
+    "open_store",
     "recall_tool",
     "wire_json",
 ]

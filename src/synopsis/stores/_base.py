@@ -5,13 +5,38 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Self
+
+from synopsis.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from synopsis.stores.records import Compaction, SearchHit, SessionState, StoredMessage
+    from synopsis.stores.records import (
+        Compaction,
+        SearchHit,
+        SessionState,
+        SessionStats,
+        StoredMessage,
+    )
     from synopsis.summarizers.records import SummaryRecord
+
+
+def cutoff(older_than: datetime | timedelta) -> datetime:
+    """The moment before which :meth:`StoreBase.prune` forgets a session: ``older_than`` ago,
+    or that moment itself."""
+    if isinstance(older_than, timedelta):
+        if older_than < timedelta(0):
+            raise ConfigurationError(f"older_than must not be negative, got {older_than!r}")
+        return datetime.now(UTC) - older_than
+    if isinstance(older_than, datetime):
+        if older_than.tzinfo is None or older_than.utcoffset() is None:
+            raise ConfigurationError(
+                f"older_than must be a timezone-aware datetime, got {older_than!r}"
+            )
+        return older_than.astimezone(UTC)
+    raise ConfigurationError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
 
 
 class StoreBase(ABC):
@@ -54,6 +79,23 @@ class StoreBase(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    # -- lifecycle: what an operator does to a store, never the compaction -----------------
+
+    @abstractmethod
+    def forget(self, session_id: str) -> bool:
+        """Delete everything kept for the session (its messages, summaries and state) in one
+        transaction; whether there was anything. The only way a stored message goes."""
+
+    @abstractmethod
+    def prune(self, older_than: datetime | timedelta) -> list[str]:
+        """Forget every session whose state was last saved before ``older_than`` (a moment,
+        or that long ago: its ``updated_at``, which every save stamps), each in its own
+        transaction; their ids, sorted."""
+
+    @abstractmethod
+    def stats(self) -> list[SessionStats]:
+        """What each session with a saved state keeps, by session id."""
+
     async def asave(self, compaction: Compaction) -> None:
         await asyncio.to_thread(self.save, compaction)
 
@@ -87,6 +129,15 @@ class StoreBase(ABC):
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
+
+    async def aforget(self, session_id: str) -> bool:
+        return await asyncio.to_thread(self.forget, session_id)
+
+    async def aprune(self, older_than: datetime | timedelta) -> list[str]:
+        return await asyncio.to_thread(self.prune, older_than)
+
+    async def astats(self) -> list[SessionStats]:
+        return await asyncio.to_thread(self.stats)
 
     def __enter__(self) -> Self:
         return self

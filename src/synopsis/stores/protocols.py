@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager, AbstractContextManager
 
     from synopsis.stores.records import Compaction, SearchHit, SessionState, StoredMessage
     from synopsis.summarizers.records import SummaryRecord
 
-__all__ = ["AsyncStore", "Store"]
+__all__ = ["AsyncStore", "LockingStore", "Store"]
 
 
 @runtime_checkable
@@ -97,3 +98,22 @@ class AsyncStore(Protocol):
     async def asessions(self) -> list[str]: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class LockingStore(Protocol):
+    """A store that several processes share (:class:`~synopsis.stores.PostgresStore`) and
+    that locks a session for them: a compaction holds the lock from reading the session to
+    saving it, so that two replicas given one conversation at once never both summarize it
+    (the second reads what the first saved). Within one process, calls on one store object
+    already take turns; this lock is for the rest."""
+
+    def session_lock(self, session_id: str) -> AbstractContextManager[None]:
+        """Held while one call works on the session; waits a bounded time for another
+        holder, then raises ``StoreError``."""
+        ...
+
+    def asession_lock(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """:meth:`session_lock` for a task; a task cancelled while it waits leaves no lock
+        held."""
+        ...

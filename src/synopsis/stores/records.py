@@ -25,7 +25,14 @@ if TYPE_CHECKING:
 
     from synopsis.messages import Message
 
-__all__ = ["LAST_SUMMARY_CHARS", "Compaction", "SearchHit", "SessionState", "StoredMessage"]
+__all__ = [
+    "LAST_SUMMARY_CHARS",
+    "Compaction",
+    "SearchHit",
+    "SessionState",
+    "SessionStats",
+    "StoredMessage",
+]
 
 LAST_SUMMARY_CHARS = 500
 """How much of the last summary text a session state keeps (enough for a listing)."""
@@ -200,6 +207,19 @@ class SearchHit:
     message: StoredMessage
     score: float
     snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStats:
+    """What a store keeps for one session, as ``synopsis store stats`` lists it. ``bytes`` is
+    the size of the stored messages' wire items and text plus the summary records' JSON, as
+    UTF-8: what the session costs the store before its indexes."""
+
+    session_id: str
+    messages: int
+    summaries: int
+    bytes: int
+    updated_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True, init=False)

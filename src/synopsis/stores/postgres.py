@@ -1,0 +1,571 @@
+"""A store in a PostgreSQL database that several processes and machines share (the ``postgres``
+extra: psycopg 3 and its connection pool).
+
+Everything :class:`~synopsis.stores.SQLiteStore` promises holds here: append-only messages
+whose wire items come back byte for byte, a save that is one transaction, search over the
+messages' words. Three things are PostgreSQL's own:
+
+- **A lock per session** (:meth:`PostgresStore.session_lock`): a session-level advisory lock,
+  held on one pooled connection from reading a session to saving it, so two replicas given
+  one conversation at once take turns and the second reuses the first one's summary. Waiting
+  is bounded by ``lock_timeout``. A process that dies while it holds one loses its
+  connection, and PostgreSQL releases the lock with it; its half-done compaction wrote
+  nothing, as every save is one transaction.
+- **Full-text search** with a ``tsvector`` column under a GIN index, ranked by ``ts_rank``.
+  The words are cut here, as every store cuts them (:mod:`._query`), and given to PostgreSQL
+  as lexemes, not to its parser: its parser reads ``app.py`` as one word and lower-cases by
+  the server's locale, so the same query would find other messages than in SQLite.
+- **Versioned migrations** at first use, under an advisory lock so replicas starting together
+  migrate once; a schema newer than this code understands is refused.
+
+Text and wire items are kept as ``bytea`` (UTF-8 written with ``surrogatepass``): PostgreSQL
+text holds neither a NUL nor a lone surrogate, and a tool's output may hold either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from synopsis.errors import ConfigurationError, StoreError
+from synopsis.stores import _query
+from synopsis.stores._base import StoreBase, cutoff
+from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
+from synopsis.summarizers.records import SummaryRecord
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator, Sequence
+
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    from synopsis.stores.records import Compaction
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1
+        """CREATE TABLE synopsis_messages (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id text NOT NULL,
+            id text NOT NULL,
+            position integer NOT NULL,
+            role text NOT NULL,
+            text bytea NOT NULL,
+            sha256 text NOT NULL,
+            format text NOT NULL,
+            data bytea NOT NULL,
+            compaction_id text NOT NULL,
+            created_at timestamptz NOT NULL,
+            words tsvector NOT NULL,
+            UNIQUE (session_id, id, sha256)
+        )""",
+        "CREATE INDEX synopsis_messages_timeline ON synopsis_messages (session_id, position, seq)",
+        "CREATE INDEX synopsis_messages_words ON synopsis_messages USING gin (words)",
+        """CREATE TABLE synopsis_summaries (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id text NOT NULL,
+            id text NOT NULL,
+            record text NOT NULL,
+            UNIQUE (session_id, id)
+        )""",
+        """CREATE TABLE synopsis_sessions (
+            session_id text PRIMARY KEY,
+            state text NOT NULL,
+            updated_at timestamptz NOT NULL
+        )""",
+        "CREATE INDEX synopsis_sessions_updated ON synopsis_sessions (updated_at)",
+        # Append-only but for forget(): a deletion must name its session in this table first,
+        # in the same transaction, so no stray DELETE takes an original away.
+        "CREATE TABLE synopsis_forgetting (session_id text PRIMARY KEY)",
+        """CREATE FUNCTION synopsis_messages_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' AND EXISTS (
+                SELECT 1 FROM synopsis_forgetting WHERE session_id = OLD.session_id
+            ) THEN
+                RETURN OLD;
+            END IF;
+            RAISE EXCEPTION 'synopsis keeps offloaded messages append-only';
+        END $$""",
+        """CREATE TRIGGER synopsis_messages_kept BEFORE UPDATE OR DELETE ON synopsis_messages
+            FOR EACH ROW EXECUTE FUNCTION synopsis_messages_kept()""",
+    ),
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+_MIGRATION_KEY = int.from_bytes(hashlib.sha256(b"synopsis schema").digest()[:8], signed=True)
+_COLUMNS = "session_id, id, position, role, text, sha256, format, data, compaction_id, created_at"
+_INSERT = (
+    f"INSERT INTO synopsis_messages ({_COLUMNS}, words) "
+    "VALUES (%s, %s, %s, %s, %b, %s, %s, %b, %s, %s, %s::tsvector) "
+    "ON CONFLICT (session_id, id, sha256) DO NOTHING"
+)
+_LOCK_POLL = (0.005, 0.2)
+"""An async waiter asks for the lock again after this long, doubling up to the second value:
+it waits on the event loop, not in a thread that a long wait would take from the pool."""
+
+# What a tsvector can hold: positions up to 16383, 256 of them a lexeme, a lexeme under 2 KB,
+# all lexemes together under 1 MB. A longer text is indexed up to those limits.
+_MAX_POSITION = 16383
+_MAX_POSITIONS = 256
+_MAX_LEXEME = 2046
+_MAX_LEXEMES_BYTES = 1_000_000
+
+
+def tsvector(text: str) -> str:
+    """``text``'s words as a ``tsvector`` literal: each lexeme quoted (words hold only
+    letters and digits, so no quote or backslash), with its positions."""
+    positions: dict[str, list[int]] = {}
+    size = 0
+    for n, word in enumerate(_query.words(text), 1):
+        found = positions.get(word)
+        if found is None:
+            length = len(word.encode())
+            if length > _MAX_LEXEME or size + length > _MAX_LEXEMES_BYTES:
+                continue
+            size += length
+            positions[word] = [min(n, _MAX_POSITION)]
+        elif len(found) < _MAX_POSITIONS and found[-1] < _MAX_POSITION:
+            found.append(min(n, _MAX_POSITION))
+    return " ".join(f"'{w}':{','.join(map(str, p))}" for w, p in positions.items())
+
+
+def tsquery(terms: Sequence[str]) -> str:
+    """Any of ``terms`` as a ``tsquery`` literal (empty when none can be a lexeme)."""
+    return " | ".join(f"'{t}'" for t in terms if len(t.encode()) <= _MAX_LEXEME)
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _message(row: Sequence[Any]) -> StoredMessage:
+    session_id, id_, position, role, text, sha256, fmt, data, compaction_id, created_at = row
+    return StoredMessage(
+        session_id=session_id,
+        id=id_,
+        position=position,
+        role=role,
+        text=bytes(text).decode("utf-8", "surrogatepass"),
+        sha256=sha256,
+        format=fmt,
+        data=bytes(data).decode("utf-8", "surrogatepass"),
+        compaction_id=compaction_id,
+        created_at=created_at,
+    )
+
+
+def _where(url: str) -> str:
+    """The URL less its credentials: what errors and ``repr`` show."""
+    import psycopg  # noqa: PLC0415
+    from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - the postgres extra
+
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(f"not a PostgreSQL URL: {exc}") from None
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{parts.get('host') or ''}{port}/{parts.get('dbname') or ''}"
+
+
+class PostgresStore(StoreBase):
+    """A store in the PostgreSQL database at ``url`` (``postgresql://user:password@host/db``;
+    any libpq URL or key-value string). Thread-safe: a pool of up to ``pool_size``
+    connections, each compaction in flight holding one for its session's lock. The lock's
+    wait, and any other lock a statement waits for, is bounded by ``lock_timeout`` seconds;
+    reaching the server by ``connect_timeout``."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 20,
+        lock_timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        try:
+            import psycopg  # noqa: F401, PLC0415
+            from psycopg_pool import ConnectionPool  # noqa: PLC0415
+        except ImportError as error:
+            raise ConfigurationError(
+                'a PostgreSQL store needs: pip install "synopsis[postgres]"'
+            ) from error
+        if not isinstance(url, str):
+            raise ConfigurationError(f"url must be a string, got {url!r}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise ConfigurationError(
+                f"pool_size must be a whole number of at least 1, got {pool_size!r}"
+            )
+        for name, value in (("lock_timeout", lock_timeout), ("connect_timeout", connect_timeout)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ConfigurationError(
+                    f"{name} must be a number of seconds above 0, got {value!r}"
+                )
+        self.url = _where(url)
+        self.lock_timeout = float(lock_timeout)
+        self.connect_timeout = float(connect_timeout)
+        millis = max(1, round(self.lock_timeout * 1000))
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            # UTC: a stored time comes back in the zone it went in, however the server is set.
+            conn.execute(f"SET TIME ZONE 'UTC'; SET lock_timeout = {millis}")
+
+        pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True, "connect_timeout": max(1, round(self.connect_timeout))},
+            configure=configure,
+            timeout=self.lock_timeout + self.connect_timeout,
+            open=False,
+            name="synopsis",
+        )
+        try:
+            pool.open(wait=True, timeout=self.connect_timeout)
+        except Exception as exc:
+            pool.close()
+            raise StoreError(f"cannot reach the store {self.url}: {exc}") from exc
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = pool
+        try:
+            with self._connection() as conn:
+                self._schema = self._migrate(conn)
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r})"
+
+    # -- connections, errors and the schema ------------------------------------------------
+
+    def _live(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        if self._pool is None:
+            raise StoreError(f"the store {self.url} is closed")
+        return self._pool
+
+    @contextmanager
+    def _failures(self) -> Iterator[None]:
+        """psycopg's and the pool's errors as ``StoreError``s that name the store."""
+        import psycopg  # noqa: PLC0415
+        from psycopg_pool import PoolTimeout  # noqa: PLC0415
+
+        try:
+            yield
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StoreError(
+                f"the store {self.url} waited {self.lock_timeout:g} s for a lock: {exc}"
+            ) from exc
+        except PoolTimeout as exc:
+            raise StoreError(f"no connection to the store {self.url} was free: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"the store {self.url} failed: {exc}") from exc
+        except (UnicodeEncodeError, ValueError) as exc:
+            # A NUL or a lone surrogate in an id: PostgreSQL text holds neither.
+            raise StoreError(f"the store {self.url} cannot hold a value: {exc}") from exc
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        pool = self._live()
+        with self._failures(), pool.connection() as conn:
+            yield conn
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> str:
+        """Bring the schema to :data:`SCHEMA_VERSION`; the schema's name (the session locks'
+        namespace)."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_KEY,))
+            row = conn.execute("SELECT current_schema(), to_regclass('synopsis_schema')").fetchone()
+            assert row is not None
+            schema, table = row
+            if schema is None:
+                raise StoreError(f"the store {self.url} has no schema to create tables in")
+            version = 0
+            if table is not None:
+                found = conn.execute("SELECT max(version) FROM synopsis_schema").fetchone()
+                version = found[0] if found is not None and found[0] is not None else 0
+            else:
+                conn.execute("CREATE TABLE synopsis_schema (version integer NOT NULL)")
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"the store {self.url} was written by a newer synopsis (schema version "
+                    f"{version}; this one reads up to {SCHEMA_VERSION}): upgrade synopsis to "
+                    "use it"
+                )
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[number - 1]:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO synopsis_schema (version) VALUES (%s)", (number,))
+        return str(schema)
+
+    def _key(self, session_id: str) -> int:
+        """The session's advisory lock key, within this schema: 64 bits of a digest, so any
+        session id (one holding a NUL too) has one."""
+        digest = hashlib.sha256(f"{self._schema}\x1f{session_id}".encode("utf-8", "surrogatepass"))
+        return int.from_bytes(digest.digest()[:8], signed=True)
+
+    # -- the session lock --------------------------------------------------------------------
+
+    @contextmanager
+    def session_lock(self, session_id: str) -> Iterator[None]:
+        """Held on a connection of its own until the block ends (see the module docstring)."""
+        key = self._key(session_id)
+        pool = self._live()
+        with self._failures():
+            conn = pool.getconn()
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            except BaseException:
+                pool.putconn(conn)
+                raise
+        try:
+            yield
+        finally:
+            self._unlock(conn, key)
+
+    def _unlock(self, conn: psycopg.Connection[Any], key: int) -> None:
+        import psycopg  # noqa: PLC0415
+
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except psycopg.Error:
+            conn.close()  # a connection that ends lets go of its locks
+        finally:
+            pool = self._pool
+            if pool is not None:
+                pool.putconn(conn)
+            else:
+                conn.close()
+
+    def _try_lock(self, key: int) -> psycopg.Connection[Any] | None:
+        pool = self._live()
+        with self._failures():
+            conn = pool.getconn()
+            try:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            except BaseException:
+                pool.putconn(conn)
+                raise
+        if row is not None and row[0]:
+            return conn
+        pool.putconn(conn)
+        return None
+
+    @asynccontextmanager
+    async def asession_lock(self, session_id: str) -> AsyncIterator[None]:
+        """:meth:`session_lock` for a task: it asks again at growing intervals rather than
+        wait in a thread, and a task cancelled at any point leaves no lock held."""
+        key = self._key(session_id)
+        loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + self.lock_timeout
+        pause = _LOCK_POLL[0]
+        while True:
+            attempt = loop.run_in_executor(None, self._try_lock, key)
+            try:
+                conn = await asyncio.shield(attempt)
+            except asyncio.CancelledError:
+                attempt.add_done_callback(lambda done: self._let_go(loop, done, key))
+                raise
+            if conn is not None:
+                break
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"the store {self.url} waited {self.lock_timeout:g} s for session "
+                    f"{session_id!r}: another compaction of it is still running"
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _LOCK_POLL[1])
+        try:
+            yield
+        finally:
+            release = loop.run_in_executor(None, self._unlock, conn, key)
+            await asyncio.shield(release)
+
+    def _let_go(self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], key: int) -> None:
+        """The lock a cancelled waiter's last attempt took after all, released."""
+        if done.cancelled() or done.exception() is not None:
+            return
+        conn = done.result()
+        if conn is not None:
+            loop.run_in_executor(None, self._unlock, conn, key)
+
+    # -- the store -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _put_state(conn: psycopg.Connection[Any], state: SessionState) -> None:
+        if state.updated_at is None:
+            state = replace(state, updated_at=datetime.now(UTC))
+        conn.execute(
+            "INSERT INTO synopsis_sessions (session_id, state, updated_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT (session_id) DO UPDATE "
+            "SET state = excluded.state, updated_at = excluded.updated_at",
+            (state.session_id, json.dumps(state.to_json()), state.updated_at),
+        )
+
+    def save(self, compaction: Compaction) -> None:
+        records = [
+            (compaction.session_id, r.id, json.dumps(r.model_dump(mode="json")))
+            for r in compaction.records
+        ]
+        rows = [
+            (
+                m.session_id,
+                m.id,
+                m.position,
+                m.role,
+                _bytes(m.text),
+                m.sha256,
+                m.format,
+                _bytes(m.data),
+                m.compaction_id,
+                m.created_at,
+                tsvector(m.text),
+            )
+            for m in compaction.messages
+        ]
+        with self._connection() as conn, conn.transaction():
+            with conn.cursor() as cursor:
+                if records:
+                    cursor.executemany(
+                        "INSERT INTO synopsis_summaries (session_id, id, record) "
+                        "VALUES (%s, %s, %s) ON CONFLICT (session_id, id) DO NOTHING",
+                        records,
+                    )
+                if rows:
+                    cursor.executemany(_INSERT, rows)
+            self._put_state(conn, compaction.state)
+
+    def session(self, session_id: str) -> SessionState | None:
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT state FROM synopsis_sessions WHERE session_id = %s", (session_id,)
+            ).fetchone()
+        return None if row is None else SessionState.from_json(session_id, json.loads(row[0]))
+
+    def save_session(self, state: SessionState) -> None:
+        with self._connection() as conn:
+            self._put_state(conn, state)
+
+    def summaries(self, session_id: str) -> list[SummaryRecord]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT record FROM synopsis_summaries WHERE session_id = %s ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [SummaryRecord.model_validate(json.loads(r[0])) for r in rows]
+
+    def summary(self, session_id: str, summary_id: str) -> SummaryRecord | None:
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT record FROM synopsis_summaries WHERE session_id = %s AND id = %s",
+                (session_id, summary_id),
+            ).fetchone()
+        return None if row is None else SummaryRecord.model_validate(json.loads(row[0]))
+
+    def recall(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        start: int | None = None,
+        stop: int | None = None,
+    ) -> list[StoredMessage]:
+        _query.check_recall(ids, start, stop)
+        sql = f"SELECT {_COLUMNS} FROM synopsis_messages WHERE session_id = %s"
+        params: list[object] = [session_id]
+        if ids is not None:
+            sql += " AND id = ANY(%s)"
+            params.append(list(ids))
+        if start is not None:
+            sql += " AND position >= %s"
+            params.append(start)
+        if stop is not None:
+            sql += " AND position < %s"
+            params.append(stop)
+        with self._connection() as conn, conn.cursor(binary=True) as cursor:
+            rows = cursor.execute(sql + " ORDER BY position, seq", params).fetchall()
+        return [_message(r) for r in rows]
+
+    def search(self, session_id: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        _query.check_limit(limit)
+        terms = _query.query_words(query)
+        wanted = tsquery(terms)
+        self._live()
+        if not wanted or limit <= 0:
+            return []
+        with self._connection() as conn, conn.cursor(binary=True) as cursor:
+            rows = cursor.execute(
+                f"SELECT {_COLUMNS}, ts_rank(words, q)::float8 AS score "
+                "FROM synopsis_messages, CAST(%s AS tsquery) AS q "
+                "WHERE session_id = %s AND words @@ q "
+                "ORDER BY score DESC, position, seq LIMIT %s",
+                (wanted, session_id, limit),
+            ).fetchall()
+        hits = [(_message(r[:10]), float(r[10])) for r in rows]
+        return [SearchHit(m, score, _query.snippet(m.text, terms)) for m, score in hits]
+
+    def sessions(self) -> list[str]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                'SELECT session_id FROM synopsis_sessions ORDER BY session_id COLLATE "C"'
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def forget(self, session_id: str) -> bool:
+        with self._connection() as conn, conn.transaction():
+            # Under the session's lock: a compaction of it in flight finishes first.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key(session_id),))
+            conn.execute("INSERT INTO synopsis_forgetting (session_id) VALUES (%s)", (session_id,))
+            found = 0
+            for table in ("synopsis_messages", "synopsis_summaries", "synopsis_sessions"):
+                cursor = conn.execute(
+                    f"DELETE FROM {table} WHERE session_id = %s",
+                    (session_id,),
+                )
+                found += cursor.rowcount
+            conn.execute("DELETE FROM synopsis_forgetting WHERE session_id = %s", (session_id,))
+        return found > 0
+
+    def prune(self, older_than: datetime | timedelta) -> list[str]:
+        moment = cutoff(older_than)
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM synopsis_sessions WHERE updated_at < %s", (moment,)
+            ).fetchall()
+        return sorted(str(r[0]) for r in rows if self.forget(str(r[0])))
+
+    def stats(self) -> list[SessionStats]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                """SELECT s.session_id, coalesce(m.n, 0), coalesce(r.n, 0),
+                    coalesce(m.size, 0) + coalesce(r.size, 0), s.updated_at
+                FROM synopsis_sessions s
+                LEFT JOIN (
+                    SELECT session_id, count(*) AS n,
+                        sum(octet_length(data) + octet_length(text)) AS size
+                    FROM synopsis_messages GROUP BY session_id
+                ) m USING (session_id)
+                LEFT JOIN (
+                    SELECT session_id, count(*) AS n, sum(octet_length(record)) AS size
+                    FROM synopsis_summaries GROUP BY session_id
+                ) r USING (session_id)
+                """
+                'ORDER BY s.session_id COLLATE "C"'
+            ).fetchall()
+        return [
+            SessionStats(str(sid), int(n), int(k), int(size), updated)
+            for sid, n, k, size, updated in rows
+        ]
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
