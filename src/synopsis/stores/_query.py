@@ -86,6 +86,16 @@ class Corpus:
         self.tokens += document.length
         self.hits.update(document.counts.keys())
 
+    def remove(self, document: Document) -> None:
+        """Take back what :meth:`add` counted for ``document`` (a forgotten message), so the
+        statistics are those of a corpus that never held it, as FTS5's 'delete' leaves them."""
+        self.rows -= 1
+        self.tokens -= document.length
+        self.hits.subtract(document.counts.keys())
+        for word in document.counts:
+            if not self.hits[word]:
+                del self.hits[word]
+
     def score(self, document: Document, terms: Sequence[str]) -> float:
         """FTS5's ``bm25()`` negated (higher is better), with its floor on the IDF of a word
         found in most rows, so such a word still ranks what holds it. Only called for a

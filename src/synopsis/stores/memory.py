@@ -1,18 +1,19 @@
 """A store in process memory: for tests, notebooks and short-lived agents. It keeps the same
-promises as the SQLite store (append-only messages, atomic saves, BM25 search), but nothing
-outlives the process."""
+promises as the SQLite store (append-only messages but for :meth:`~MemoryStore.forget`, atomic
+saves, BM25 search), but nothing outlives the process."""
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from synopsis.errors import StoreError
 from synopsis.stores import _query
-from synopsis.stores._base import StoreBase
-from synopsis.stores.records import SearchHit, SessionState, StoredMessage
+from synopsis.stores._base import StoreBase, cutoff
+from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,6 +181,64 @@ class MemoryStore(StoreBase):
             self._check()
             return sorted(self._sessions)
 
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _forget(self, session_id: str) -> bool:
+        """The caller holds the lock. What was counted for the session's messages leaves the
+        collection statistics too: a later search scores as if they had never been saved."""
+        entry = self._sessions.pop(session_id, None)
+        if entry is None:
+            return False
+        for seq, _ in entry.messages:
+            document = self._documents.pop(seq, None)
+            if document is not None:
+                self._corpus.remove(document)
+        self._unindexed = [row for row in self._unindexed if row[1].session_id != session_id]
+        return True
+
+    def forget(self, session_id: str) -> bool:
+        with self._lock:
+            self._check()
+            return self._forget(session_id)
+
+    def prune(self, older_than: datetime | timedelta) -> list[str]:
+        moment = cutoff(older_than)
+        with self._lock:
+            self._check()
+            old = [sid for sid, entry in self._sessions.items() if _before(entry.state, moment)]
+            return sorted(sid for sid in old if self._forget(sid))
+
+    def stats(self) -> list[SessionStats]:
+        with self._lock:
+            self._check()
+            kept = [
+                (sid, entry.state, list(entry.messages), list(entry.summaries.values()))
+                for sid, entry in sorted(self._sessions.items())
+                if entry.state is not None
+            ]
+        # Sized outside the lock: the values are immutable, and a large session takes a while.
+        return [
+            SessionStats(
+                sid,
+                len(rows),
+                len(records),
+                sum(_size(m.data) + _size(m.text) for _, m in rows)
+                + sum(len(json.dumps(r.model_dump(mode="json"))) for r in records),
+                state.updated_at,
+            )
+            for sid, state, rows, records in kept
+        ]
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
+
+
+def _size(text: str) -> int:
+    """What ``text`` takes as the SQLite store writes it: UTF-8, a lone surrogate kept."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _before(state: SessionState | None, moment: datetime) -> bool:
+    """Whether the state was last saved before ``moment`` (every save stamps the time)."""
+    return state is not None and state.updated_at is not None and state.updated_at < moment
