@@ -92,11 +92,13 @@ def test_wal_is_on_and_the_schema_versioned(tmp_path: Path) -> None:
     store = first_save(path)
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert db.execute("SELECT version FROM synopsis_schema").fetchall() == [(SCHEMA_VERSION,)]
+        # One row per step the file went through, the newest last.
+        versions = db.execute("SELECT version FROM synopsis_schema ORDER BY version").fetchall()
+        assert versions == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
     db.close()
     store.close()
-    SQLiteStore(path).close()  # reopening adds no second version row
-    assert rows(path, "synopsis_schema") == 1
+    SQLiteStore(path).close()  # reopening adds no version row
+    assert rows(path, "synopsis_schema") == SCHEMA_VERSION
 
 
 def test_threads_can_share_a_store(tmp_path: Path) -> None:
@@ -210,8 +212,14 @@ def test_tables_of_the_wrong_shape_are_reported(tmp_path: Path) -> None:
         db.execute("INSERT INTO synopsis_schema VALUES (1)")
         db.execute("CREATE TABLE messages (other TEXT)")
     db.close()
-    with pytest.raises(StoreError, match=r"cannot open the store .*no such column"):
+    # It claims version 1 without version 1's parts: the upgrade fails, and leaves nothing.
+    with pytest.raises(StoreError, match=r"cannot open the store .*no such trigger"):
         SQLiteStore(path)
+    with sqlite3.connect(path) as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+        assert db.execute("SELECT version FROM synopsis_schema").fetchall() == [(1,)]
+    db.close()
+    assert tables == {"synopsis_schema", "messages"}
 
 
 def test_a_path_that_cannot_be_opened_is_reported(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""A store in one SQLite file (standard library only): WAL mode, append-only messages, an FTS5
-index over their text ranked with ``bm25()``, and a save that is one transaction.
+"""A store in one SQLite file (standard library only): WAL mode, append-only messages (but for
+:meth:`~SQLiteStore.forget`), an FTS5 index over their text ranked with ``bm25()``, a save that
+is one transaction, and a versioned schema that an older file is upgraded to when it opens.
 
 Wire items are kept as UTF-8 bytes written with ``surrogatepass``: JSON text may hold a lone
 surrogate (a truncated emoji in a tool result), which SQLite cannot store as text, and recall
@@ -13,15 +14,15 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import StoreError
 from synopsis.stores import _query
-from synopsis.stores._base import StoreBase
+from synopsis.stores._base import StoreBase, cutoff
 from synopsis.stores._paths import default_database_path
-from synopsis.stores.records import SearchHit, SessionState, StoredMessage
+from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
 from synopsis.summarizers.records import SummaryRecord
 
 if TYPE_CHECKING:
@@ -32,53 +33,70 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION = 1
+_APPEND_ONLY = "synopsis keeps offloaded messages append-only"
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS synopsis_schema (version INTEGER NOT NULL)",
-    "INSERT INTO synopsis_schema (version) "
-    f"SELECT {SCHEMA_VERSION} WHERE NOT EXISTS (SELECT 1 FROM synopsis_schema)",
-    # seq is the rowid the FTS index points at; an INTEGER PRIMARY KEY survives VACUUM.
-    """CREATE TABLE IF NOT EXISTS messages (
-        seq INTEGER PRIMARY KEY,
-        session_id TEXT NOT NULL,
-        id TEXT NOT NULL,
-        position INTEGER NOT NULL,
-        role TEXT NOT NULL,
-        text TEXT NOT NULL,
-        sha256 TEXT NOT NULL,
-        format TEXT NOT NULL,
-        data BLOB NOT NULL,
-        compaction_id TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        UNIQUE (session_id, id, sha256)
-    )""",
-    "CREATE INDEX IF NOT EXISTS messages_timeline ON messages (session_id, position, seq)",
-    """CREATE TABLE IF NOT EXISTS summaries (
-        seq INTEGER PRIMARY KEY,
-        session_id TEXT NOT NULL,
-        id TEXT NOT NULL,
-        record TEXT NOT NULL,
-        UNIQUE (session_id, id)
-    )""",
-    """CREATE TABLE IF NOT EXISTS sessions (
-        session_id TEXT PRIMARY KEY,
-        state TEXT NOT NULL
-    )""",
-    """CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5 (
-        text, content='messages', content_rowid='seq', tokenize='unicode61 remove_diacritics 0'
-    )""",
-    # INSERT OR IGNORE fires no trigger for an ignored row, so a re-save indexes nothing.
-    """CREATE TRIGGER IF NOT EXISTS messages_indexed AFTER INSERT ON messages BEGIN
-        INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS messages_append_only BEFORE UPDATE ON messages BEGIN
-        SELECT RAISE(ABORT, 'synopsis keeps offloaded messages append-only');
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS messages_kept BEFORE DELETE ON messages BEGIN
-        SELECT RAISE(ABORT, 'synopsis keeps offloaded messages append-only');
-    END""",
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1
+        # seq is the rowid the FTS index points at; an INTEGER PRIMARY KEY survives VACUUM.
+        """CREATE TABLE messages (
+            seq INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            text TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            format TEXT NOT NULL,
+            data BLOB NOT NULL,
+            compaction_id TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (session_id, id, sha256)
+        )""",
+        "CREATE INDEX messages_timeline ON messages (session_id, position, seq)",
+        """CREATE TABLE summaries (
+            seq INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            record TEXT NOT NULL,
+            UNIQUE (session_id, id)
+        )""",
+        """CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            state TEXT NOT NULL
+        )""",
+        """CREATE VIRTUAL TABLE messages_fts USING fts5 (
+            text, content='messages', content_rowid='seq',
+            tokenize='unicode61 remove_diacritics 0'
+        )""",
+        # INSERT OR IGNORE fires no trigger for an ignored row, so a re-save indexes nothing.
+        """CREATE TRIGGER messages_indexed AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
+        END""",
+        f"""CREATE TRIGGER messages_append_only BEFORE UPDATE ON messages BEGIN
+            SELECT RAISE(ABORT, '{_APPEND_ONLY}');
+        END""",
+        f"""CREATE TRIGGER messages_kept BEFORE DELETE ON messages BEGIN
+            SELECT RAISE(ABORT, '{_APPEND_ONLY}');
+        END""",
+    ),
+    (  # 2: forget() may delete a session's messages; nothing else may.
+        # A deletion must name its session here first, in the same transaction: a stray
+        # DELETE still takes no original away.
+        "CREATE TABLE forgetting (session_id TEXT PRIMARY KEY)",
+        "DROP TRIGGER messages_kept",
+        f"""CREATE TRIGGER messages_kept BEFORE DELETE ON messages
+        WHEN old.session_id NOT IN (SELECT session_id FROM forgetting) BEGIN
+            SELECT RAISE(ABORT, '{_APPEND_ONLY}');
+        END""",
+        # The index is external-content: FTS5 forgets a row only when told its text, and
+        # its BM25 statistics (rows, tokens, hits per word) with it.
+        """CREATE TRIGGER messages_unindexed AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.seq, old.text);
+        END""",
+    ),
 )
+SCHEMA_VERSION = len(_MIGRATIONS)
 
 _COLUMNS = "session_id, id, position, role, text, sha256, format, data, compaction_id, created_at"
 _SELECT = ", ".join(f"messages.{c}" for c in _COLUMNS.split(", "))
@@ -128,13 +146,15 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.commit()
 
 
-def _check_schema(db: sqlite3.Connection, path: str) -> None:
+def _version(db: sqlite3.Connection, path: str) -> int:
+    """The file's schema version (0: an empty file); a file synopsis must not write to, or
+    cannot read, is refused."""
     try:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is not a synopsis database ({exc})") from exc
     if not tables:
-        return
+        return 0
     if "synopsis_schema" not in tables:
         raise StoreError(
             f"{path} is an SQLite database of another program (it has no synopsis_schema "
@@ -148,6 +168,21 @@ def _check_schema(db: sqlite3.Connection, path: str) -> None:
             f"{path} was written by a newer synopsis (schema version {version}; this one "
             f"reads up to {SCHEMA_VERSION}): upgrade synopsis to open it"
         )
+    return version
+
+
+def _migrate(db: sqlite3.Connection, path: str) -> None:
+    """Bring the file to :data:`SCHEMA_VERSION` in one transaction: all of the steps it
+    lacks, or none. The version is read again under the write lock, so two processes opening
+    an old file at once upgrade it once."""
+    with _transaction(db):
+        version = _version(db, path)
+        if version == 0:
+            db.execute("CREATE TABLE synopsis_schema (version INTEGER NOT NULL)")
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in _MIGRATIONS[number - 1]:
+                db.execute(statement)
+            db.execute("INSERT INTO synopsis_schema (version) VALUES (?)", (number,))
 
 
 class SQLiteStore(StoreBase):
@@ -166,11 +201,11 @@ class SQLiteStore(StoreBase):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {where}: {exc}") from exc
         try:
-            _check_schema(db, where)
+            # Read first, outside a transaction: a file that is not synopsis's own is left
+            # as it was, its journal mode too.
+            _version(db, where)
             db.execute("PRAGMA journal_mode = WAL")
-            with _transaction(db):
-                for statement in _SCHEMA:
-                    db.execute(statement)
+            _migrate(db, where)
         except BaseException as exc:
             db.close()
             if isinstance(exc, sqlite3.Error):
@@ -294,8 +329,59 @@ class SQLiteStore(StoreBase):
             rows = db.execute("SELECT session_id FROM sessions ORDER BY session_id").fetchall()
         return [str(r[0]) for r in rows]
 
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def forget(self, session_id: str) -> bool:
+        with self._locked() as db, _transaction(db):
+            # The trigger that keeps messages lets a deletion through for this session alone.
+            db.execute("INSERT INTO forgetting (session_id) VALUES (?)", (session_id,))
+            found = 0
+            for table in ("messages", "summaries", "sessions"):
+                cursor = db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+                found += cursor.rowcount
+            db.execute("DELETE FROM forgetting WHERE session_id = ?", (session_id,))
+        return found > 0
+
+    def prune(self, older_than: datetime | timedelta) -> list[str]:
+        moment = cutoff(older_than)
+        with self._locked() as db:
+            rows = db.execute(
+                "SELECT session_id, json_extract(state, '$.updated_at') FROM sessions"
+            ).fetchall()
+        # Compared as times, not as text: an ISO string may or may not carry microseconds.
+        old = [str(sid) for sid, updated in rows if updated and _parsed(updated) < moment]
+        return sorted(sid for sid in old if self.forget(sid))
+
+    def stats(self) -> list[SessionStats]:
+        # Sizes in bytes: a BLOB's length is its bytes, a TEXT's its characters up to any NUL.
+        with self._locked() as db:
+            rows = db.execute(
+                """SELECT s.session_id, coalesce(m.n, 0), coalesce(r.n, 0),
+                    coalesce(m.size, 0) + coalesce(r.size, 0),
+                    json_extract(s.state, '$.updated_at')
+                FROM sessions s
+                LEFT JOIN (
+                    SELECT session_id, count(*) AS n,
+                        sum(length(data) + length(CAST(text AS BLOB))) AS size
+                    FROM messages GROUP BY session_id
+                ) m USING (session_id)
+                LEFT JOIN (
+                    SELECT session_id, count(*) AS n, sum(length(CAST(record AS BLOB))) AS size
+                    FROM summaries GROUP BY session_id
+                ) r USING (session_id)
+                ORDER BY s.session_id"""
+            ).fetchall()
+        return [
+            SessionStats(str(sid), n, k, size, _parsed(updated) if updated else None)
+            for sid, n, k, size, updated in rows
+        ]
+
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def _parsed(updated: str) -> datetime:
+    return datetime.fromisoformat(updated).astimezone(UTC)
