@@ -238,11 +238,17 @@ def test_async_lifecycle_agrees_with_the_sync_one(harness: Harness) -> None:
     now = datetime.now(UTC)
     harness.store.save_session(replace(saved["b"].state, updated_at=now))
 
+    head = saved["a"].records[0].id
+
     async def run() -> tuple[list[SessionStats], bool, bool, list[str], list[SessionStats]]:
         store = harness.store
+        assert await store.asummary("a", head) == saved["a"].records[0]
+        stats = await store.astats()
+        forgot = await store.aforget("a")
+        assert await store.asummary("a", head) is None
         return (
-            await store.astats(),
-            await store.aforget("a"),
+            stats,
+            forgot,
             await store.aforget("a"),
             await store.aprune(timedelta(days=1)),
             await store.astats(),
