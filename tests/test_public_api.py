@@ -29,6 +29,7 @@ PINNED = [
     "Message",
     "OpaquePart",
     "Part",
+    "PostgresStore",
     "Problem",
     "Profile",
     "ReasoningPart",
@@ -222,6 +223,51 @@ def test_testing_all_is_pinned() -> None:
         assert module.__all__ == pinned
         for name in module.__all__:
             assert hasattr(module, name), name
+
+
+STORES = [
+    "LAST_SUMMARY_CHARS",
+    "RECALL_TOOL_NAME",
+    "SNIPPET_MARK",
+    "AsyncStore",
+    "Compaction",
+    "LockingStore",
+    "MemoryStore",
+    "PostgresStore",
+    "SQLiteStore",
+    "SearchHit",
+    "SessionState",
+    "SessionStats",
+    "Store",
+    "StoreError",
+    "StoredMessage",
+    "ahandle_recall",
+    "data_dir",
+    "default_database_path",
+    "export_markdown",
+    "handle_recall",
+    "is_postgres_url",
+    "open_store",
+    "recall_tool",
+    "wire_json",
+]
+
+
+def test_the_stores_all_is_pinned_and_importing_it_needs_no_database_client() -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from synopsis import stores  # noqa: PLC0415
+
+    assert stores.__all__ == STORES
+    for name in STORES:
+        assert hasattr(stores, name), name
+    code = (
+        "import sys, synopsis, synopsis.stores; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'psycopg_pool')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_importing_synopsis_imports_no_test_doubles() -> None:

@@ -56,7 +56,7 @@ from synopsis.messages import (
 )
 from synopsis.models import context_window, max_output_tokens
 from synopsis.planning import Keep, Trigger
-from synopsis.stores import MemoryStore, SQLiteStore
+from synopsis.stores import MemoryStore, PostgresStore, SQLiteStore
 from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer, SummaryRecord
 from synopsis.tokens import HeuristicCounter, TiktokenCounter, TokenCounter, counter_for_model
 from synopsis.validation import Fix, Problem, Profile, repair, validate
@@ -89,6 +89,7 @@ __all__ = [
     "Message",
     "OpaquePart",
     "Part",
+    "PostgresStore",
     "Problem",
     "Profile",
     "ReasoningPart",

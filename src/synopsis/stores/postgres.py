@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
 import time
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
@@ -111,11 +112,13 @@ _LOCK_POLL = (0.005, 0.2)
 it waits on the event loop, not in a thread that a long wait would take from the pool."""
 
 # What a tsvector can hold: positions up to 16383, 256 of them a lexeme, a lexeme under 2 KB,
-# all lexemes together under 1 MB. A longer text is indexed up to those limits.
+# and under 1 MB for the lexemes and their positions together (each lexeme is padded to an even
+# length, then holds a 2-byte count and 2 bytes a position). A longer text is indexed up to
+# those limits: its first words, and each word's first positions.
 _MAX_POSITION = 16383
 _MAX_POSITIONS = 256
 _MAX_LEXEME = 2046
-_MAX_LEXEMES_BYTES = 1_000_000
+_MAX_BYTES = 1_000_000
 
 
 def tsvector(text: str) -> str:
@@ -127,11 +130,13 @@ def tsvector(text: str) -> str:
         found = positions.get(word)
         if found is None:
             length = len(word.encode())
-            if length > _MAX_LEXEME or size + length > _MAX_LEXEMES_BYTES:
+            cost = length + 1 + 2 + 2
+            if length > _MAX_LEXEME or size + cost > _MAX_BYTES:
                 continue
-            size += length
+            size += cost
             positions[word] = [min(n, _MAX_POSITION)]
-        elif len(found) < _MAX_POSITIONS and found[-1] < _MAX_POSITION:
+        elif len(found) < _MAX_POSITIONS and found[-1] < _MAX_POSITION and size + 2 <= _MAX_BYTES:
+            size += 2
             found.append(min(n, _MAX_POSITION))
     return " ".join(f"'{w}':{','.join(map(str, p))}" for w, p in positions.items())
 
@@ -266,8 +271,8 @@ class PostgresStore(StoreBase):
             raise StoreError(f"no connection to the store {self.url} was free: {exc}") from exc
         except psycopg.Error as exc:
             raise StoreError(f"the store {self.url} failed: {exc}") from exc
-        except (UnicodeEncodeError, ValueError) as exc:
-            # A NUL or a lone surrogate in an id: PostgreSQL text holds neither.
+        except UnicodeEncodeError as exc:
+            # A lone surrogate in an id (psycopg itself refuses a NUL, as a DataError).
             raise StoreError(f"the store {self.url} cannot hold a value: {exc}") from exc
 
     @contextmanager
@@ -352,7 +357,7 @@ class PostgresStore(StoreBase):
             except BaseException:
                 pool.putconn(conn)
                 raise
-        if row is not None and row[0]:
+        if row == (True,):
             return conn
         pool.putconn(conn)
         return None
@@ -370,7 +375,7 @@ class PostgresStore(StoreBase):
             try:
                 conn = await asyncio.shield(attempt)
             except asyncio.CancelledError:
-                attempt.add_done_callback(lambda done: self._let_go(loop, done, key))
+                attempt.add_done_callback(lambda done: self._let_go(done, key))
                 raise
             if conn is not None:
                 break
@@ -387,13 +392,14 @@ class PostgresStore(StoreBase):
             release = loop.run_in_executor(None, self._unlock, conn, key)
             await asyncio.shield(release)
 
-    def _let_go(self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], key: int) -> None:
-        """The lock a cancelled waiter's last attempt took after all, released."""
-        if done.cancelled() or done.exception() is not None:
-            return
-        conn = done.result()
+    def _let_go(self, done: asyncio.Future[Any], key: int) -> None:
+        """The lock a cancelled waiter's last attempt took after all, released: in a thread
+        of its own, since the loop's executor refuses work once the loop is closing (a
+        waiter cancelled by ``asyncio.run`` ending)."""
+        failed = done.cancelled() or done.exception() is not None
+        conn = None if failed else done.result()
         if conn is not None:
-            loop.run_in_executor(None, self._unlock, conn, key)
+            threading.Thread(target=self._unlock, args=(conn, key), daemon=True).start()
 
     # -- the store -----------------------------------------------------------------------------
 
