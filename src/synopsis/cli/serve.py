@@ -162,7 +162,9 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     cmd.add_argument("--summarizer-model", help="the model an LLM summarizer asks")
     cmd.add_argument("--base-url", help="the summarizer API's base URL")
     cmd.add_argument(
-        "--store", help="'memory' (the default) or a SQLite file keeping sessions and originals"
+        "--store",
+        help="'memory' (the default), a SQLite file, or a postgresql:// URL that replicas "
+        "share, keeping sessions and originals",
     )
     cmd.add_argument("--config", help="a TOML file of compaction options")
     cmd.add_argument(

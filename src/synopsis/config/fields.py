@@ -326,7 +326,8 @@ class SettingsFields(BaseModel):
     store: OptionalText = Field(
         None,
         description="Where replaced messages go: unset (nowhere), 'memory', 'sqlite' (the "
-        "default file) or a SQLite file path (adk-deepagents offloads history).",
+        "default file), a SQLite file path, or a postgresql:// URL that several processes "
+        "share (adk-deepagents offloads history).",
     )
     session_id: OptionalText = Field(
         None, description="The conversation's id in the store (adk-deepagents)."
