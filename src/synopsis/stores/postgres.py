@@ -196,7 +196,7 @@ class PostgresStore(StoreBase):
         connect_timeout: float = 10.0,
     ) -> None:
         try:
-            import psycopg  # noqa: F401, PLC0415
+            import psycopg  # noqa: PLC0415
             from psycopg_pool import ConnectionPool  # noqa: PLC0415
         except ImportError as error:
             raise ConfigurationError(
@@ -222,28 +222,27 @@ class PostgresStore(StoreBase):
             # UTC: a stored time comes back in the zone it went in, however the server is set.
             conn.execute(f"SET TIME ZONE 'UTC'; SET lock_timeout = {millis}")
 
-        pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+        options = {"autocommit": True, "connect_timeout": max(1, round(self.connect_timeout))}
+        # One connection first, for the schema: a server that cannot be reached says why
+        # (the pool would only time out), and the pool then starts on a migrated schema.
+        try:
+            first = psycopg.connect(url, **options)  # type: ignore[arg-type]
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot reach the store {self.url}: {exc}") from exc
+        with first, self._failures():
+            configure(first)
+            self._schema = self._migrate(first)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = ConnectionPool(
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"autocommit": True, "connect_timeout": max(1, round(self.connect_timeout))},
+            kwargs=options,
             configure=configure,
             timeout=self.lock_timeout + self.connect_timeout,
             open=False,
             name="synopsis",
         )
-        try:
-            pool.open(wait=True, timeout=self.connect_timeout)
-        except Exception as exc:
-            pool.close()
-            raise StoreError(f"cannot reach the store {self.url}: {exc}") from exc
-        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = pool
-        try:
-            with self._connection() as conn:
-                self._schema = self._migrate(conn)
-        except BaseException:
-            self.close()
-            raise
+        self._pool.open(wait=False)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
