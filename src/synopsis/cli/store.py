@@ -1,4 +1,9 @@
-"""``synopsis compact``, ``recall``, ``search``, ``export``: compacting a file, reading a store."""
+"""``synopsis compact``, ``recall``, ``search``, ``export``: compacting a file, reading a store.
+
+A store is a SQLite file or a ``postgresql://`` URL. Reading never creates one: a SQLite file
+that is not there is an error, and a URL is opened as it is. What the store fails at is a
+usage error (one line, exit code 2), and a URL is shown without its password.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import argparse
 import json
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,15 +36,25 @@ from synopsis.compaction import Compactor
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
 from synopsis.formats import FORMATS, PROFILE_OF_FORMAT, wire_items
-from synopsis.stores import SNIPPET_MARK, SQLiteStore, export_markdown
+from synopsis.stores import (
+    SNIPPET_MARK,
+    PostgresStore,
+    SQLiteStore,
+    export_markdown,
+    is_postgres_url,
+)
 from synopsis.summarizers import render
 from synopsis.validation import validate
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
     from synopsis.compaction import CompactionResult
     from synopsis.formats import FormatName
 
-__all__ = ["register"]
+__all__ = ["STORE_HELP", "known", "open_store_at", "reading", "register", "shown", "unknown"]
+
+STORE_HELP = "a SQLite store file, or a postgresql:// URL"
 
 _SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
 _SESSIONS_SHOWN = 5
@@ -171,7 +187,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     data = load_file(path)
     jsonl = isinstance(data, list) and path.read_text(encoding="utf-8").lstrip()[:1] != "["
     try:
-        store = SQLiteStore(args.store) if args.store else None
+        store = open_store_at(args.store) if args.store else None
         try:
             with warnings_to_stderr():
                 compactor = Compactor(store=store, **_compactor_options(args))
@@ -194,38 +210,58 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(path: str) -> SQLiteStore:
-    """The store at ``path``, which must exist: reading never creates one."""
-    if not Path(path).is_file():
-        raise UsageError(f"no such store: {path}")
+def open_store_at(where: str) -> SQLiteStore | PostgresStore:
+    """The store ``where`` names: a ``postgresql://`` URL, else a SQLite file (created if
+    missing: only ``compact`` calls this on a path that may not exist)."""
     try:
-        return SQLiteStore(path)
+        return PostgresStore(where) if is_postgres_url(where) else SQLiteStore(where)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
 
 
-def _known(store: SQLiteStore, args: argparse.Namespace) -> None:
+@contextmanager
+def reading(where: str) -> Iterator[SQLiteStore | PostgresStore]:
+    """The existing store ``where`` names, closed after the block; what it fails at, a usage
+    error."""
+    if not is_postgres_url(where) and not Path(where).is_file():
+        raise UsageError(f"no such store: {where}")
+    store = open_store_at(where)
+    try:
+        yield store
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        store.close()
+
+
+def shown(store: SQLiteStore | PostgresStore, where: str) -> str:
+    """How messages name the store: a file as the user gave it, a URL without its password."""
+    return store.url if isinstance(store, PostgresStore) else where
+
+
+def unknown(session: str, where: str, sessions: Sequence[str]) -> UsageError:
+    """The error for a session the store does not hold, naming a few that it does."""
+    if not sessions:
+        return UsageError(f"no session {session!r} in {where}: it holds no sessions")
+    named = ", ".join(repr(s) for s in sessions[:_SESSIONS_SHOWN])
+    more = f" and {len(sessions) - _SESSIONS_SHOWN} more" if len(sessions) > _SESSIONS_SHOWN else ""
+    return UsageError(f"no session {session!r} in {where}; its sessions: {named}{more}")
+
+
+def known(store: SQLiteStore | PostgresStore, session: str, where: str) -> None:
     """Refuse a session the store does not hold: reading it would print nothing, as if the
     session had nothing saved, when the name is most likely mistyped."""
     sessions = store.sessions()
-    if args.session in sessions:
-        return
-    if not sessions:
-        raise UsageError(f"no session {args.session!r} in {args.store}: it holds no sessions")
-    shown = ", ".join(repr(s) for s in sessions[:_SESSIONS_SHOWN])
-    more = f" and {len(sessions) - _SESSIONS_SHOWN} more" if len(sessions) > _SESSIONS_SHOWN else ""
-    raise UsageError(f"no session {args.session!r} in {args.store}; its sessions: {shown}{more}")
+    if session not in sessions:
+        raise unknown(session, shown(store, where), sessions)
 
 
 def _cmd_recall(args: argparse.Namespace) -> int:
     ids = [i for i in args.ids.split(",") if i] if args.ids is not None else None
-    store = _open(args.store)
-    try:
+    with reading(args.store) as store:
         found = store.recall(args.session, ids=ids, start=args.start, stop=args.stop)
         if not found:
-            _known(store, args)
-    finally:
-        store.close()
+            known(store, args.session, args.store)
     if args.json:
         rows = [
             {"position": m.position, "role": m.role, "id": m.id, "item": json.loads(m.data)}
@@ -252,13 +288,10 @@ def _emphasis(snippet: str) -> str:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    store = _open(args.store)
-    try:
+    with reading(args.store) as store:
         hits = store.search(args.session, args.query, limit=args.limit)
         if not hits:
-            _known(store, args)
-    finally:
-        store.close()
+            known(store, args.session, args.store)
     if args.json:
         rows = [
             {
@@ -282,12 +315,9 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    store = _open(args.store)
-    try:
-        _known(store, args)
+    with reading(args.store) as store:
+        known(store, args.session, args.store)
         text = export_markdown(store, args.session)
-    finally:
-        store.close()
     if args.out:
         try:
             Path(args.out).write_text(text, encoding="utf-8")
@@ -299,7 +329,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _store_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", required=True, help="the SQLite store file")
+    parser.add_argument("--store", required=True, help=STORE_HELP)
     parser.add_argument("--session", required=True, help="the session id")
 
 
@@ -320,7 +350,11 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         help="make and check the result valid for this provider (default: the file's format)",
     )
     compact.add_argument("--session", help="the conversation's id in the store")
-    compact.add_argument("--store", help="a SQLite file keeping the replaced messages")
+    compact.add_argument(
+        "--store",
+        help="a SQLite file (created if missing) or a postgresql:// URL keeping the "
+        "replaced messages",
+    )
     compact.add_argument("--force", action="store_true", help="compact even under the trigger")
     compact.add_argument("--json", action="store_true", help="print the report as JSON")
     compact.set_defaults(run=_cmd_compact)
