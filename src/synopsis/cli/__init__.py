@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from synopsis import __version__
-from synopsis.cli import inspect, replay_command, serve, store
+from synopsis.cli import inspect, lifecycle, replay_command, serve, store
 from synopsis.cli.common import Parser, UsageError
 from synopsis.errors import ConfigurationError, ConversationError
 
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     inspect.register(sub)
     store.register(sub)
+    lifecycle.register(sub)
     replay_command.register(sub)
     serve.register(sub)
     return parser
