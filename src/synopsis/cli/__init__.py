@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from synopsis import __version__
 from synopsis.cli import inspect, lifecycle, replay_command, serve, store
 from synopsis.cli.common import Parser, UsageError
-from synopsis.errors import ConfigurationError, ConversationError
+from synopsis.errors import ConfigurationError, ConversationError, StoreError
 
 if TYPE_CHECKING:
     import argparse
@@ -19,8 +19,8 @@ __all__ = ["main"]
 
 DESCRIPTION = (
     "Keep an LLM agent's conversation inside its model's context window: inspect, compact or "
-    "replay a history file; recall, search or export what a session's store kept; or serve "
-    "a proxy that does it for any agent."
+    "replay a history file; recall, search or export what a session's store kept, and list, "
+    "forget or prune its sessions; or serve a proxy that does it for any agent."
 )
 
 
@@ -39,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command on ``argv`` (the process's arguments by default) and return its exit
     code. Every failure a user can cause (a missing file, a file that is not JSON, a history
-    in no known format, a bad option) ends in one line on stderr and exit code 2, never a
-    traceback."""
+    in no known format, a bad option, a store that cannot be reached) ends in one line on
+    stderr and exit code 2, never a traceback."""
     # A history can hold lone surrogates (valid JSON escapes, not valid UTF-8); print them
     # escaped rather than die halfway through a report.
     for stream in (sys.stdout, sys.stderr):
@@ -53,6 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except UsageError as exc:
         print(f"synopsis: error: {exc}", file=sys.stderr)
-    except (ConversationError, ConfigurationError) as exc:
+    except (ConversationError, ConfigurationError, StoreError) as exc:
         print(f"synopsis: error: {exc}", file=sys.stderr)
     return 2

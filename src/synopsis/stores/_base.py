@@ -29,7 +29,9 @@ def cutoff(older_than: datetime | timedelta) -> datetime:
     if isinstance(older_than, timedelta):
         if older_than < timedelta(0):
             raise ConfigurationError(f"older_than must not be negative, got {older_than!r}")
-        return datetime.now(UTC) - older_than
+        now, first = datetime.now(UTC), datetime.min.replace(tzinfo=UTC)
+        # Longer ago than the calendar reaches: no session is that old.
+        return now - older_than if older_than < now - first else first
     if isinstance(older_than, datetime):
         if older_than.tzinfo is None or older_than.utcoffset() is None:
             raise ConfigurationError(
