@@ -431,3 +431,37 @@ def test_a_url_names_a_postgres_store_everywhere(postgres_url: str) -> None:
     compactor = Compactor(environ={"SYNOPSIS_STORE": postgres_url}, session_id="s1")
     assert isinstance(compactor.setup.store, PostgresStore)
     compactor.close()
+
+
+def test_a_call_of_the_same_process_waits_no_longer_than_lock_timeout(postgres_url: str) -> None:
+    """Calls of one process on one store take turns at the gate before the lock in the
+    database: the store's timeout bounds that wait too."""
+    from synopsis.compaction.gates import async_gate, gate  # noqa: PLC0415
+
+    with PostgresStore(postgres_url, lock_timeout=0.2) as store:
+        failures: list[BaseException] = []
+
+        def second() -> None:
+            try:
+                with gate(store, "s1"):
+                    pass  # pragma: no cover - never entered
+            except StoreError as exc:
+                failures.append(exc)
+
+        with gate(store, "s1"):
+            waiter = threading.Thread(target=second)
+            waiter.start()
+            waiter.join()
+        assert "in this process" in str(failures[0])
+        with gate(store, "s1"):  # and the gate is free again
+            pass
+
+        async def scenario() -> None:
+            async with async_gate(store, "s1"):
+                with pytest.raises(StoreError, match=r"waited 0\.2 s .* in this process"):
+                    async with async_gate(store, "s1"):
+                        pass  # pragma: no cover - never entered
+            async with async_gate(store, "s1"):
+                pass
+
+        asyncio.run(scenario())

@@ -21,6 +21,7 @@ import weakref
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
 
+from synopsis.errors import StoreError
 from synopsis.stores import LockingStore
 
 if TYPE_CHECKING:
@@ -62,12 +63,26 @@ def gate(store: object, session_id: str | None) -> Iterator[None]:
         found = _gates.get(key)
         if found is None:
             found = _gates[key] = _Gate()
-    with found.lock:
-        if isinstance(store, LockingStore):
-            with store.session_lock(session_id):
-                yield
-        else:
+    if not isinstance(store, LockingStore):
+        with found.lock:
             yield
+        return
+    # A store that bounds its lock's wait bounds the wait at the gate too: a call of this
+    # process waits no longer for another of this process than for another replica.
+    if not found.lock.acquire(timeout=store.lock_timeout):
+        raise _waited(store, session_id)
+    try:
+        with store.session_lock(session_id):
+            yield
+    finally:
+        found.lock.release()
+
+
+def _waited(store: LockingStore, session_id: str) -> StoreError:
+    return StoreError(
+        f"waited {store.lock_timeout:g} s for session {session_id!r}: another compaction of "
+        "it in this process is still running"
+    )
 
 
 @asynccontextmanager
@@ -82,9 +97,16 @@ async def async_gate(store: object, session_id: str | None) -> AsyncIterator[Non
         found = _async_gates.get(key)
         if found is None:
             found = _async_gates[key] = _AsyncGate()
-    async with found.lock:
-        if isinstance(store, LockingStore):
-            async with store.asession_lock(session_id):
-                yield
-        else:
+    if not isinstance(store, LockingStore):
+        async with found.lock:
             yield
+        return
+    try:
+        await asyncio.wait_for(found.lock.acquire(), store.lock_timeout)
+    except TimeoutError:
+        raise _waited(store, session_id) from None
+    try:
+        async with store.asession_lock(session_id):
+            yield
+    finally:
+        found.lock.release()

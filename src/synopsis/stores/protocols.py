@@ -106,7 +106,10 @@ class LockingStore(Protocol):
     that locks a session for them: a compaction holds the lock from reading the session to
     saving it, so that two replicas given one conversation at once never both summarize it
     (the second reads what the first saved). Within one process, calls on one store object
-    already take turns; this lock is for the rest."""
+    already take turns; this lock is for the rest. ``lock_timeout`` bounds both waits, in
+    seconds."""
+
+    lock_timeout: float
 
     def session_lock(self, session_id: str) -> AbstractContextManager[None]:
         """Held while one call works on the session; waits a bounded time for another
