@@ -62,12 +62,17 @@ _WHOLE = 2_147_483_647
 """A limit that reads a session's whole history (the SDK's own choice for "every item")."""
 
 
-def _options(compactor: Compactor | None, options: dict[str, Any]) -> Compactor:
-    if compactor is not None and options:
-        raise ConfigurationError(
-            f"pass a compactor or Compactor options, not both (got {sorted(options)})"
-        )
-    return compactor or Compactor(**options)
+def _options(compactor: Compactor | None, options: dict[str, Any], session_id: object) -> Compactor:
+    if compactor is not None:
+        if options:
+            raise ConfigurationError(
+                f"pass a compactor or Compactor options, not both (got {sorted(options)})"
+            )
+        return compactor
+    if isinstance(session_id, str):
+        # Its default session: the store that keeps the summaries exists from the start.
+        options.setdefault("session_id", session_id)
+    return Compactor(**options)
 
 
 class _Items:
@@ -179,7 +184,7 @@ class SynopsisInputFilter:
     ) -> None:
         if conversations < 1:
             raise ConfigurationError(f"conversations must be at least 1, got {conversations}")
-        self.compactor = _options(compactor, options)
+        self.compactor = _options(compactor, options, session_id)
         self.session_id = session_id
         self.conversations = conversations
         self.listeners = tuple(listeners)
@@ -210,6 +215,8 @@ class SynopsisInputFilter:
         session_id = self._session(data.context)
         conversation = self._conversation(session_id)
         sent = data.model_data.input
+        if not sent:
+            return data.model_data
         items = conversation.items.align(sent)
         result = await self.compactor.acompact(
             items,
@@ -260,7 +267,7 @@ class SynopsisSession(SessionABC):
         self.session = session
         self.session_id = session.session_id
         self.session_settings: SessionSettings | None = session.session_settings
-        self.compactor = _options(compactor, options)
+        self.compactor = _options(compactor, options, session.session_id)
         self.listeners = tuple(listeners)
         self.last: CompactionResult | None = None
         # The stored history as this wrapper last saw it (None: read it on the next compaction).
@@ -300,20 +307,23 @@ class SynopsisSession(SessionABC):
             await self.session.clear_session()
             self._items = _Items()
 
-    async def compact(self, *, force: bool = False) -> CompactionResult:
+    async def compact(self, *, force: bool = False) -> CompactionResult | None:
         """Compact the stored history now (``force``: even under the trigger, as a user's
-        ``/compact`` would) and write it back if anything changed."""
+        ``/compact`` would) and write it back if anything changed; ``None`` when the session
+        holds nothing."""
         async with self._lock:
             return await self._compact(force=force)
 
     async def _read(self) -> list[TResponseInputItem]:
         return await self.session.get_items(_WHOLE)
 
-    async def _compact(self, *, force: bool) -> CompactionResult:
+    async def _compact(self, *, force: bool) -> CompactionResult | None:
         known = self._items
         if known is None:
             known = self._items = _Items()
             known.align(await self._read())
+        if not known.items:
+            return None
         result = await self._run(known, force=force)
         if not _unchanged(result, known.items):
             result = await self._write(known, result, force=force)
