@@ -1,0 +1,326 @@
+"""synopsis as a Google ADK ``before_model_callback`` and plugin, run with ADK's own runner and
+an offline model: every request the model receives is valid Gemini and within the window,
+compactions happen, the session's events stay as the agent wrote them, kept contents are the
+agent's own objects, and what a compaction replaced is recallable."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import InMemoryRunner, Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
+
+import synopsis
+from synopsis.adapters.adk import SynopsisCallback, SynopsisPlugin, to_wire
+from synopsis.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as the model received it, in Gemini's wire JSON."""
+
+    contents: list[dict[str, Any]]
+    system: object
+    tools: list[dict[str, Any]] | None
+    objects: tuple[types.Content, ...]
+
+
+# BaseLlm is a pydantic model: what it records lives here, not in fields.
+REQUESTS: list[Seen] = []
+
+
+def signature(n: int) -> bytes:
+    """A thought signature with bytes no text encoding would keep."""
+    return b"\x00\xffsig" + n.to_bytes(4, "big")
+
+
+class ToolLoopLlm(BaseLlm):
+    """Calls the ``run`` tool once for each user message, then answers: a tool-using agent's
+    shape, offline. Each call carries a thought signature, as Gemini's do."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        system = llm_request.config.system_instruction
+        tools = llm_request.config.tools or []
+        REQUESTS.append(
+            Seen(
+                [to_wire(c) for c in llm_request.contents],
+                system,
+                [
+                    t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    for t in tools
+                    if isinstance(t, types.Tool)
+                ]
+                if tools
+                else None,
+                tuple(llm_request.contents),
+            )
+        )
+        n = len(REQUESTS)
+        last = llm_request.contents[-1].parts or []
+        if any(p.function_response is not None for p in last):
+            part = types.Part(text=f"Step {n} done; the tests pass.")
+        else:
+            call = types.FunctionCall(name="run", args={"cmd": f"pytest -k case_{n}"})
+            part = types.Part(function_call=call, thought_signature=signature(n))
+        usage = types.GenerateContentResponseUsageMetadata(prompt_token_count=1)
+        yield LlmResponse(content=types.Content(role="model", parts=[part]), usage_metadata=usage)
+
+
+def run(cmd: str) -> dict[str, str]:
+    """Run a shell command."""
+    return {"output": f"$ {cmd}\n" + " ".join(f"{cmd}-line{k}" for k in range(12))}
+
+
+def agent(**callbacks: Any) -> LlmAgent:
+    return LlmAgent(
+        name="coder",
+        model=ToolLoopLlm(model="fake"),
+        instruction="You are a coding agent. Fix the failing tests.",
+        tools=[run],
+        **callbacks,
+    )
+
+
+async def turns(runner: Runner, session_id: str, count: int, start: int = 0) -> None:
+    for t in range(start, start + count):
+        text = f"Turn {t}: fix case_{t} in module_{t % 7}.py"
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in runner.run_async(user_id="u", session_id=session_id, new_message=message):
+            pass
+
+
+def tokens(compactor: synopsis.Compactor, seen: Seen) -> int:
+    """The request's tokens as the Compactor counts them: contents, system and tools."""
+    decoded = synopsis.decode(seen.contents, format="gemini", system=seen.system)
+    return compactor.setup.counter.count_messages(decoded.messages, tools=seen.tools)
+
+
+def canonical(item: object) -> str:
+    return json.dumps(item, sort_keys=True)
+
+
+def as_sent(content: types.Content) -> str:
+    """A session content as ADK sends it: without the call ids it made up itself."""
+    item = to_wire(content)
+    for part in item["parts"]:
+        for key in ("functionCall", "functionResponse"):
+            if part.get(key, {}).get("id", "").startswith("adk-"):
+                del part[key]["id"]
+    return canonical(item)
+
+
+def test_a_tool_using_agent_runs_200_turns_in_a_small_window() -> None:
+    """210 model turns: 105 user messages, each answered by a tool call and a reply. (ADK
+    copies the whole session for each run and each request, so the test's own cost grows
+    with the square of its length.)"""
+    REQUESTS.clear()
+    completed: list[synopsis.Event] = []
+    callback = SynopsisCallback(
+        model="gemini-2.5-flash", context_window=4000, listeners=[completed.append]
+    )
+    runner = InMemoryRunner(agent=agent(before_model_callback=callback), app_name="demo")
+
+    async def main() -> tuple[str, list[types.Content]]:
+        session = await runner.session_service.create_session(app_name="demo", user_id="u")
+        await turns(runner, session.id, 105)
+        stored = await runner.session_service.get_session(
+            app_name="demo", user_id="u", session_id=session.id
+        )
+        assert stored is not None
+        assert callback.last is not None
+        assert callback.last.session_id == session.id
+        return session.id, [e.content for e in stored.events if e.content is not None]
+
+    session_id, contents = asyncio.run(main())
+    compactor = callback.compactor
+    assert len(REQUESTS) == 210
+    for seen in REQUESTS:
+        assert synopsis.validate(seen.contents, "gemini", format="gemini", system=seen.system) == []
+        assert tokens(compactor, seen) <= compactor.setup.limit
+    compactions = [e for e in completed if isinstance(e, synopsis.CompactionCompleted)]
+    assert len(compactions) >= 5
+    # The session holds every content the agent produced, none of them a summary.
+    assert len(contents) == 4 * 105
+    assert not any("synopsis-summary" in canonical(to_wire(c)) for c in contents)
+    # The newest call reached the model with its thought signature's bytes intact.
+    last = REQUESTS[-1]
+    assert any(p.thought_signature == signature(209) for c in last.objects for p in c.parts or [])
+    # Every content of the session that the last request no longer carries is recallable
+    # (part by part: Gemini's turns alternate, so a user message that followed the summary
+    # was stored inside the turn it was merged into).
+    recalled = [json.loads(m.data) for m in compactor.recall(session_id)]
+    found = {canonical(part) for item in [*recalled, *last.contents] for part in item["parts"]}
+    missing = [
+        part
+        for c in contents[:-1]  # the last answer was never sent
+        for part in json.loads(as_sent(c))["parts"]
+        if canonical(part) not in found
+    ]
+    assert missing == []
+
+
+def test_the_plugin_serves_many_sessions_each_under_its_own_id() -> None:
+    REQUESTS.clear()
+    plugin = SynopsisPlugin(
+        model="gemini-2.5-flash", context_window=3000, conversations=1, store="memory"
+    )
+    app = App(name="demo", root_agent=agent(), plugins=[plugin])
+    runner = Runner(app=app, session_service=InMemorySessionService())
+
+    async def main() -> list[str]:
+        ids = []
+        for _ in range(2):
+            session = await runner.session_service.create_session(app_name="demo", user_id="u")
+            ids.append(session.id)
+        for start in range(0, 40, 10):  # alternate: each comes back after the other was used
+            for session_id in ids:
+                await turns(runner, session_id, 10, start)
+        return ids
+
+    ids = asyncio.run(main())
+    assert plugin.compactor.setup.store is plugin.store
+    assert plugin.store is not None
+    assert len(plugin.callback._seen) == 1  # the bound: one conversation kept converted
+    for session_id in ids:
+        assert plugin.compactor.recall(session_id)
+        assert plugin.compactor.search("case_3", session_id)
+    for seen in REQUESTS:
+        assert synopsis.validate(seen.contents, "gemini", format="gemini", system=seen.system) == []
+    assert plugin.last is not None
+    assert plugin.last.session_id == ids[1]
+
+
+def history(calls: int) -> list[types.Content]:
+    out = [types.Content(role="user", parts=[types.Part(text="Port the scheduler to asyncio.")])]
+    for k in range(calls):
+        call = types.FunctionCall(id=f"c{k}", name="run", args={"cmd": f"pytest -k t{k}"})
+        out.append(
+            types.Content(
+                role="model", parts=[types.Part(function_call=call, thought_signature=signature(k))]
+            )
+        )
+        answer = types.FunctionResponse(
+            id=f"c{k}", name="run", response={"output": f"t{k} " + "PASSED " * 60}
+        )
+        out.append(types.Content(role="user", parts=[types.Part(function_response=answer)]))
+    return out
+
+
+def test_kept_contents_are_the_objects_given_and_only_the_summary_is_new() -> None:
+    callback = SynopsisCallback(model="gemini-2.5-flash", context_window=3000)
+    given = history(30)
+    request = LlmRequest(contents=list(given))
+    result = asyncio.run(callback.compact(request, "s"))
+    assert result.compacted
+    assert callback.last is result
+    new = [c for c in request.contents if all(c is not g for g in given)]
+    assert len(new) == 1
+    assert "synopsis-summary" in canonical(to_wire(new[0]))
+    assert request.contents[-1] is given[-1]
+    # A resent history, grown by one exchange, gets the same summary back.
+    grown = [*given, *history(31)[-2:]]
+    again = LlmRequest(contents=list(grown))
+    asyncio.run(callback.compact(again, "s"))
+    assert to_wire(again.contents[0]) == to_wire(new[0])
+    assert again.contents[-2:] == grown[-2:]
+    assert all(any(c is g for g in grown) for c in again.contents[1:])
+
+
+def test_a_request_under_the_trigger_is_left_as_it_was() -> None:
+    callback = SynopsisCallback(model="gemini-2.5-flash", context_window=100_000)
+    given = history(3)
+    request = LlmRequest(contents=given)
+    before = request.contents
+    result = asyncio.run(callback.compact(request, "s"))
+    assert not result.compacted
+    assert request.contents is before
+
+
+def test_the_system_instruction_and_tools_are_counted() -> None:
+    def measured(instruction: object, tools: list[Any] | None = None) -> int:
+        callback = SynopsisCallback(model="gemini-2.5-flash", context_window=100_000)
+        request = LlmRequest(contents=history(1))
+        request.config.system_instruction = instruction  # type: ignore[assignment]
+        request.config.tools = tools
+        result = asyncio.run(callback.compact(request, "s"))
+        return result.tokens_before
+
+    bare = measured(None)
+    text = "You are a careful coding agent. " * 20
+    as_text = measured(text)
+    assert as_text > bare + 100
+    as_content = measured(types.Content(parts=[types.Part(text=text)]))
+    as_part = measured(types.Part(text=text))
+    as_list = measured([text, types.Part(text="Answer briefly.")])
+    assert as_content == as_part
+    assert as_list > as_text - 10
+    declaration = types.FunctionDeclaration(name="run", description="Run a shell command. " * 10)
+    tool = types.Tool(function_declarations=[declaration])
+    with_tools = measured(None, [tool, run])  # a bare function is not a declaration yet
+    assert with_tools > bare + 50
+
+
+def test_one_conversation_reuses_its_system_and_tools_while_they_are_unchanged() -> None:
+    callback = SynopsisCallback(model="gemini-2.5-flash", context_window=100_000)
+    tool = types.Tool(function_declarations=[types.FunctionDeclaration(name="run")])
+    given = history(2)
+    for n in range(3):
+        request = LlmRequest(contents=given[: n + 1])
+        request.config.system_instruction = types.Content(parts=[types.Part(text="Be brief.")])
+        request.config.tools = [tool.model_copy()]
+        result = asyncio.run(callback.compact(request, "s"))
+        # From the second call on, the unchanged request takes the Compactor's fast path.
+        assert (result.code == "under-trigger") is True
+    skipped: list[synopsis.Event] = []
+    request = LlmRequest(contents=given[:4])
+    request.config.system_instruction = types.Content(parts=[types.Part(text="Be brief.")])
+    request.config.tools = [tool.model_copy()]
+    asyncio.run(callback.compact(request, "s"))
+    assert callback.last is not None
+    skipped = [e for e in callback.last.events if isinstance(e, synopsis.CompactionSkipped)]
+    assert skipped
+
+
+def test_the_callback_takes_a_compactor_or_its_options_but_not_both() -> None:
+    compactor = synopsis.Compactor(model="gemini-2.5-flash")
+    assert SynopsisCallback(compactor=compactor).compactor is compactor
+    assert SynopsisPlugin(compactor=compactor).compactor is compactor
+    assert SynopsisCallback(model="gemini-2.5-flash").store is None
+    with pytest.raises(ConfigurationError, match="not both"):
+        SynopsisCallback(compactor=compactor, context_window=1000)
+    with pytest.raises(ConfigurationError, match="at least 1"):
+        SynopsisCallback(conversations=0)
+
+
+def test_without_adk_the_module_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in sys.modules if n == "google.adk" or n.startswith("google.adk.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "synopsis.adapters.adk")
+    with pytest.raises(ImportError, match=r'pip install "synopsis\[adk\]"'):
+        importlib.import_module("synopsis.adapters.adk")
+
+
+def test_importing_synopsis_and_its_adapters_does_not_import_adk() -> None:
+    code = "import sys, synopsis, synopsis.adapters; print('google.adk' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
