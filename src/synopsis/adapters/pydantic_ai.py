@@ -1,0 +1,493 @@
+"""synopsis as a pydantic-ai capability: ``Agent(..., capabilities=[SynopsisCapability(...)])``.
+
+Two forms, both taking the options of :class:`~synopsis.Compactor` (or ``compactor=``):
+
+- :class:`SynopsisCapability` (a ``ProcessHistory``): the compacted history replaces the run's
+  own, so ``result.all_messages()`` holds the summary and the next run continues from it.
+- :class:`SynopsisRequestCapability` (``before_model_request``): only what the model receives
+  is compacted; the run's history stays whole. The session's stored summary stands in for the
+  part it summarized on every later request, so nothing is summarized twice.
+
+Each ``ModelRequest`` and ``ModelResponse`` is one synopsis :class:`~synopsis.Message`, read
+the way Anthropic reads a user and an assistant turn (tool returns inside the user turn), so
+every part is counted: thinking with its signature, files and images as media, native tool
+parts and provider compaction items as opaque blocks. Kept messages come back as the run's own
+objects; only the summary (a ``ModelRequest`` holding one ``UserPromptPart``) and messages the
+reductions shortened are new.
+
+pydantic-ai names a conversation (``RunContext.conversation_id``: the one passed to the run, or
+carried by its message history); ``session_id=`` overrides it with a fixed name or a function
+of the ``RunContext`` (``lambda ctx: ctx.deps.thread_id``). Each conversation keeps what it
+converted, so a model call under the trigger converts only the new messages.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias
+
+try:
+    from pydantic_ai import messages as pm
+    from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
+    from pydantic_ai.tools import AgentDepsT, RunContext
+except ImportError as error:  # pragma: no cover - exercised in a test with the package hidden
+    raise ImportError(
+        'synopsis.adapters.pydantic_ai needs pydantic-ai: pip install "synopsis[pydantic-ai]"'
+    ) from error
+
+from synopsis import (
+    Compactor,
+    MediaPart,
+    Message,
+    OpaquePart,
+    Part,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from synopsis.adapters._history import History
+from synopsis.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from pydantic_ai.models import ModelRequestContext
+
+    from synopsis import CompactionResult
+    from synopsis.stores import Store
+
+__all__ = [
+    "SessionOption",
+    "SynopsisCapability",
+    "SynopsisRequestCapability",
+    "from_message",
+    "to_message",
+]
+
+SessionOption: TypeAlias = "str | Callable[[RunContext[Any]], str | None] | None"
+"""A fixed conversation name, a function of the run's context giving one, or ``None`` for
+pydantic-ai's own ``conversation_id``."""
+
+_SYSTEM = {"pydantic_ai": "system-prompt"}
+"""Marks the text of a ``SystemPromptPart``: Anthropic sends it apart, but it is counted."""
+_FEEDBACK = {"pydantic_ai": "retry-feedback"}
+_MEDIA_KINDS: dict[str, Any] = {
+    "image": "image",
+    "audio": "audio",
+    "video": "video",
+    "application": "document",
+    "text": "document",
+}
+
+
+# -- pydantic-ai message -> synopsis Message ---------------------------------------------
+
+
+def _media(item: object) -> MediaPart | None:
+    if isinstance(item, pm.BinaryContent):
+        kind = _MEDIA_KINDS.get(item.media_type.split("/", 1)[0], "file")
+        return MediaPart(
+            kind, media_type=item.media_type, data=item.base64, filename=item.identifier
+        )
+    if isinstance(item, pm.FileUrl):
+        kind = _MEDIA_KINDS.get(item.media_type.split("/", 1)[0], "file")
+        return MediaPart(kind, media_type=item.media_type, url=item.url)
+    if isinstance(item, pm.UploadedFile):
+        return MediaPart("file", media_type=item.media_type, filename=item.file_id)
+    return None
+
+
+def _user_content(content: str | Sequence[Any]) -> list[Part]:
+    if isinstance(content, str):
+        return [TextPart(content)]
+    out: list[Part] = []
+    for item in content:
+        if isinstance(item, str):
+            out.append(TextPart(item))
+        elif isinstance(item, pm.TextContent):
+            out.append(TextPart(item.content))
+        elif (media := _media(item)) is not None:
+            out.append(media)
+        # A CachePoint is a marker for the provider's cache, not content: nothing to count.
+    return out
+
+
+def _opaque(part: Any, text: str) -> OpaquePart:  # noqa: ANN401 - any pydantic-ai part
+    return OpaquePart(str(getattr(part, "part_kind", type(part).__name__)), {"id": None}, text)
+
+
+def _request_part(part: Any) -> list[Part]:  # noqa: ANN401 - any request part
+    if isinstance(part, pm.UserPromptPart):
+        return _user_content(part.content)
+    if isinstance(part, pm.SystemPromptPart):
+        return [TextPart(part.content, extra=_SYSTEM)]
+    if isinstance(part, pm.BaseToolReturnPart):
+        return [
+            ToolResultPart(
+                part.tool_call_id,
+                part.model_response_str(),
+                is_error=part.outcome in pm.ERROR_OUTCOMES,
+                name=part.tool_name,
+            )
+        ]
+    if isinstance(part, pm.RetryPromptPart):  # a legacy part, as histories saved by v1 load
+        if part.tool_name is not None:
+            return [ToolResultPart(part.tool_call_id, part.model_response(), True, part.tool_name)]
+        return [TextPart(part.model_response(), extra=_FEEDBACK)]
+    if isinstance(part, pm.RetryFeedbackPart):
+        return [TextPart(part.model_response(), extra=_FEEDBACK)]
+    if isinstance(part, pm.SpeechPart):
+        return [_opaque(part, part.transcript or "")]
+    # The deltas and instruction parts the framework records: rendered by the model classes,
+    # short, and kept through the original object.
+    return [_opaque(part, str(getattr(part, "content", "") or ""))]
+
+
+def _response_part(part: Any) -> Part:  # noqa: ANN401 - any response part
+    if isinstance(part, pm.TextPart):
+        return TextPart(part.content)
+    if isinstance(part, pm.ToolCallPart):
+        return ToolCallPart(part.tool_call_id, part.tool_name, part.args_as_json_str())
+    if isinstance(part, pm.ThinkingPart):
+        return ReasoningPart(part.content, signature=part.signature)
+    if isinstance(part, pm.FilePart):
+        media = _media(part.content)
+        assert media is not None  # a FilePart holds BinaryContent
+        return media
+    if isinstance(part, pm.NativeToolCallPart):
+        return _opaque(part, f"{part.tool_name}({part.args_as_json_str()})")
+    if isinstance(part, pm.NativeToolReturnPart):
+        return _opaque(part, part.model_response_str())
+    if isinstance(part, pm.SpeechPart):
+        return _opaque(part, part.transcript or "")
+    return _opaque(part, str(getattr(part, "content", "") or ""))
+
+
+def to_message(message: pm.ModelMessage) -> Message:
+    """One pydantic-ai message as one synopsis message: a request is a user turn, a response
+    an assistant turn, part for part."""
+    if isinstance(message, pm.ModelResponse):
+        return Message(Role.ASSISTANT, tuple(_response_part(p) for p in message.parts))
+    parts: list[Part] = []
+    for part in message.parts:
+        parts.extend(_request_part(part))
+    return Message(Role.USER, tuple(parts))
+
+
+# -- synopsis Message -> pydantic-ai message ---------------------------------------------
+
+
+def _new_request_part(part: Part) -> pm.ModelRequestPart:
+    if isinstance(part, ToolResultPart):
+        return pm.ToolReturnPart(part.name or "", part.text, part.call_id)
+    text = part.text if isinstance(part, TextPart | OpaquePart | ReasoningPart) else ""
+    if isinstance(part, TextPart) and part.extra.get("pydantic_ai") == _SYSTEM["pydantic_ai"]:
+        return pm.SystemPromptPart(text)
+    if isinstance(part, MediaPart):
+        text = part.placeholder
+    elif isinstance(part, ToolCallPart):
+        text = f"{part.name}({part.arguments_text})"
+    return pm.UserPromptPart(text)
+
+
+def _new_response_part(part: Part) -> pm.ModelResponsePart:
+    if isinstance(part, ToolCallPart):
+        return pm.ToolCallPart(part.name, part.arguments_text, part.call_id)
+    if isinstance(part, ReasoningPart):
+        return pm.ThinkingPart(part.text, signature=part.signature)
+    if isinstance(part, MediaPart):
+        return pm.TextPart(part.placeholder)
+    if isinstance(part, ToolResultPart):
+        return pm.TextPart(part.text)
+    return pm.TextPart(part.text)
+
+
+def from_message(message: Message) -> pm.ModelMessage:
+    """A new pydantic-ai message for one synopsis made: a summary is a ``ModelRequest`` with
+    one ``UserPromptPart``."""
+    if message.role is Role.ASSISTANT:
+        return pm.ModelResponse(parts=[_new_response_part(p) for p in message.parts])
+    return pm.ModelRequest(parts=[_new_request_part(p) for p in message.parts])
+
+
+def _shortened_part(original: Any, old: Part, new: Part, response: bool) -> Any:  # noqa: ANN401 - a part
+    """``original`` (a pydantic-ai part) with what the reductions changed from ``old`` to
+    ``new``; the part itself when they left it alone."""
+    if new == old:
+        return original
+    if isinstance(new, ToolResultPart) and isinstance(original, pm.BaseToolReturnPart):
+        return replace(original, content=new.text)
+    if isinstance(new, ToolCallPart) and isinstance(original, pm.BaseToolCallPart):
+        return replace(original, args=new.arguments_text)
+    # The reductions change no other part; should one, it is made anew.
+    return _new_response_part(new) if response else _new_request_part(new)
+
+
+# -- one conversation ----------------------------------------------------------------------
+
+
+class _Conversation:
+    """What the adapter keeps for one conversation: the converted history, and, by call id,
+    the message each tool call and each result came from (to rebuild a shortened message from its
+    original, keeping its metadata)."""
+
+    def __init__(self) -> None:
+        self.history: History[pm.ModelMessage, Message] = History(self._convert, self._make)
+        self.calls: dict[tuple[str, bool], tuple[pm.ModelMessage, Message]] = {}
+        self.tail: tuple[pm.ModelMessage, object] | None = None
+        self.stamp: tuple[str | None, str | None] = (None, None)
+        self.messages: Sequence[pm.ModelMessage] = ()
+        self.converted: Sequence[Message] = ()
+
+    def _convert(self, message: pm.ModelMessage) -> Message:
+        converted = to_message(message)
+        for part in converted.parts:
+            if isinstance(part, ToolCallPart | ToolResultPart):
+                self.calls[part.call_id, isinstance(part, ToolResultPart)] = (message, converted)
+        return converted
+
+    def _make(self, item: object) -> pm.ModelMessage:
+        assert isinstance(item, Message)
+        for part in item.parts:
+            if isinstance(part, ToolCallPart | ToolResultPart):
+                found = self.calls.get((part.call_id, isinstance(part, ToolResultPart)))
+                if found is not None and len(found[1].parts) == len(item.parts) == len(
+                    found[0].parts
+                ):
+                    original, old = found
+                    parts = [
+                        _shortened_part(o, a, b, item.role is Role.ASSISTANT)
+                        for o, a, b in zip(original.parts, old.parts, item.parts, strict=True)
+                    ]
+                    if isinstance(original, pm.ModelResponse):
+                        return replace(original, parts=parts)
+                    return replace(original, parts=parts)
+                break
+        else:
+            piece = self._piece(item) if item.role is Role.USER else None
+            if piece is not None:
+                return piece
+        made = from_message(item)
+        run_id, conversation_id = self.stamp
+        made.run_id = run_id
+        made.conversation_id = conversation_id
+        return made
+
+    def _piece(self, item: Message) -> pm.ModelRequest | None:
+        """The request ``item`` is a run of parts of, cut to those parts. pydantic-ai merges
+        consecutive requests when a run starts, so the summary of a compaction and the task
+        before it come back as one request; synopsis cuts the two apart again."""
+        n = len(item.parts)
+        for original, converted in zip(self.messages, self.converted, strict=False):
+            parts = converted.parts
+            if not isinstance(original, pm.ModelRequest) or len(parts) <= n:
+                continue
+            if len(original.parts) != len(parts):  # a prompt of several items: no 1:1 parts
+                continue
+            for start in range(len(parts) - n + 1):
+                if parts[start : start + n] == item.parts:
+                    return replace(original, parts=original.parts[start : start + n])
+        return None
+
+    def items(self, messages: Sequence[pm.ModelMessage]) -> list[Message]:
+        tail = self.tail
+        # The framework appends parts (tool-availability and settings deltas) to the request it
+        # is about to send after the hooks ran, as a new list: a request converted last time
+        # whose parts list changed is converted again.
+        if tail is not None and tail[0].parts is not tail[1]:
+            self.history.reset()
+        if messages:
+            self.tail = (messages[-1], messages[-1].parts)
+        self.messages = messages
+        self.converted = self.history.items(messages)
+        return self.converted
+
+
+# -- the adapter ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Engine:
+    compactor: Compactor
+    session_id: SessionOption
+    max_conversations: int
+    default_session: str
+    conversations: OrderedDict[str, _Conversation]
+    last_result: CompactionResult | None = None
+
+    def session(self, ctx: RunContext[Any]) -> str:
+        option = self.session_id
+        found = option(ctx) if callable(option) else option
+        return found or ctx.conversation_id or self.default_session
+
+    def conversation(self, session: str) -> _Conversation:
+        found = self.conversations.get(session)
+        if found is None:
+            found = self.conversations[session] = _Conversation()
+            while len(self.conversations) > self.max_conversations:
+                self.conversations.popitem(last=False)
+        else:
+            self.conversations.move_to_end(session)
+        return found
+
+    async def compact(
+        self,
+        ctx: RunContext[Any],
+        messages: Sequence[pm.ModelMessage],
+        system: str | None,
+    ) -> list[pm.ModelMessage] | None:
+        """The compacted history, or ``None`` when it is to be sent as it is."""
+        session = self.session(ctx)
+        conversation = self.conversation(session)
+        conversation.stamp = (ctx.run_id, ctx.conversation_id)
+        items = conversation.items(messages)
+        result = await self.compactor.acompact(
+            items, format="synopsis", session_id=session, system=system
+        )
+        self.last_result = result
+        if result.messages is items or (
+            len(result.messages) == len(items)
+            and all(a is b for a, b in zip(result.messages, items, strict=True))
+        ):
+            return None
+        return conversation.history.back(result.messages)
+
+
+def _engine(
+    compactor: Compactor | None,
+    session_id: SessionOption,
+    max_conversations: int,
+    options: dict[str, Any],
+) -> _Engine:
+    if isinstance(max_conversations, bool) or not isinstance(max_conversations, int):
+        raise ConfigurationError(
+            f"max_conversations must be a whole number, got {max_conversations!r}"
+        )
+    if max_conversations < 1:
+        raise ConfigurationError(f"max_conversations must be at least 1, got {max_conversations}")
+    if not (session_id is None or isinstance(session_id, str) or callable(session_id)):
+        raise ConfigurationError(
+            f"session_id must be a name, a function of the RunContext or None, got {session_id!r}"
+        )
+    if compactor is None:
+        options.setdefault("provider", "anthropic")
+        compactor = Compactor(**options)
+        compactor.remembered_sessions = max(compactor.remembered_sessions, max_conversations)
+    elif options:
+        raise ConfigurationError(
+            f"pass Compactor options or compactor=, not both (got {', '.join(sorted(options))})"
+        )
+    elif not isinstance(compactor, Compactor):
+        raise ConfigurationError(f"compactor must be a synopsis.Compactor, got {compactor!r}")
+    return _Engine(
+        compactor,
+        session_id,
+        max_conversations,
+        f"pydantic-ai-{uuid.uuid4().hex[:12]}",
+        OrderedDict(),
+    )
+
+
+def _instructions(request_context: ModelRequestContext) -> str | None:
+    parts = request_context.model_request_parameters.instruction_parts or []
+    text = "\n\n".join(p.content for p in parts if p.content)
+    return text or None
+
+
+class _Exposed(Generic[AgentDepsT]):
+    """What both forms expose: the Compactor, its store and the last result."""
+
+    _engine: _Engine
+
+    @property
+    def compactor(self) -> Compactor:
+        """The :class:`~synopsis.Compactor` every call goes through (``recall``, ``search``)."""
+        return self._engine.compactor
+
+    @property
+    def store(self) -> Store | object | None:
+        """The Compactor's store (a ``MemoryStore`` of its own unless one was given)."""
+        return self._engine.compactor.setup.store
+
+    @property
+    def last_result(self) -> CompactionResult | None:
+        """The :class:`~synopsis.CompactionResult` of the last model call (its ``events``)."""
+        return self._engine.last_result
+
+    def session_for(self, ctx: RunContext[Any]) -> str:
+        """The synopsis session a run's model calls go to."""
+        return self._engine.session(ctx)
+
+
+class SynopsisCapability(ProcessHistory[AgentDepsT], _Exposed[AgentDepsT]):
+    """Compacts the run's history before each model request and keeps the result: the run's
+    messages (``ctx.messages``) become the compacted ones, summary included.
+
+    Takes :class:`~synopsis.Compactor`'s keyword options (``provider`` defaults to
+    ``"anthropic"``, whose turn shape pydantic-ai's messages have), or ``compactor=``.
+    ``max_conversations`` bounds how many conversations keep their converted history (the
+    least recently used is dropped and converted again when it comes back).
+    """
+
+    def __init__(
+        self,
+        compactor: Compactor | None = None,
+        *,
+        session_id: SessionOption = None,
+        max_conversations: int = 64,
+        **options: Any,  # noqa: ANN401 - Compactor validates each option
+    ) -> None:
+        self._engine = _engine(compactor, session_id, max_conversations, options)
+        super().__init__(processor=self._process)
+
+    async def _process(
+        self, ctx: RunContext[AgentDepsT], messages: list[pm.ModelMessage]
+    ) -> list[pm.ModelMessage]:
+        compacted = await self._engine.compact(ctx, messages, None)
+        return messages if compacted is None else compacted
+
+    async def before_model_request(
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        compacted = await self._engine.compact(
+            ctx, request_context.messages, _instructions(request_context)
+        )
+        if compacted is not None:
+            request_context.messages = compacted.copy()
+            ctx.messages[:] = compacted
+        return request_context
+
+
+class SynopsisRequestCapability(AbstractCapability[AgentDepsT], _Exposed[AgentDepsT]):
+    """Compacts what each model request sends, and only that: the run's history stays whole
+    (``result.all_messages()`` holds every message). Same options as
+    :class:`SynopsisCapability`."""
+
+    def __init__(
+        self,
+        compactor: Compactor | None = None,
+        *,
+        session_id: SessionOption = None,
+        max_conversations: int = 64,
+        **options: Any,  # noqa: ANN401 - Compactor validates each option
+    ) -> None:
+        self._engine = _engine(compactor, session_id, max_conversations, options)
+
+    async def before_model_request(
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        compacted = await self._engine.compact(
+            ctx, request_context.messages, _instructions(request_context)
+        )
+        if compacted is not None:
+            # A new list: the one the hook was given writes appends back to the history.
+            request_context.messages = compacted
+        return request_context
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a Compactor: not part of an agent spec
