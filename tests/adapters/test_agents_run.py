@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import agents
@@ -252,3 +255,15 @@ def test_what_the_filter_gives_back_the_sdk_accepts_stores_and_reads_back(
         assert [key(i) for i in model.last_call.input] == [key(i) for i in out]
 
     asyncio.run(through_the_sdk())
+
+
+def test_the_example_runs_offline_and_says_what_happened() -> None:
+    example = Path(__file__).parents[2] / "examples" / "agents_agent.py"
+    out = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, check=True, timeout=50
+    ).stdout
+    assert "long run: 61 model calls" in out
+    assert "run 2: 3 tests pass" in out
+    assert "stored summary starts:" in out
+    compactions = int(out.split("compactions: ")[1].split(";")[0])
+    assert compactions >= 1
