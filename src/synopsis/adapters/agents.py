@@ -12,8 +12,8 @@ Two ways in, as the SDK offers them:
   history (passed as the system prompt given apart) and sent unchanged.
 - **Persistent** (:class:`SynopsisSession` wrapping any ``Session``): after the items of a
   turn are stored, and when a run reads the whole history, the stored history is compacted
-  and written back, so later runs start from the summary. It compacts between runs only (the
-  SDK reads a session once per run): pair it with the filter for long tool loops.
+  and written back, so later runs start from the summary. The requests inside a run are not
+  compacted by it (the SDK reads a session once per run): for long tool loops use the filter.
 
 The SDK's items already are Responses API input items, so they go through synopsis as they
 are (``format="responses"``). The SDK builds new item dicts for every model call, so the
@@ -242,9 +242,11 @@ class SynopsisSession(SessionABC):
 
     Reads and writes otherwise go to the wrapped session as they are (its ``limit`` semantics,
     ``pop_item`` and ``clear_session``). The session's ``session_id`` is synopsis's session
-    id. Takes the options of :class:`~synopsis.Compactor` by keyword, or a ``compactor=``
-    (one Compactor may serve a :class:`SynopsisInputFilter` too: give the filter the same
-    session id, and it projects the summaries this session stored).
+    id. Takes the options of :class:`~synopsis.Compactor` by keyword, or a ``compactor=``.
+
+    For long tool loops inside one run, use :class:`SynopsisInputFilter` with a plain session
+    instead: a request that resends a history holding a summary this session wrote is not
+    projected yet, so the filter would summarize again on every request of such a run.
 
     Writing back: when the wrapped session offers an atomic replacement of its stored items
     (the SDK's SQLite, async SQLite, SQLAlchemy and encrypted sessions do, for its own
