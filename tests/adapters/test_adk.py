@@ -246,6 +246,22 @@ def test_kept_contents_are_the_objects_given_and_only_the_summary_is_new() -> No
     assert all(any(c is g for g in grown) for c in again.contents[1:])
 
 
+def test_a_request_whose_earlier_contents_changed_is_read_again() -> None:
+    callback = SynopsisCallback(model="gemini-2.5-flash", context_window=3000)
+    given = history(30)
+    asyncio.run(callback.compact(LlmRequest(contents=list(given)), "s"))
+    # Another hook, or ADK's own compaction, rewrote the start of the history.
+    edited = [types.Content(role="user", parts=[types.Part(text="Port it to trio.")]), *given[1:]]
+    request = LlmRequest(contents=list(edited))
+    result = asyncio.run(callback.compact(request, "s"))
+    assert result.compacted
+    assert "Port it to trio." in canonical(to_wire(request.contents[0]))
+    assert all(any(c is e for e in edited) for c in request.contents[1:])
+    shorter = LlmRequest(contents=history(3))
+    asyncio.run(callback.compact(shorter, "s"))
+    assert shorter.contents == history(3)
+
+
 def test_a_request_under_the_trigger_is_left_as_it_was() -> None:
     callback = SynopsisCallback(model="gemini-2.5-flash", context_window=100_000)
     given = history(3)
@@ -278,6 +294,7 @@ def test_the_system_instruction_and_tools_are_counted() -> None:
     tool = types.Tool(function_declarations=[declaration])
     with_tools = measured(None, [tool, run])  # a bare function is not a declaration yet
     assert with_tools > bare + 50
+    assert measured(None, []) == measured(None, [run]) == bare
 
 
 def test_one_conversation_reuses_its_system_and_tools_while_they_are_unchanged() -> None:

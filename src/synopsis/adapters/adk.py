@@ -87,14 +87,12 @@ def _system(instruction: object) -> str | dict[str, Any] | None:
 
 
 def _tools(config: types.GenerateContentConfig) -> list[dict[str, Any]] | None:
-    tools = config.tools
-    if not tools:
-        return None
-    return [
+    tools = [
         t.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for t in tools
+        for t in config.tools or ()
         if isinstance(t, types.Tool)
     ]
+    return tools or None
 
 
 class _Conversation:
@@ -142,11 +140,10 @@ class _Conversation:
         """Continue from ``items``: what synopsis made of the covered contents."""
         where: dict[int, int | types.Content] = {}
         for item in items:
-            found = self._where.get(id(item))
-            if found is None:
-                filed = self._filed.get(_fingerprint(item))
-                found = filed[1] if filed is not None and filed[0] == item else from_wire(item)
-            where[id(item)] = found
+            filed = self._filed.get(_fingerprint(item))
+            where[id(item)] = (
+                filed[1] if filed is not None and filed[0] == item else from_wire(item)
+            )
         self.base, self.projected, self._where = items, True, where
 
     def contents(self, current: Sequence[types.Content]) -> list[types.Content]:
