@@ -79,9 +79,13 @@ def test_options_make_the_compactor_or_take_one() -> None:
     made = SynopsisMiddleware(model="gpt-4o", context_window=WINDOW, session_id="s")
     assert made.compactor.setup.window == WINDOW
     assert isinstance(made.store, MemoryStore)  # a session id gives the Compactor a store
+    assert made.compactor.remembered_sessions == 32
+    many = SynopsisMiddleware(conversations=100)
+    assert many.compactor.remembered_sessions == 100  # one fast path per thread it keeps
     compactor = Compactor(model="gpt-4o", context_window=WINDOW)
-    given_one = SynopsisRequestMiddleware(compactor=compactor)
+    given_one = SynopsisRequestMiddleware(compactor=compactor, conversations=100)
     assert given_one.compactor is compactor
+    assert compactor.remembered_sessions == 32  # a Compactor given is left as it was
     assert given_one.store is None
 
 
@@ -273,9 +277,10 @@ def test_compacted_histories_are_langchain_messages_that_round_trip(
         assert len(summaries) == (1 if result.compacted and result.record else 0)
         for m in made:
             assert m not in summaries or isinstance(m, HumanMessage)
-            if isinstance(m, ToolMessage):  # a shortened result answers the same call
+            if isinstance(m, ToolMessage):  # a shortened result: same call, same id
                 assert any(
-                    isinstance(h, ToolMessage) and h.tool_call_id == m.tool_call_id for h in history
+                    isinstance(h, ToolMessage) and (h.tool_call_id, h.id) == (m.tool_call_id, m.id)
+                    for h in history
                 )
         # The reducer takes the update as the persistent hook gives it.
         assert add_messages(list[Any](history), update["messages"]) == out

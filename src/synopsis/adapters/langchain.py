@@ -109,7 +109,11 @@ class _Compacting(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ConfigurationError(f"conversations must be a number, got {conversations!r}")
         if conversations < 1:
             raise ConfigurationError(f"conversations must be at least 1, got {conversations}")
-        self.compactor: Compactor = compactor if compactor is not None else Compactor(**options)
+        if compactor is None:
+            compactor = Compactor(**options)
+            # Its fast path remembers as many threads as the middleware keeps.
+            compactor.remembered_sessions = max(compactor.remembered_sessions, conversations)
+        self.compactor: Compactor = compactor
         self.conversations = conversations
         """How many threads keep their converted messages; the least recently used one is
         dropped first (its next call converts its history again)."""
