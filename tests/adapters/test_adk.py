@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -343,3 +344,16 @@ def test_importing_synopsis_and_its_adapters_does_not_import_adk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_the_example_runs_offline_and_says_what_happened() -> None:
+    example = Path(__file__).parents[2] / "examples" / "adk_agent.py"
+    out = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, check=True, timeout=50
+    ).stdout
+    assert "40 user turns, 80 model calls" in out
+    assert "session events kept by ADK: 160" in out
+    compactions = int(out.split("compactions: ")[1].split(";")[0])
+    recalled = int(out.split("recallable from the store: ")[1].split()[0])
+    assert compactions >= 2
+    assert recalled > 60
