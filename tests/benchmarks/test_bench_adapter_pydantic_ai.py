@@ -1,0 +1,59 @@
+"""The pydantic-ai capability benchmark at a tiny size: every path runs on the growing
+history, the call over the trigger does compact (the benchmark raises otherwise), and the
+report has its tables and says why the built-in is absent; no timing is asserted here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic_ai import messages as pm
+
+from benchmarks import bench_adapter_pydantic_ai as bench
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TINY = bench.Plan(sizes=((120, 3),), warmup=1)
+
+
+def test_the_benchmark_measures_every_path_and_writes_its_report(tmp_path: Path) -> None:
+    out = tmp_path / "adapter-pydantic_ai.md"
+    results = bench.main(TINY, out)
+    (size,) = results.sizes
+    assert size.messages == 120
+    assert set(size.under) == set(bench.PATHS)
+    assert all(ms > 0 for ms in size.under.values())
+    assert size.compacting > 0
+    report = out.read_text(encoding="utf-8")
+    assert report.startswith("# The pydantic-ai capability's cost per model call")
+    rows = [line for line in report.splitlines() if line.startswith("| 120 |")]
+    assert len(rows) == 2  # one row under the trigger, one over it
+    assert "| n/a | n/a |" in rows[0]
+    assert "Target: each capability within 3x of the bare Compactor" in report
+    assert "name a Python that has it with --harness-python" in report
+
+
+def test_a_built_in_row_is_reported_with_its_ratio() -> None:
+    results = bench.Results(
+        [bench.Size(1000, 5, under=dict.fromkeys(bench.PATHS, 2.0) | {bench.BUILT_IN: 1.0})],
+        1.0,
+        "today",
+        "ran in its own Python",
+    )
+    report = bench.report(results)
+    assert "| 1 | 0.5x |" in report
+    assert "Cheaper than the built-in under its trigger: **no**." in report
+
+
+def test_the_history_ends_with_a_tool_return_and_pairs_every_call() -> None:
+    for n in (2, 3, 120, 121):
+        history = bench.history(n)
+        assert len(history) in (n, n + 1)
+        last = history[-1]
+        assert isinstance(last, pm.ModelRequest)
+        assert isinstance(last.parts[0], pm.ToolReturnPart)
+        calls = [p.tool_call_id for m in history for p in m.parts if isinstance(p, pm.ToolCallPart)]
+        returns = [
+            p.tool_call_id for m in history for p in m.parts if isinstance(p, pm.ToolReturnPart)
+        ]
+        assert calls == returns
