@@ -1,0 +1,397 @@
+"""What the ADK callback costs per model call, against the bare Compactor and against ADK's own
+context options, all in the same run.
+
+ADK calls a ``before_model_callback`` (or a plugin's) once per model call with an
+``LlmRequest`` holding the whole history as ``Content`` objects, two longer than the last time
+(the model's function call and the tool's response). ADK builds each request from fresh
+shallow copies of the session's contents (so that a hook may edit them), which share their
+payloads with the session. Each path is driven that way, at 1,000 and 10,000 contents, with a
+window the history never reaches (nothing is compacted: the cost every call pays), on one
+thread and one event loop:
+
+- ``bare Compactor``: ``Compactor.acompact`` on the same history as Gemini JSON, one list grown
+  in place, with the session id, the system instruction and the tools (what the adapter
+  passes it): the floor the adapter is held to (target: within 3x).
+- ``SynopsisCallback, ADK's copies``: the callback on a request of fresh copies, as ADK sends.
+- ``SynopsisCallback, same objects``: the callback on a request of the same ``Content``
+  objects each time (a request built by hand, or a framework that keeps its objects).
+- ``ContextFilterPlugin``: ADK's built-in per-request trimmer, keeping every invocation (its
+  cost under no trimming), on the same copies.
+
+Then one call each over the trigger: synopsis compacting through the callback (offline default
+summarizer) on a session it has not seen, a window a quarter of the history's tokens; ADK's
+``LlmEventSummarizer`` (what ``EventsCompactionConfig`` runs) on the same contents as events,
+with a model that answers at once, so the figure is its own work; and ``ContextFilterPlugin``
+keeping the last ten invocations. ADK's events compaction runs after an invocation, not per
+model call, and only once ADK's own trigger is reached, so it has no under-the-trigger row.
+
+Each figure is the median of the timed calls, after untimed ones; the ratios come from the same
+run. Run: ``python -m benchmarks.bench_adapter_adk`` (about a minute); it writes
+``benchmarks/results/adapter-adk.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
+from google.adk.events import Event
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.context_filter_plugin import ContextFilterPlugin
+from google.genai import types
+
+from synopsis import Compactor, decode
+from synopsis.adapters.adk import SynopsisCallback, to_wire
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Awaitable, Callable
+
+    from google.adk.agents.callback_context import CallbackContext
+
+MODEL = "gemini-2.5-flash"
+HUGE = 1_000_000_000
+"""A window no history here reaches."""
+RESULTS = Path(__file__).resolve().parent / "results" / "adapter-adk.md"
+SYSTEM = "You are a careful coding agent. Run the tests before you answer."
+TOOL = types.Tool(
+    function_declarations=[
+        types.FunctionDeclaration(
+            name="bash",
+            description="Run a shell command.",
+            parameters_json_schema={"type": "object", "properties": {"cmd": {"type": "string"}}},
+        )
+    ]
+)
+SESSION = "bench"
+PATHS = (
+    "bare Compactor",
+    "SynopsisCallback, ADK's copies",
+    "SynopsisCallback, same objects",
+    "ContextFilterPlugin",
+)
+NO_CONTEXT = cast("CallbackContext", None)
+"""Neither hook reads the callback context when called directly with a session id."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    sizes: tuple[tuple[int, int], ...]
+    """(contents, timed calls) per size, smallest first."""
+    warmup: int = 3
+    summarizing: int = 3
+    """Timed calls over the trigger (each on a fresh session)."""
+
+
+FULL = Plan(sizes=((1_000, 60), (10_000, 20)))
+
+
+@dataclass
+class Size:
+    contents: int
+    calls: int
+    under: dict[str, float] = field(default_factory=dict)
+    """Median milliseconds per model call under the trigger, per path."""
+    over: dict[str, float] = field(default_factory=dict)
+    """Median milliseconds of a call over the trigger: synopsis and the built-ins."""
+
+
+@dataclass
+class Results:
+    sizes: list[Size]
+    seconds: float
+    started: str
+
+
+# -- histories ---------------------------------------------------------------------------------
+
+
+def step(k: int) -> list[types.Content]:
+    """What one model call adds: its function call (signed, as Gemini's are) and the result."""
+    call = types.FunctionCall(name="bash", args={"cmd": f"pytest tests/test_{k}.py -q"})
+    output = f"tests/test_{k}.py " + "." * (k % 40) + f"\n{k % 7 + 1} passed in 0.{k % 9}s"
+    return [
+        types.Content(
+            role="model",
+            parts=[types.Part(function_call=call, thought_signature=b"sig" + str(k).encode())],
+        ),
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        name="bash", response={"output": output}
+                    )
+                )
+            ],
+        ),
+    ]
+
+
+def history(n: int) -> list[types.Content]:
+    task = types.Part(text="Make every test in the repository pass.")
+    out = [types.Content(role="user", parts=[task])]
+    k = 0
+    while len(out) < n:
+        out += step(k)
+        k += 1
+    return out  # n contents, or n + 1 so that it ends with a tool's response
+
+
+def copies(contents: list[types.Content]) -> list[types.Content]:
+    """Fresh shallow copies, as ADK makes them for each request (its payloads shared)."""
+    return [
+        c.model_copy(update={"parts": [p.model_copy() for p in c.parts or ()]}) for c in contents
+    ]
+
+
+def request(contents: list[types.Content]) -> LlmRequest:
+    out = LlmRequest(model=MODEL)
+    out.contents = contents
+    out.config.system_instruction = SYSTEM
+    out.config.tools = [TOOL]
+    return out
+
+
+# -- timing ------------------------------------------------------------------------------------
+
+
+def timed(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    """Milliseconds of one call, the collector off (as timeit has it): a collection that
+    another path's garbage started would land on whichever call runs then."""
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        out = loop.run_until_complete(call())
+        return (time.perf_counter() - start) * 1000, out
+    finally:
+        gc.enable()
+
+
+class Instant(BaseLlm):
+    """A model that answers at once: the built-in summarizer's own work is what is timed."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        text = "Summary: the tests were run and pass."
+        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
+
+
+def under_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> None:
+    """Each path on the same growing history, in turn, call after call."""
+    base = history(size.contents)
+    total = plan.warmup + size.calls
+    steps = [step(10_000_000 + k) for k in range(total)]
+
+    compactor = Compactor(model=MODEL, context_window=HUGE)
+    items = [to_wire(c) for c in base]
+    tools = [TOOL.model_dump(mode="json", by_alias=True, exclude_none=True)]
+    copied = SynopsisCallback(model=MODEL, context_window=HUGE)
+    same = SynopsisCallback(model=MODEL, context_window=HUGE)
+    trimmer = ContextFilterPlugin(num_invocations_to_keep=HUGE)
+
+    async def bare() -> object:
+        result = await compactor.acompact(
+            items, format="gemini", session_id=SESSION, system=SYSTEM, tools=tools
+        )
+        return result.compacted
+
+    async def callback(adapter: SynopsisCallback, contents: list[types.Content]) -> object:
+        result = await adapter.compact(request(contents), SESSION)
+        return result.compacted
+
+    async def trim(contents: list[types.Content]) -> object:
+        r = request(contents)
+        await trimmer.before_model_callback(callback_context=NO_CONTEXT, llm_request=r)
+        return len(r.contents) != len(contents)
+
+    samples: dict[str, list[float]] = {p: [] for p in PATHS}
+    contents = list(base)
+    for n in range(total):
+        grown = steps[n]
+        contents = [*contents, *grown]
+        items.extend(to_wire(c) for c in grown)
+        fresh = [copies(contents), copies(contents)]  # made by ADK, outside the hook's time
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
+            "bare Compactor": bare,
+            "SynopsisCallback, ADK's copies": partial(callback, copied, fresh[0]),
+            "SynopsisCallback, same objects": partial(callback, same, list(contents)),
+            "ContextFilterPlugin": partial(trim, fresh[1]),
+        }
+        gc.collect()
+        for path, call in calls.items():
+            ms, changed = timed(loop, call)
+            if changed:
+                raise AssertionError(f"{path} changed a history under its trigger")
+            if n >= plan.warmup:
+                samples[path].append(ms)
+    size.under = {p: statistics.median(s) for p, s in samples.items()}
+
+
+def over_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> None:
+    """One call over the trigger, each on a session it has not seen."""
+    base = history(size.contents)
+    tokens = Compactor(model=MODEL).setup.counter.count_messages(
+        decode([to_wire(c) for c in base], format="gemini").messages
+    )
+    events = [Event(author="user" if c.role == "user" else "coder", content=c) for c in base]
+    times: dict[str, list[float]] = {"synopsis": [], "LlmEventSummarizer": [], "filter": []}
+    for k in range(plan.summarizing):
+        adapter = SynopsisCallback(model=MODEL, context_window=max(tokens // 4, 1_000))
+        ms, result = timed(loop, partial(adapter.compact, request(copies(base)), f"s{k}"))
+        if not result.compacted:
+            raise AssertionError("synopsis did not compact a history over its trigger")
+        times["synopsis"].append(ms)
+
+        summarizer = LlmEventSummarizer(llm=Instant(model="instant"))
+        ms, event = timed(loop, partial(summarizer.maybe_summarize_events, events=events))
+        if event is None:
+            raise AssertionError("ADK's summarizer did not summarize")
+        times["LlmEventSummarizer"].append(ms)
+
+        trimmer = ContextFilterPlugin(num_invocations_to_keep=10)
+        r = request(copies(base))
+        trim = partial(trimmer.before_model_callback, callback_context=NO_CONTEXT, llm_request=r)
+        ms, _ = timed(loop, trim)
+        times["filter"].append(ms)
+    size.over = {p: statistics.median(s) for p, s in times.items()}
+
+
+def run(plan: Plan = FULL) -> Results:
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    begin = time.perf_counter()
+    sizes: list[Size] = []
+    loop = asyncio.new_event_loop()
+    try:
+        for contents, calls in plan.sizes:
+            size = Size(contents, calls)
+            gc.collect()
+            under_trigger(loop, size, plan)
+            over_trigger(loop, size, plan)
+            sizes.append(size)
+    finally:
+        loop.close()
+    return Results(sizes, time.perf_counter() - begin, started)
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def table(results: Results) -> list[str]:
+    lines = [
+        "| contents | calls | bare Compactor | SynopsisCallback, ADK's copies | ratio | "
+        "SynopsisCallback, same objects | ratio | ContextFilterPlugin |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in results.sizes:
+        bare = s.under["bare Compactor"]
+        copied = s.under["SynopsisCallback, ADK's copies"]
+        same = s.under["SynopsisCallback, same objects"]
+        lines.append(
+            f"| {s.contents:,} | {s.calls} | {_ms(bare)} | {_ms(copied)} | "
+            f"**{copied / bare:.2f}x** | {_ms(same)} | **{same / bare:.2f}x** | "
+            f"{_ms(s.under['ContextFilterPlugin'])} |"
+        )
+    return lines
+
+
+def over_table(results: Results) -> list[str]:
+    lines = [
+        "| contents | synopsis compacts (SynopsisCallback) | LlmEventSummarizer summarizes | "
+        "ContextFilterPlugin trims |",
+        "|---:|---:|---:|---:|",
+    ]
+    for s in results.sizes:
+        lines.append(
+            f"| {s.contents:,} | {_ms(s.over['synopsis'])} | "
+            f"{_ms(s.over['LlmEventSummarizer'])} | {_ms(s.over['filter'])} |"
+        )
+    return lines
+
+
+def versions() -> str:
+    names = ("google-adk", "google-genai")
+    return ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
+
+
+def markdown(results: Results) -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    bare = "bare Compactor"
+    copied = all(
+        s.under["SynopsisCallback, ADK's copies"] <= 3 * s.under[bare] for s in results.sizes
+    )
+    same = all(
+        s.under["SynopsisCallback, same objects"] <= 3 * s.under[bare] for s in results.sizes
+    )
+    return "\n".join(
+        [
+            "# The ADK callback's cost per model call",
+            "",
+            f"Measured {results.started} on `{platform.platform()}` "
+            f"({os.cpu_count()} CPUs) with Python {platform.python_version()}, {versions()}, "
+            f"by `python -m benchmarks.bench_adapter_adk` in {results.seconds:.0f} s "
+            f"(load average {load:.1f} at the end).",
+            "",
+            "Each call grows the history by two contents (a function call and its response), "
+            "as an agent's tool loop does; the window is far above the history, so nothing is "
+            "compacted. Milliseconds per model call, median of the timed calls; ratios against "
+            "the bare `Compactor.acompact` on the same history as Gemini JSON, one list grown "
+            "in place, same session id, system instruction and tools. ADK builds each request "
+            "from fresh copies of the session's contents (outside the timed call here, as ADK "
+            "makes them before any hook runs): the callback compares them with the last "
+            "request's by value before reading only the new ones.",
+            "",
+            *table(results),
+            "",
+            f"Target: the callback within 3x of the bare Compactor: on ADK's copies "
+            f"**{'met' if copied else 'not met'}**, on the same objects "
+            f"**{'met' if same else 'not met'}**. `ContextFilterPlugin` keeps every invocation "
+            "here (its cost when it trims nothing); it counts nothing and cannot see the "
+            "window, so it is no substitute, only the floor of a per-request hook.",
+            "",
+            "## Over the trigger (milliseconds, one call)",
+            "",
+            "Synopsis: the callback on a session it has not seen, a window a quarter of the "
+            "history's tokens, the offline default summarizer (conversion, compaction and the "
+            "store's writes included). `LlmEventSummarizer`: ADK's summarizer for "
+            "`EventsCompactionConfig` on the same contents as events, with a model that "
+            "answers at once, so the figure is its own work (formatting the events as text; a "
+            "real model adds its latency, seconds). `ContextFilterPlugin`: keeping the last ten "
+            "invocations (it drops the rest without a summary).",
+            "",
+            *over_table(results),
+            "",
+        ]
+    )
+
+
+def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
+    results = run(plan)
+    print("\n".join(table(results)))
+    print("\n".join(over_table(results)))
+    if results_path is not None:
+        results_path.write_text(markdown(results), encoding="utf-8")
+        print(f"written: {results_path.name}")
+    return results
+
+
+if __name__ == "__main__":
+    main(Plan(sizes=((int(sys.argv[1]), int(sys.argv[2])),)) if sys.argv[2:3] else FULL)
