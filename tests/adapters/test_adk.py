@@ -298,25 +298,27 @@ def test_the_system_instruction_and_tools_are_counted() -> None:
     assert measured(None, []) == measured(None, [run]) == bare
 
 
-def test_one_conversation_reuses_its_system_and_tools_while_they_are_unchanged() -> None:
+def test_an_unchanged_system_instruction_and_tools_are_converted_once() -> None:
+    """The Compactor recognises an unchanged request by the identity of its system prompt and
+    tool definitions; ADK builds them anew for every request, equal to the last ones."""
     callback = SynopsisCallback(model="gemini-2.5-flash", context_window=100_000)
-    tool = types.Tool(function_declarations=[types.FunctionDeclaration(name="run")])
     given = history(2)
-    for n in range(3):
-        request = LlmRequest(contents=given[: n + 1])
+    passed: list[tuple[object, object]] = []
+    for n in (1, 3, 5):
+        request = LlmRequest(contents=given[:n])
         request.config.system_instruction = types.Content(parts=[types.Part(text="Be brief.")])
-        request.config.tools = [tool.model_copy()]
-        result = asyncio.run(callback.compact(request, "s"))
-        # From the second call on, the unchanged request takes the Compactor's fast path.
-        assert (result.code == "under-trigger") is True
-    skipped: list[synopsis.Event] = []
-    request = LlmRequest(contents=given[:4])
-    request.config.system_instruction = types.Content(parts=[types.Part(text="Be brief.")])
-    request.config.tools = [tool.model_copy()]
+        declaration = types.FunctionDeclaration(name="run", description="Run a command.")
+        request.config.tools = [types.Tool(function_declarations=[declaration])]
+        asyncio.run(callback.compact(request, "s"))
+        conversation = callback._seen["s"]
+        passed.append((conversation._system, conversation._tools))
+    assert all(system is passed[0][0] for system, _ in passed)
+    assert all(tools is passed[0][1] for _, tools in passed)
+    request = LlmRequest(contents=given)
+    request.config.system_instruction = "Be thorough."
     asyncio.run(callback.compact(request, "s"))
-    assert callback.last is not None
-    skipped = [e for e in callback.last.events if isinstance(e, synopsis.CompactionSkipped)]
-    assert skipped
+    assert callback._seen["s"]._system == "Be thorough."
+    assert callback._seen["s"]._tools is None
 
 
 def test_the_callback_takes_a_compactor_or_its_options_but_not_both() -> None:

@@ -7,9 +7,9 @@ Two ways in, as ADK offers them:
   :class:`SynopsisPlugin` in ``App(plugins=[...])``): before every model call of the tool
   loop, synopsis decides whether the request is over its trigger, where to cut, and what the
   summary says, and rewrites ``llm_request.contents``. The session's events stay as they were;
-  the summary is kept in synopsis's store under the ADK session's id and given back on the
-  next requests (not written again), so the per-request hook costs a summarizer call once per
-  compaction.
+  what a compaction replaced is kept in synopsis's store under the ADK session's id, and the
+  next requests extend what the model was last sent (the summary is not written again), so
+  the per-request hook costs a summarizer call once per compaction.
 - **Persistent** (:class:`SynopsisEventsSummarizer` as ``EventsCompactionConfig(summarizer=
   ...)``): ADK chooses when and which events to replace and stores the summary event in the
   session; synopsis writes that summary (by the rules offline, or with an
