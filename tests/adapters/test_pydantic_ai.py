@@ -383,6 +383,17 @@ def test_kept_messages_are_the_runs_own_objects() -> None:
     assert (summary.run_id, summary.conversation_id) == ("run-1", "conv-1")
 
 
+def test_a_compaction_forgets_the_calls_it_summarized() -> None:
+    capability = SynopsisCapability(context_window=3000)
+    messages = history(30)
+    out = process(capability, context(), messages)
+    (conversation,) = capability._engine.conversations.values()
+    kept = {id(m) for m in out}
+    assert conversation.calls
+    assert all(id(message) in kept for message, _ in conversation.calls.values())
+    assert len(conversation.calls) < 30
+
+
 def test_a_shortened_result_keeps_its_parts_metadata() -> None:
     """An old tool result repeated verbatim is replaced by a reference: the new return part
     is the original one (its timestamp, metadata) with the shorter content."""

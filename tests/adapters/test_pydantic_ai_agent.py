@@ -5,11 +5,12 @@ recalled. Also the example script, run as a user would."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic_ai import Agent
@@ -30,10 +31,24 @@ from synopsis.adapters.pydantic_ai import (
 from synopsis.messages import content_hash, is_summary_text
 from tests.adapters.test_pydantic_ai import run
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 ROOT = Path(__file__).resolve().parents[2]
 INSTRUCTIONS = "You are a coding agent. Keep the tests green."
 WINDOW = 6000
 _ANTHROPIC = AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(api_key="offline"))
+
+
+@pytest.fixture(autouse=True)
+def event_loop_of_the_test() -> Iterator[None]:
+    """A loop for ``Agent.run_sync``, closed after the test: run_sync keeps the thread's loop
+    open, and a later test's ``asyncio.run`` would leave it to be collected unclosed."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    asyncio.set_event_loop(None)
+    loop.close()
 
 
 def anthropic_problems(messages: list[pm.ModelMessage]) -> list[synopsis.Problem]:

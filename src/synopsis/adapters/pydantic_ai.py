@@ -293,6 +293,12 @@ class _Conversation:
                     return replace(original, parts=original.parts[start : start + n])
         return None
 
+    def forget(self, kept: Sequence[pm.ModelMessage]) -> None:
+        """Drop the call ids of messages a compaction left out: the summary stands for them
+        from now on, and a long conversation would otherwise keep every message it ever had."""
+        alive = {id(m) for m in kept}
+        self.calls = {k: v for k, v in self.calls.items() if id(v[0]) in alive}
+
     def items(self, messages: Sequence[pm.ModelMessage]) -> list[Message]:
         tail = self.tail
         # The framework appends parts (tool-availability and settings deltas) to the request it
@@ -354,7 +360,9 @@ class _Engine:
             and all(a is b for a, b in zip(result.messages, items, strict=True))
         ):
             return None
-        return conversation.history.back(result.messages)
+        out = conversation.history.back(result.messages)
+        conversation.forget(out)
+        return out
 
 
 def _engine(
