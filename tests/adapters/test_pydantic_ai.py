@@ -184,7 +184,7 @@ def test_a_response_is_one_assistant_message_with_every_part() -> None:
     assert native_call.text == 'web_search({"query":"pydantic"})'
     assert isinstance(native_return, OpaquePart)
     assert native_return.text == "3 results"
-    assert compaction == OpaquePart("compaction", {"id": None}, "provider summary")
+    assert compaction == OpaquePart("compaction", {"part_kind": "compaction"}, "provider summary")
     assert isinstance(empty, OpaquePart)
     assert empty.text == ""
     assert isinstance(speech, OpaquePart)

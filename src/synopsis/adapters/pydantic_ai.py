@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext
 
     from synopsis import CompactionResult
-    from synopsis.stores import Store
+    from synopsis.stores import AsyncStore, Store
 
 __all__ = [
     "SessionOption",
@@ -117,7 +117,8 @@ def _user_content(content: str | Sequence[Any]) -> list[Part]:
 
 
 def _opaque(part: Any, text: str) -> OpaquePart:  # noqa: ANN401 - any pydantic-ai part
-    return OpaquePart(str(getattr(part, "part_kind", type(part).__name__)), {"id": None}, text)
+    kind = str(getattr(part, "part_kind", type(part).__name__))
+    return OpaquePart(kind, {"part_kind": kind}, text)
 
 
 def _request_part(part: Any) -> list[Part]:  # noqa: ANN401 - any request part
@@ -417,8 +418,9 @@ class _Exposed(Generic[AgentDepsT]):
         return self._engine.compactor
 
     @property
-    def store(self) -> Store | object | None:
-        """The Compactor's store (a ``MemoryStore`` of its own unless one was given)."""
+    def store(self) -> Store | AsyncStore | None:
+        """The Compactor's store: the one given, or a ``MemoryStore`` of its own from the
+        first model call on (every call names its conversation as the session)."""
         return self._engine.compactor.setup.store
 
     @property
