@@ -34,17 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.metadata
-import os
-import platform
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
 from google.adk.events import Event
@@ -54,6 +49,20 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.context_filter_plugin import ContextFilterPlugin
 from google.genai import types
 
+from benchmarks import _adapters
+from benchmarks._adapters import (
+    FULL_SIZES,
+    HUGE,
+    figure,
+    grown,
+    measured,
+    medians,
+    now,
+    plan_from,
+    timed_on,
+    versions,
+    write,
+)
 from synopsis import Compactor, decode
 from synopsis.adapters.adk import SynopsisCallback, to_wire
 
@@ -63,8 +72,6 @@ if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
 
 MODEL = "gemini-2.5-flash"
-HUGE = 1_000_000_000
-"""A window no history here reaches."""
 RESULTS = Path(__file__).resolve().parent / "results" / "adapter-adk.md"
 SYSTEM = "You are a careful coding agent. Run the tests before you answer."
 TOOL = types.Tool(
@@ -88,15 +95,12 @@ NO_CONTEXT = cast("CallbackContext", None)
 
 
 @dataclass(frozen=True)
-class Plan:
-    sizes: tuple[tuple[int, int], ...]
-    """(contents, timed calls) per size, smallest first."""
-    warmup: int = 3
+class Plan(_adapters.Plan):
     summarizing: int = 3
     """Timed calls over the trigger (each on a fresh session)."""
 
 
-FULL = Plan(sizes=((1_000, 60), (10_000, 20)))
+FULL = Plan(sizes=FULL_SIZES)
 
 
 @dataclass
@@ -143,12 +147,7 @@ def step(k: int) -> list[types.Content]:
 
 def history(n: int) -> list[types.Content]:
     task = types.Part(text="Make every test in the repository pass.")
-    out = [types.Content(role="user", parts=[task])]
-    k = 0
-    while len(out) < n:
-        out += step(k)
-        k += 1
-    return out  # n contents, or n + 1 so that it ends with a tool's response
+    return grown([types.Content(role="user", parts=[task])], step, n)
 
 
 def copies(contents: list[types.Content]) -> list[types.Content]:
@@ -167,18 +166,6 @@ def request(contents: list[types.Content]) -> LlmRequest:
 
 
 # -- timing ------------------------------------------------------------------------------------
-
-
-def timed(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
-    """Milliseconds of one call, the collector off (as timeit has it): a collection that
-    another path's garbage started would land on whichever call runs then."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        out = loop.run_until_complete(call())
-        return (time.perf_counter() - start) * 1000, out
-    finally:
-        gc.enable()
 
 
 class Instant(BaseLlm):
@@ -234,12 +221,12 @@ def under_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> No
         }
         gc.collect()
         for path, call in calls.items():
-            ms, changed = timed(loop, call)
+            ms, changed = timed_on(loop, call)
             if changed:
                 raise AssertionError(f"{path} changed a history under its trigger")
             if n >= plan.warmup:
                 samples[path].append(ms)
-    size.under = {p: statistics.median(s) for p, s in samples.items()}
+    size.under = medians(samples)
 
 
 def over_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> None:
@@ -252,13 +239,13 @@ def over_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> Non
     times: dict[str, list[float]] = {"synopsis": [], "LlmEventSummarizer": [], "filter": []}
     for k in range(plan.summarizing):
         adapter = SynopsisCallback(model=MODEL, context_window=max(tokens // 4, 1_000))
-        ms, result = timed(loop, partial(adapter.compact, request(copies(base)), f"s{k}"))
+        ms, result = timed_on(loop, partial(adapter.compact, request(copies(base)), f"s{k}"))
         if not result.compacted:
             raise AssertionError("synopsis did not compact a history over its trigger")
         times["synopsis"].append(ms)
 
         summarizer = LlmEventSummarizer(llm=Instant(model="instant"))
-        ms, event = timed(loop, partial(summarizer.maybe_summarize_events, events=events))
+        ms, event = timed_on(loop, partial(summarizer.maybe_summarize_events, events=events))
         if event is None:
             raise AssertionError("ADK's summarizer did not summarize")
         times["LlmEventSummarizer"].append(ms)
@@ -266,13 +253,13 @@ def over_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> Non
         trimmer = ContextFilterPlugin(num_invocations_to_keep=10)
         r = request(copies(base))
         trim = partial(trimmer.before_model_callback, callback_context=NO_CONTEXT, llm_request=r)
-        ms, _ = timed(loop, trim)
+        ms, _ = timed_on(loop, trim)
         times["filter"].append(ms)
-    size.over = {p: statistics.median(s) for p, s in times.items()}
+    size.over = medians(times)
 
 
 def run(plan: Plan = FULL) -> Results:
-    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    started = now()
     begin = time.perf_counter()
     sizes: list[Size] = []
     loop = asyncio.new_event_loop()
@@ -291,10 +278,6 @@ def run(plan: Plan = FULL) -> Results:
 # -- the report --------------------------------------------------------------------------------
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
 def table(results: Results) -> list[str]:
     lines = [
         "| contents | calls | bare Compactor | SynopsisCallback, ADK's copies | ratio | "
@@ -306,9 +289,9 @@ def table(results: Results) -> list[str]:
         copied = s.under["SynopsisCallback, ADK's copies"]
         same = s.under["SynopsisCallback, same objects"]
         lines.append(
-            f"| {s.contents:,} | {s.calls} | {_ms(bare)} | {_ms(copied)} | "
-            f"**{copied / bare:.2f}x** | {_ms(same)} | **{same / bare:.2f}x** | "
-            f"{_ms(s.under['ContextFilterPlugin'])} |"
+            f"| {s.contents:,} | {s.calls} | {figure(bare)} | {figure(copied)} | "
+            f"**{copied / bare:.2f}x** | {figure(same)} | **{same / bare:.2f}x** | "
+            f"{figure(s.under['ContextFilterPlugin'])} |"
         )
     return lines
 
@@ -321,19 +304,13 @@ def over_table(results: Results) -> list[str]:
     ]
     for s in results.sizes:
         lines.append(
-            f"| {s.contents:,} | {_ms(s.over['synopsis'])} | "
-            f"{_ms(s.over['LlmEventSummarizer'])} | {_ms(s.over['filter'])} |"
+            f"| {s.contents:,} | {figure(s.over['synopsis'])} | "
+            f"{figure(s.over['LlmEventSummarizer'])} | {figure(s.over['filter'])} |"
         )
     return lines
 
 
-def versions() -> str:
-    names = ("google-adk", "google-genai")
-    return ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
-
-
 def markdown(results: Results) -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     bare = "bare Compactor"
     copied = all(
         s.under["SynopsisCallback, ADK's copies"] <= 3 * s.under[bare] for s in results.sizes
@@ -350,10 +327,12 @@ def markdown(results: Results) -> str:
         [
             "# The ADK callback's cost per model call",
             "",
-            f"Measured {results.started} on `{platform.platform()}` "
-            f"({os.cpu_count()} CPUs) with Python {platform.python_version()}, {versions()}, "
-            f"by `python -m benchmarks.bench_adapter_adk` in {results.seconds:.0f} s "
-            f"(load average {load:.1f} at the end).",
+            measured(
+                results.started,
+                "bench_adapter_adk",
+                results.seconds,
+                versions("google-adk", "google-genai"),
+            ),
             "",
             "Each call grows the history by two contents (a function call and its response), "
             "as an agent's tool loop does; the window is far above the history, so nothing is "
@@ -401,11 +380,9 @@ def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
     results = run(plan)
     print("\n".join(table(results)))
     print("\n".join(over_table(results)))
-    if results_path is not None:
-        results_path.write_text(markdown(results), encoding="utf-8")
-        print(f"written: {results_path.name}")
+    write(results_path, markdown(results))
     return results
 
 
 if __name__ == "__main__":
-    main(Plan(sizes=((int(sys.argv[1]), int(sys.argv[2])),)) if sys.argv[2:3] else FULL)
+    main(plan_from(sys.argv, FULL))

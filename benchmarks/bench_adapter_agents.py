@@ -32,15 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.metadata
 import json
-import os
-import platform
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -51,6 +46,20 @@ from agents.extensions import ToolOutputTrimmer
 from agents.memory import OpenAIResponsesCompactionSession
 from agents.run_config import CallModelData, ModelInputData
 
+from benchmarks import _adapters
+from benchmarks._adapters import (
+    FULL_SIZES,
+    HUGE,
+    figure,
+    grown,
+    measured,
+    medians,
+    now,
+    plan_from,
+    timed_on,
+    versions,
+    write,
+)
 from synopsis import Compactor, count_tokens
 from synopsis.adapters.agents import SynopsisInputFilter, SynopsisSession
 from synopsis.testing.server import FakeLLMServer
@@ -59,8 +68,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
 MODEL = "gpt-4.1"
-HUGE = 1_000_000_000
-"""A window no history here reaches."""
 RESULTS = Path(__file__).resolve().parent / "results" / "adapter-agents.md"
 INSTRUCTIONS = "You are a careful coding agent. Run the tests before you answer."
 THREAD = "bench"
@@ -87,14 +94,11 @@ TOOLS = [
 ]
 
 
-@dataclass(frozen=True)
-class Plan:
-    sizes: tuple[tuple[int, int], ...]
-    """(items, timed calls) per size, smallest first."""
-    warmup: int = 3
+class Plan(_adapters.Plan):
+    """Sizes and untimed calls only: the call over the trigger is timed once per size."""
 
 
-FULL = Plan(sizes=((1_000, 60), (10_000, 20)))
+FULL = Plan(sizes=FULL_SIZES)
 
 
 @dataclass
@@ -141,28 +145,12 @@ def step(k: int) -> list[Item]:
 
 def history(n: int) -> list[Item]:
     """A task and tool turns: ``n`` items, or ``n + 1`` so that it ends with a tool output."""
-    items: list[Item] = [{"role": "user", "content": "Port sched/core.py to asyncio"}]
-    k = 0
-    while len(items) < n:
-        items += step(k)
-        k += 1
-    return items
+    return grown([{"role": "user", "content": "Port sched/core.py to asyncio"}], step, n)
 
 
 def copies(items: list[Item]) -> list[Item]:
     """The items as the SDK passes them on each model call: new dicts, equal content."""
     return json.loads(json.dumps(items))  # type: ignore[no-any-return]
-
-
-def timed(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[object]]) -> float:
-    """Milliseconds of one awaited call, the collector off (as timeit has it)."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        loop.run_until_complete(call())
-        return (time.perf_counter() - start) * 1000
-    finally:
-        gc.enable()
 
 
 def data(agent: Agent[Any], items: list[Item]) -> CallModelData[Any]:
@@ -201,12 +189,12 @@ def under_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> No
             "ToolOutputTrimmer": partial(trim, data(agent, copies(sdk))),
         }
         for path in PATHS:
-            ms = timed(loop, calls[path])
+            ms, _ = timed_on(loop, calls[path])
             if k >= plan.warmup:
                 times[path].append(ms)
     if flt.last is None or flt.last.compacted or bare.setup.store is None:
         raise AssertionError("the filter compacted a history under its trigger")
-    size.under = {p: statistics.median(t) for p, t in times.items()}
+    size.under = medians(times)
 
 
 def sessions(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> None:
@@ -234,14 +222,14 @@ def sessions(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> None:
             "SynopsisSession": partial(session.add_items, copies(steps[k])),
         }
         for path in SESSION_PATHS:
-            ms = timed(loop, calls[path])
+            ms, _ = timed_on(loop, calls[path])
             if k >= plan.warmup:
                 times[path].append(ms)
     if session.last is None or session.last.compacted:
         raise AssertionError("the session compacted a history under its trigger")
     plain.close()
     stored.close()
-    size.session = {p: statistics.median(t) for p, t in times.items()}
+    size.session = medians(times)
 
 
 def compacting(loop: asyncio.AbstractEventLoop, size: Size) -> None:
@@ -250,7 +238,7 @@ def compacting(loop: asyncio.AbstractEventLoop, size: Size) -> None:
     window = count_tokens(items, MODEL, format="responses") // 4
     flt = SynopsisInputFilter(model=MODEL, context_window=window, session_id="over")
     agent: Agent[Any] = Agent(name="coder", instructions=INSTRUCTIONS, tools=[bash])
-    size.compacting = timed(loop, lambda: flt(data(agent, copies(items))))
+    size.compacting, _ = timed_on(loop, lambda: flt(data(agent, copies(items))))
     if flt.last is None or not flt.last.compacted:
         raise AssertionError("the filter did not compact a history over its trigger")
 
@@ -274,7 +262,7 @@ def built_in(loop: asyncio.AbstractEventLoop) -> str:
 
 
 def run(plan: Plan = FULL) -> Results:
-    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    started = now()
     begin = time.perf_counter()
     loop = asyncio.new_event_loop()
     try:
@@ -295,10 +283,6 @@ def run(plan: Plan = FULL) -> Results:
 # -- the report --------------------------------------------------------------------------------
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
 def table(results: Results) -> list[str]:
     lines = [
         "| items | calls | bare Compactor | SynopsisInputFilter | ratio | ToolOutputTrimmer | "
@@ -311,8 +295,8 @@ def table(results: Results) -> list[str]:
         by_hand = s.session["SQLiteSession + bare Compactor"]
         session = s.session["SynopsisSession"]
         lines.append(
-            f"| {s.items:,} | {s.calls} | {_ms(bare)} | {_ms(flt)} | **{flt / bare:.2f}x** | "
-            f"{_ms(s.under['ToolOutputTrimmer'])} | {_ms(by_hand)} | {_ms(session)} | "
+            f"| {s.items:,} | {s.calls} | {figure(bare)} | {figure(flt)} | **{flt / bare:.2f}x** | "
+            f"{figure(s.under['ToolOutputTrimmer'])} | {figure(by_hand)} | {figure(session)} | "
             f"**{session / by_hand:.2f}x** |"
         )
     return lines
@@ -320,12 +304,11 @@ def table(results: Results) -> list[str]:
 
 def compacting_table(results: Results) -> list[str]:
     lines = ["| items | SynopsisInputFilter compacts |", "|---:|---:|"]
-    lines += [f"| {s.items:,} | {_ms(s.compacting)} |" for s in results.sizes]
+    lines += [f"| {s.items:,} | {figure(s.compacting)} |" for s in results.sizes]
     return lines
 
 
 def markdown(results: Results) -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     within = all(
         s.under["SynopsisInputFilter"] <= 3 * s.under["bare Compactor"]
         and s.session["SynopsisSession"] <= 3 * s.session["SQLiteSession + bare Compactor"]
@@ -338,11 +321,12 @@ def markdown(results: Results) -> str:
         [
             "# The OpenAI Agents SDK adapter's cost per model call",
             "",
-            f"Measured {results.started} on `{platform.platform()}` "
-            f"({os.cpu_count()} CPUs) with Python {platform.python_version()}, "
-            f"openai-agents {importlib.metadata.version('openai-agents')}, "
-            f"by `python -m benchmarks.bench_adapter_agents` in {results.seconds:.0f} s "
-            f"(load average {load:.1f} at the end).",
+            measured(
+                results.started,
+                "bench_adapter_agents",
+                results.seconds,
+                versions("openai-agents"),
+            ),
             "",
             "Each call grows the history by two items (a function call and its output), as an "
             "agent's loop does; the window is far above the history, so nothing is compacted. "
@@ -381,11 +365,9 @@ def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
     print("\n".join(table(results)))
     print("\n".join(compacting_table(results)))
     print(results.built_in)
-    if results_path is not None:
-        results_path.write_text(markdown(results), encoding="utf-8")
-        print(f"written: {results_path.name}")
+    write(results_path, markdown(results))
     return results
 
 
 if __name__ == "__main__":
-    main(Plan(sizes=((int(sys.argv[1]), int(sys.argv[2])),)) if sys.argv[2:3] else FULL)
+    main(plan_from(sys.argv, FULL))

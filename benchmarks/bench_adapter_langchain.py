@@ -28,15 +28,11 @@ run. Run: ``python -m benchmarks.bench_adapter_langchain`` (about a minute); it 
 from __future__ import annotations
 
 import gc
-import importlib.metadata
 import itertools
-import os
-import platform
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +57,20 @@ from langchain_core.messages import (
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import ExecutionInfo, Runtime
 
+from benchmarks import _adapters
+from benchmarks._adapters import (
+    FULL_SIZES,
+    HUGE,
+    figure,
+    grown,
+    measured,
+    medians,
+    now,
+    plan_from,
+    timed,
+    versions,
+    write,
+)
 from synopsis import Compactor, decode
 from synopsis.adapters.langchain import SynopsisMiddleware, SynopsisRequestMiddleware
 
@@ -68,8 +78,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 MODEL = "gpt-4o"
-HUGE = 1_000_000_000
-"""A window no history here reaches."""
 RESULTS = Path(__file__).resolve().parent / "results" / "adapter-langchain.md"
 SYSTEM = SystemMessage("You are a careful coding agent. Run the tests before you answer.")
 BASH: dict[str, Any] = {
@@ -87,16 +95,13 @@ BUILT_IN = "SummarizationMiddleware"
 
 
 @dataclass(frozen=True)
-class Plan:
-    sizes: tuple[tuple[int, int], ...]
-    """(messages, timed calls) per size, smallest first."""
-    warmup: int = 3
+class Plan(_adapters.Plan):
     summarizing: int = 3
     """Timed calls over the trigger (each on a fresh thread)."""
     reloads: int = 3
 
 
-FULL = Plan(sizes=((1_000, 60), (10_000, 20)))
+FULL = Plan(sizes=FULL_SIZES)
 
 
 @dataclass
@@ -142,27 +147,11 @@ def step(k: int) -> list[BaseMessage]:
 
 
 def history(n: int) -> list[BaseMessage]:
-    out: list[BaseMessage] = [HumanMessage("Make every test in the repository pass.", id="task")]
-    k = 0
-    while len(out) < n:
-        out += step(k)
-        k += 1
-    return out  # n messages, or n + 1 so that it ends with a tool's result
+    task: BaseMessage = HumanMessage("Make every test in the repository pass.", id="task")
+    return grown([task], step, n)
 
 
 # -- timing ------------------------------------------------------------------------------------
-
-
-def timed(call: Callable[[], object]) -> tuple[float, object]:
-    """Milliseconds of one call, the collector off (as timeit has it): a collection that
-    another path's garbage started would land on whichever call runs then."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        out = call()
-        return (time.perf_counter() - start) * 1000, out
-    finally:
-        gc.enable()
 
 
 def state(messages: list[BaseMessage]) -> AgentState[Any]:
@@ -255,7 +244,7 @@ def under_trigger(size: Size, plan: Plan) -> None:
             _unchanged(out, path)
             if n >= plan.warmup:
                 samples[path].append(ms)
-    size.under = {p: statistics.median(s) for p, s in samples.items()}
+    size.under = medians(samples)
 
     # After a checkpoint reload every message is a new, equal object: converted again.
     reloads: list[float] = []
@@ -299,7 +288,7 @@ def summarizing(size: Size, plan: Plan) -> None:
 
 
 def run(plan: Plan = FULL) -> Results:
-    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    started = now()
     begin = time.perf_counter()
     sizes: list[Size] = []
     for messages, calls in plan.sizes:
@@ -314,10 +303,6 @@ def run(plan: Plan = FULL) -> Results:
 # -- the report --------------------------------------------------------------------------------
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
 def table(results: Results) -> list[str]:
     lines = [
         "| messages | calls | bare Compactor | SynopsisMiddleware | ratio | "
@@ -330,9 +315,9 @@ def table(results: Results) -> list[str]:
         request = s.under["SynopsisRequestMiddleware"]
         built_in = s.under["built-in"]
         lines.append(
-            f"| {s.messages:,} | {s.calls} | {_ms(bare)} | {_ms(persistent)} | "
-            f"**{persistent / bare:.2f}x** | {_ms(request)} | **{request / bare:.2f}x** | "
-            f"{_ms(built_in)} | {built_in / persistent:.1f}x |"
+            f"| {s.messages:,} | {s.calls} | {figure(bare)} | {figure(persistent)} | "
+            f"**{persistent / bare:.2f}x** | {figure(request)} | **{request / bare:.2f}x** | "
+            f"{figure(built_in)} | {built_in / persistent:.1f}x |"
         )
     return lines
 
@@ -345,19 +330,13 @@ def summarizing_table(results: Results) -> list[str]:
     ]
     for s in results.sizes:
         lines.append(
-            f"| {s.messages:,} | {_ms(s.summarizing['synopsis'])} | "
-            f"{_ms(s.summarizing['built-in'])} | {_ms(s.reload)} |"
+            f"| {s.messages:,} | {figure(s.summarizing['synopsis'])} | "
+            f"{figure(s.summarizing['built-in'])} | {figure(s.reload)} |"
         )
     return lines
 
 
-def versions() -> str:
-    names = ("langchain", "langchain-core", "langgraph")
-    return ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
-
-
 def markdown(results: Results) -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     within = all(
         s.under[p] <= 3 * s.under["bare Compactor"]
         for s in results.sizes
@@ -368,10 +347,12 @@ def markdown(results: Results) -> str:
         [
             "# The LangChain middleware's cost per model call",
             "",
-            f"Measured {results.started} on `{platform.platform()}` "
-            f"({os.cpu_count()} CPUs) with Python {platform.python_version()}, {versions()}, "
-            f"by `python -m benchmarks.bench_adapter_langchain` in {results.seconds:.0f} s "
-            f"(load average {load:.1f} at the end).",
+            measured(
+                results.started,
+                "bench_adapter_langchain",
+                results.seconds,
+                versions("langchain", "langchain-core", "langgraph"),
+            ),
             "",
             "Each call grows the history by two messages (a tool call and its result), as an "
             "agent's loop does; the window is far above the history, so nothing is compacted. "
@@ -410,11 +391,9 @@ def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
     results = run(plan)
     print("\n".join(table(results)))
     print("\n".join(summarizing_table(results)))
-    if results_path is not None:
-        results_path.write_text(markdown(results), encoding="utf-8")
-        print(f"written: {results_path.name}")
+    write(results_path, markdown(results))
     return results
 
 
 if __name__ == "__main__":
-    main(Plan(sizes=((int(sys.argv[1]), int(sys.argv[2])),)) if sys.argv[2:3] else FULL)
+    main(plan_from(sys.argv, FULL))

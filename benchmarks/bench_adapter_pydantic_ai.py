@@ -35,16 +35,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib.metadata
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +50,8 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
+from benchmarks import _adapters
+from benchmarks._adapters import FULL_SIZES, HUGE, figure, measured, now, versions
 from synopsis import Compactor
 from synopsis.adapters.pydantic_ai import (
     SynopsisCapability,
@@ -65,8 +63,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
 MODEL = "claude-sonnet-4-5"
-HUGE = 1_000_000_000
-"""A window no history here reaches."""
 RESULTS = Path(__file__).resolve().parent / "results" / "adapter-pydantic_ai.md"
 INSTRUCTIONS = "You are a careful coding agent. Run the tests before you answer."
 CONVERSATION = "bench"
@@ -163,15 +159,12 @@ asyncio.run(main())
 
 
 @dataclass(frozen=True)
-class Plan:
-    sizes: tuple[tuple[int, int], ...]
-    """(messages, timed calls) per size, smallest first."""
-    warmup: int = 3
+class Plan(_adapters.Plan):
     summarizing: int = 1
     """Timed calls over the trigger (each on a fresh conversation)."""
 
 
-FULL = Plan(sizes=((1_000, 60), (10_000, 20)))
+FULL = Plan(sizes=FULL_SIZES)
 
 
 @dataclass
@@ -338,7 +331,7 @@ async def _run(plan: Plan) -> list[Size]:
 
 
 def run(plan: Plan = FULL, harness_python: str | None = None) -> Results:
-    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    started = now()
     begun = time.perf_counter()
     # A loop of its own, left as it found the thread's: asyncio.run would unset the loop that
     # pydantic-ai's run_sync keeps for the thread, to be collected unclosed.
@@ -354,22 +347,16 @@ def run(plan: Plan = FULL, harness_python: str | None = None) -> Results:
     return Results(sizes, time.perf_counter() - begun, started, why)
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
 def report(results: Results) -> str:
-    versions = ", ".join(
-        f"{p} {importlib.metadata.version(p)}" for p in ("pydantic-ai-slim", "pydantic")
-    )
-    load = os.getloadavg()[0]
     lines = [
         "# The pydantic-ai capability's cost per model call",
         "",
-        f"Measured {results.started} on `{platform.platform()}` ({os.cpu_count()} CPUs) with "
-        f"Python {platform.python_version()}, {versions}, by "
-        f"`python -m benchmarks.bench_adapter_pydantic_ai` in {results.seconds:.0f} s "
-        f"(load average {load:.1f} at the end).",
+        measured(
+            results.started,
+            "bench_adapter_pydantic_ai",
+            results.seconds,
+            versions("pydantic-ai-slim", "pydantic"),
+        ),
         "",
         "Each call grows the history by two messages (the model's tool call, and the request "
         "carrying the tool's return), as an agent's loop does; the window is far above the "
@@ -393,11 +380,11 @@ def report(results: Results) -> str:
         built = s.under.get(BUILT_IN)
         built_cells = ("n/a", "n/a")
         if built is not None:
-            built_cells = (_ms(built), f"{built / persistent:.2g}x")
+            built_cells = (figure(built), f"{built / persistent:.2g}x")
             ahead.append(persistent < built)
         lines.append(
-            f"| {s.messages:,} | {s.calls} | {_ms(bare)} | {_ms(persistent)} | "
-            f"**{persistent / bare:.2f}x** | {_ms(per_request)} | **{per_request / bare:.2f}x** "
+            f"| {s.messages:,} | {s.calls} | {figure(bare)} | {figure(persistent)} | "
+            f"**{persistent / bare:.2f}x** | {figure(per_request)} | **{per_request / bare:.2f}x** "
             f"| {built_cells[0]} | {built_cells[1]} |"
         )
     met = "met" if worst <= 3 else "not met"
@@ -428,7 +415,7 @@ def report(results: Results) -> str:
         "| messages | synopsis compacts (SynopsisCapability) |",
         "|---:|---:|",
     ]
-    lines += [f"| {s.messages:,} | {_ms(s.compacting)} |" for s in results.sizes]
+    lines += [f"| {s.messages:,} | {figure(s.compacting)} |" for s in results.sizes]
     return "\n".join(lines) + "\n"
 
 

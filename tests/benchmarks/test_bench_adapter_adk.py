@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from benchmarks import bench_adapter_adk as bench
+from tests.benchmarks._adapters import histories, run
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,24 +16,19 @@ TINY = bench.Plan(sizes=((120, 3),), warmup=1, summarizing=1)
 
 
 def test_the_benchmark_measures_every_path_and_writes_its_report(tmp_path: Path) -> None:
-    out = tmp_path / "adapter-adk.md"
-    results = bench.main(TINY, out)
+    results, report, rows = run(bench.main, TINY, tmp_path / "adapter-adk.md")
     (size,) = results.sizes
     assert size.contents == 120
     assert set(size.under) == set(bench.PATHS)
     assert all(ms > 0 for ms in size.under.values())
     assert set(size.over) == {"synopsis", "LlmEventSummarizer", "filter"}
-    report = out.read_text(encoding="utf-8")
     assert report.startswith("# The ADK callback's cost per model call")
-    rows = [line for line in report.splitlines() if line.startswith("| 120 |")]
     assert len(rows) == 2  # one row under the trigger, one over it
     assert "Target: the callback within 3x of the bare Compactor" in report
 
 
 def test_the_history_ends_with_a_response_and_alternates() -> None:
-    for n in (2, 3, 120, 121):
-        history = bench.history(n)
-        assert len(history) in (n, n + 1)
+    for history in histories(bench.history):
         assert history[-1].parts is not None
         assert history[-1].parts[0].function_response is not None
         roles = [c.role for c in history]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from pydantic_ai import messages as pm
 
 from benchmarks import bench_adapter_pydantic_ai as bench
+from tests.benchmarks._adapters import histories, run
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -17,16 +18,13 @@ TINY = bench.Plan(sizes=((120, 3),), warmup=1)
 
 
 def test_the_benchmark_measures_every_path_and_writes_its_report(tmp_path: Path) -> None:
-    out = tmp_path / "adapter-pydantic_ai.md"
-    results = bench.main(TINY, out)
+    results, report, rows = run(bench.main, TINY, tmp_path / "adapter-pydantic_ai.md")
     (size,) = results.sizes
     assert size.messages == 120
     assert set(size.under) == set(bench.PATHS)
     assert all(ms > 0 for ms in size.under.values())
     assert size.compacting > 0
-    report = out.read_text(encoding="utf-8")
     assert report.startswith("# The pydantic-ai capability's cost per model call")
-    rows = [line for line in report.splitlines() if line.startswith("| 120 |")]
     assert len(rows) == 2  # one row under the trigger, one over it
     assert "| n/a | n/a |" in rows[0]
     assert "Target: each capability within 3x of the bare Compactor" in report
@@ -46,9 +44,7 @@ def test_a_built_in_row_is_reported_with_its_ratio() -> None:
 
 
 def test_the_history_ends_with_a_tool_return_and_pairs_every_call() -> None:
-    for n in (2, 3, 120, 121):
-        history = bench.history(n)
-        assert len(history) in (n, n + 1)
+    for history in histories(bench.history):
         last = history[-1]
         assert isinstance(last, pm.ModelRequest)
         assert isinstance(last.parts[0], pm.ToolReturnPart)
