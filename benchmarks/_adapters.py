@@ -1,8 +1,8 @@
 """What the adapter benchmarks (``bench_adapter_*``) share: the window no history reaches, the
-start stamp and the "Measured ..." line of each report, the number format of its tables, the
-collector-off timing of one call (plain or on an event loop), the medians of the timed calls,
-the growing of a history step by step, the plan of a run (its sizes and untimed calls) and the
-size named on the command line, and the writing of the results file.
+start stamp and the "Measured ..." line of each report, the number format and layout of its
+tables, the collector-off timing of one call (plain or on an event loop), the medians of the
+timed calls, the growing of a history step by step, the plan of a run (its sizes and untimed
+calls) and the size named on the command line, and the writing of the results file.
 
 Only what is the same in every benchmark is here; what each one measures, and how it words its
 report, stays in its own module.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
     from pathlib import Path
 
 T = TypeVar("T")
@@ -56,6 +56,16 @@ def now() -> str:
 def figure(value: float) -> str:
     """Milliseconds as the tables show them: three significant digits, whole from 100."""
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A markdown table's lines, every column right-aligned (its cells are counts and
+    figures)."""
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "---:|" * len(columns),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
 
 
 def versions(*names: str) -> str:

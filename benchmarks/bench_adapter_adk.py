@@ -279,35 +279,51 @@ def run(plan: Plan = FULL) -> Results:
 
 
 def table(results: Results) -> list[str]:
-    lines = [
-        "| contents | calls | bare Compactor | SynopsisCallback, ADK's copies | ratio | "
-        "SynopsisCallback, same objects | ratio | ContextFilterPlugin |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for s in results.sizes:
+    def row(s: Size) -> list[str]:
         bare = s.under["bare Compactor"]
         copied = s.under["SynopsisCallback, ADK's copies"]
         same = s.under["SynopsisCallback, same objects"]
-        lines.append(
-            f"| {s.contents:,} | {s.calls} | {figure(bare)} | {figure(copied)} | "
-            f"**{copied / bare:.2f}x** | {figure(same)} | **{same / bare:.2f}x** | "
-            f"{figure(s.under['ContextFilterPlugin'])} |"
-        )
-    return lines
+        return [
+            f"{s.contents:,}",
+            f"{s.calls}",
+            figure(bare),
+            figure(copied),
+            f"**{copied / bare:.2f}x**",
+            figure(same),
+            f"**{same / bare:.2f}x**",
+            figure(s.under["ContextFilterPlugin"]),
+        ]
+
+    columns = (
+        "contents",
+        "calls",
+        "bare Compactor",
+        "SynopsisCallback, ADK's copies",
+        "ratio",
+        "SynopsisCallback, same objects",
+        "ratio",
+        "ContextFilterPlugin",
+    )
+    return _adapters.table(columns, map(row, results.sizes))
 
 
 def over_table(results: Results) -> list[str]:
-    lines = [
-        "| contents | synopsis compacts (SynopsisCallback) | LlmEventSummarizer summarizes | "
-        "ContextFilterPlugin trims |",
-        "|---:|---:|---:|---:|",
-    ]
-    for s in results.sizes:
-        lines.append(
-            f"| {s.contents:,} | {figure(s.over['synopsis'])} | "
-            f"{figure(s.over['LlmEventSummarizer'])} | {figure(s.over['filter'])} |"
-        )
-    return lines
+    columns = (
+        "contents",
+        "synopsis compacts (SynopsisCallback)",
+        "LlmEventSummarizer summarizes",
+        "ContextFilterPlugin trims",
+    )
+    rows = (
+        [
+            f"{s.contents:,}",
+            figure(s.over["synopsis"]),
+            figure(s.over["LlmEventSummarizer"]),
+            figure(s.over["filter"]),
+        ]
+        for s in results.sizes
+    )
+    return _adapters.table(columns, rows)
 
 
 def markdown(results: Results) -> str:

@@ -284,28 +284,40 @@ def run(plan: Plan = FULL) -> Results:
 
 
 def table(results: Results) -> list[str]:
-    lines = [
-        "| items | calls | bare Compactor | SynopsisInputFilter | ratio | ToolOutputTrimmer | "
-        "SQLiteSession + bare Compactor | SynopsisSession | ratio |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for s in results.sizes:
+    def row(s: Size) -> list[str]:
         bare = s.under["bare Compactor"]
         flt = s.under["SynopsisInputFilter"]
         by_hand = s.session["SQLiteSession + bare Compactor"]
         session = s.session["SynopsisSession"]
-        lines.append(
-            f"| {s.items:,} | {s.calls} | {figure(bare)} | {figure(flt)} | **{flt / bare:.2f}x** | "
-            f"{figure(s.under['ToolOutputTrimmer'])} | {figure(by_hand)} | {figure(session)} | "
-            f"**{session / by_hand:.2f}x** |"
-        )
-    return lines
+        return [
+            f"{s.items:,}",
+            f"{s.calls}",
+            figure(bare),
+            figure(flt),
+            f"**{flt / bare:.2f}x**",
+            figure(s.under["ToolOutputTrimmer"]),
+            figure(by_hand),
+            figure(session),
+            f"**{session / by_hand:.2f}x**",
+        ]
+
+    columns = (
+        "items",
+        "calls",
+        "bare Compactor",
+        "SynopsisInputFilter",
+        "ratio",
+        "ToolOutputTrimmer",
+        "SQLiteSession + bare Compactor",
+        "SynopsisSession",
+        "ratio",
+    )
+    return _adapters.table(columns, map(row, results.sizes))
 
 
 def compacting_table(results: Results) -> list[str]:
-    lines = ["| items | SynopsisInputFilter compacts |", "|---:|---:|"]
-    lines += [f"| {s.items:,} | {figure(s.compacting)} |" for s in results.sizes]
-    return lines
+    rows = ([f"{s.items:,}", figure(s.compacting)] for s in results.sizes)
+    return _adapters.table(("items", "SynopsisInputFilter compacts"), rows)
 
 
 def markdown(results: Results) -> str:

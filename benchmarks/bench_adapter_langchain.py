@@ -304,36 +304,54 @@ def run(plan: Plan = FULL) -> Results:
 
 
 def table(results: Results) -> list[str]:
-    lines = [
-        "| messages | calls | bare Compactor | SynopsisMiddleware | ratio | "
-        "SynopsisRequestMiddleware | ratio | SummarizationMiddleware | built-in / persistent |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for s in results.sizes:
+    def row(s: Size) -> list[str]:
         bare = s.under["bare Compactor"]
         persistent = s.under["SynopsisMiddleware"]
         request = s.under["SynopsisRequestMiddleware"]
         built_in = s.under["built-in"]
-        lines.append(
-            f"| {s.messages:,} | {s.calls} | {figure(bare)} | {figure(persistent)} | "
-            f"**{persistent / bare:.2f}x** | {figure(request)} | **{request / bare:.2f}x** | "
-            f"{figure(built_in)} | {built_in / persistent:.1f}x |"
-        )
-    return lines
+        return [
+            f"{s.messages:,}",
+            f"{s.calls}",
+            figure(bare),
+            figure(persistent),
+            f"**{persistent / bare:.2f}x**",
+            figure(request),
+            f"**{request / bare:.2f}x**",
+            figure(built_in),
+            f"{built_in / persistent:.1f}x",
+        ]
+
+    columns = (
+        "messages",
+        "calls",
+        "bare Compactor",
+        "SynopsisMiddleware",
+        "ratio",
+        "SynopsisRequestMiddleware",
+        "ratio",
+        "SummarizationMiddleware",
+        "built-in / persistent",
+    )
+    return _adapters.table(columns, map(row, results.sizes))
 
 
 def summarizing_table(results: Results) -> list[str]:
-    lines = [
-        "| messages | synopsis compacts (SynopsisMiddleware) | built-in summarizes | "
-        "persistent form after a checkpoint reload |",
-        "|---:|---:|---:|---:|",
-    ]
-    for s in results.sizes:
-        lines.append(
-            f"| {s.messages:,} | {figure(s.summarizing['synopsis'])} | "
-            f"{figure(s.summarizing['built-in'])} | {figure(s.reload)} |"
-        )
-    return lines
+    columns = (
+        "messages",
+        "synopsis compacts (SynopsisMiddleware)",
+        "built-in summarizes",
+        "persistent form after a checkpoint reload",
+    )
+    rows = (
+        [
+            f"{s.messages:,}",
+            figure(s.summarizing["synopsis"]),
+            figure(s.summarizing["built-in"]),
+            figure(s.reload),
+        ]
+        for s in results.sizes
+    )
+    return _adapters.table(columns, rows)
 
 
 def markdown(results: Results) -> str:
