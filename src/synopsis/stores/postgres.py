@@ -12,11 +12,11 @@ messages' words. Three things are PostgreSQL's own:
   connection, and PostgreSQL releases the lock with it; its half-done compaction wrote
   nothing, as every save is one transaction.
 - **Full-text search** with a ``tsvector`` column under a GIN index, ranked by ``ts_rank``.
-  The words are cut here, as every store cuts them (:mod:`._query`), and given to PostgreSQL
-  as lexemes, not to its parser: its parser reads ``app.py`` as one word and lower-cases by
-  the server's locale, so the same query would find other messages than in SQLite.
-- **Versioned migrations** at first use, under an advisory lock so replicas starting together
-  migrate once; a schema newer than this code understands is refused.
+  The words are cut as every store cuts them and given to PostgreSQL as lexemes, not to its
+  parser (:mod:`._pg_words` says why).
+- **Versioned migrations** (:mod:`._pg_schema`) at first use, under an advisory lock so
+  replicas starting together migrate once; a schema newer than this code understands is
+  refused.
 
 Text and wire items are kept as ``bytea`` (UTF-8 written with ``surrogatepass``): PostgreSQL
 text holds neither a NUL nor a lone surrogate, and a tool's output may hold either.
@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 from synopsis.errors import ConfigurationError, StoreError
 from synopsis.stores import _query
 from synopsis.stores._base import StoreBase, cutoff
+from synopsis.stores._pg_schema import MIGRATION_KEY, MIGRATIONS, SCHEMA_VERSION
+from synopsis.stores._pg_words import tsquery, tsvector
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
 from synopsis.summarizers.records import SummaryRecord
 
@@ -48,59 +50,8 @@ if TYPE_CHECKING:
 
     from synopsis.stores.records import Compaction
 
-__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["SCHEMA_VERSION", "PostgresStore", "tsquery", "tsvector"]
 
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (  # 1
-        """CREATE TABLE synopsis_messages (
-            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            session_id text NOT NULL,
-            id text NOT NULL,
-            position integer NOT NULL,
-            role text NOT NULL,
-            text bytea NOT NULL,
-            sha256 text NOT NULL,
-            format text NOT NULL,
-            data bytea NOT NULL,
-            compaction_id text NOT NULL,
-            created_at timestamptz NOT NULL,
-            words tsvector NOT NULL,
-            UNIQUE (session_id, id, sha256)
-        )""",
-        "CREATE INDEX synopsis_messages_timeline ON synopsis_messages (session_id, position, seq)",
-        "CREATE INDEX synopsis_messages_words ON synopsis_messages USING gin (words)",
-        """CREATE TABLE synopsis_summaries (
-            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            session_id text NOT NULL,
-            id text NOT NULL,
-            record text NOT NULL,
-            UNIQUE (session_id, id)
-        )""",
-        """CREATE TABLE synopsis_sessions (
-            session_id text PRIMARY KEY,
-            state text NOT NULL,
-            updated_at timestamptz NOT NULL
-        )""",
-        "CREATE INDEX synopsis_sessions_updated ON synopsis_sessions (updated_at)",
-        # Append-only but for forget(): a deletion must name its session in this table first,
-        # in the same transaction, so no stray DELETE takes an original away.
-        "CREATE TABLE synopsis_forgetting (session_id text PRIMARY KEY)",
-        """CREATE FUNCTION synopsis_messages_kept() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            IF TG_OP = 'DELETE' AND EXISTS (
-                SELECT 1 FROM synopsis_forgetting WHERE session_id = OLD.session_id
-            ) THEN
-                RETURN OLD;
-            END IF;
-            RAISE EXCEPTION 'synopsis keeps offloaded messages append-only';
-        END $$""",
-        """CREATE TRIGGER synopsis_messages_kept BEFORE UPDATE OR DELETE ON synopsis_messages
-            FOR EACH ROW EXECUTE FUNCTION synopsis_messages_kept()""",
-    ),
-)
-SCHEMA_VERSION = len(_MIGRATIONS)
-
-_MIGRATION_KEY = int.from_bytes(hashlib.sha256(b"synopsis schema").digest()[:8], signed=True)
 _COLUMNS = "session_id, id, position, role, text, sha256, format, data, compaction_id, created_at"
 _INSERT = (
     f"INSERT INTO synopsis_messages ({_COLUMNS}, words) "
@@ -110,40 +61,6 @@ _INSERT = (
 _LOCK_POLL = (0.005, 0.2)
 """An async waiter asks for the lock again after this long, doubling up to the second value:
 it waits on the event loop, not in a thread that a long wait would take from the pool."""
-
-# What a tsvector can hold: positions up to 16383, 256 of them a lexeme, a lexeme under 2 KB,
-# and under 1 MB for the lexemes and their positions together (each lexeme is padded to an even
-# length, then holds a 2-byte count and 2 bytes a position). A longer text is indexed up to
-# those limits: its first words, and each word's first positions.
-_MAX_POSITION = 16383
-_MAX_POSITIONS = 256
-_MAX_LEXEME = 2046
-_MAX_BYTES = 1_000_000
-
-
-def tsvector(text: str) -> str:
-    """``text``'s words as a ``tsvector`` literal: each lexeme quoted (words hold only
-    letters and digits, so no quote or backslash), with its positions."""
-    positions: dict[str, list[int]] = {}
-    size = 0
-    for n, word in enumerate(_query.words(text), 1):
-        found = positions.get(word)
-        if found is None:
-            length = len(word.encode())
-            cost = length + 1 + 2 + 2
-            if length > _MAX_LEXEME or size + cost > _MAX_BYTES:
-                continue
-            size += cost
-            positions[word] = [min(n, _MAX_POSITION)]
-        elif len(found) < _MAX_POSITIONS and found[-1] < _MAX_POSITION and size + 2 <= _MAX_BYTES:
-            size += 2
-            found.append(min(n, _MAX_POSITION))
-    return " ".join(f"'{w}':{','.join(map(str, p))}" for w, p in positions.items())
-
-
-def tsquery(terms: Sequence[str]) -> str:
-    """Any of ``terms`` as a ``tsquery`` literal (empty when none can be a lexeme)."""
-    return " | ".join(f"'{t}'" for t in terms if len(t.encode()) <= _MAX_LEXEME)
 
 
 def _bytes(text: str) -> bytes:
@@ -284,7 +201,7 @@ class PostgresStore(StoreBase):
         """Bring the schema to :data:`SCHEMA_VERSION`; the schema's name (the session locks'
         namespace)."""
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_KEY,))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_KEY,))
             row = conn.execute("SELECT current_schema(), to_regclass('synopsis_schema')").fetchone()
             assert row is not None
             schema, table = row
@@ -303,7 +220,7 @@ class PostgresStore(StoreBase):
                     "use it"
                 )
             for number in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[number - 1]:
+                for statement in MIGRATIONS[number - 1]:
                     conn.execute(statement)
                 conn.execute("INSERT INTO synopsis_schema (version) VALUES (%s)", (number,))
         return str(schema)
