@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from synopsis.compaction import Compactor, compact
 from synopsis.errors import StoreError, SynopsisError
 from synopsis.formats import encode
-from synopsis.messages import Message, Role, TextPart, ToolResultPart
+from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from synopsis.planning import Keep, Trigger
 from synopsis.stores import MemoryStore, SessionState, SQLiteStore
 from synopsis.tokens import Calibrated, HeuristicCounter, counter_for_model
@@ -743,3 +743,109 @@ def test_a_store_that_fails_on_reading_back_sends_the_call_the_full_way() -> Non
     with pytest.raises(StoreError):
         compactor.compact([*history, ask()])
     assert compactor.fast == 0
+
+
+# -- one long tool loop: the window checked is the turn's opening and the last step on -------
+
+
+@st.composite
+def loop_step(draw: st.DrawFn, style: Style) -> tuple[str, Any]:
+    """What an agent in one long tool loop appends before its next call: a tool exchange,
+    with thinking or reasoning or none; a call whose results come later; or, rarely, what
+    reaches back past the last step (a result for a call answered long ago, a call reusing
+    an old id) or the person's next message."""
+    kind = draw(
+        st.sampled_from(
+            ["tools", "tools", "tools", "reasoning", "pending", "stale", "reuse", "user"]
+        )
+    )
+    if kind in ("tools", "reasoning"):
+        return "append", draw(tool_turn(style, reasoning=kind == "reasoning"))
+    if kind == "pending":
+        return "append", draw(tool_turn(style, pending=True))
+    if kind == "user":
+        return "append", [user(draw(TEXT))]
+    return kind, draw(st.integers(0, 10_000))
+
+
+def _loop_next(step: tuple[str, Any], messages: list[Message]) -> list[Message]:
+    kind, arg = step
+    if kind == "append":
+        return [*messages, *arg]
+    calls = [p for m in messages for p in m.parts if isinstance(p, ToolCallPart)]
+    if not calls:
+        return messages
+    old = calls[arg % len(calls)]
+    if kind == "stale":  # a second result for a call answered long ago
+        return [*messages, Message(Role.TOOL, (ToolResultPart(old.call_id, "again"),))]
+    reused = Message(Role.ASSISTANT, (ToolCallPart(old.call_id, old.name, "{}"),))
+    return [*messages, reused, Message(Role.TOOL, (ToolResultPart(old.call_id, "ok"),))]
+
+
+@given(data=st.data())
+def test_one_long_tool_loop_grown_call_by_call_gives_what_the_full_path_gives(
+    data: st.DataObject,
+) -> None:
+    fmt = data.draw(st.sampled_from(sorted(FORMATS)))
+    style = FORMATS[fmt]
+    messages: list[Message] = [user("Port the scheduler to asyncio.")]
+    for _ in range(data.draw(st.integers(1, 6))):
+        messages += data.draw(tool_turn(style, reasoning=fmt == "responses"))
+    plan = data.draw(st.lists(loop_step(style), min_size=1, max_size=12))
+
+    def make() -> Counting:
+        return Counting(context_window=10**9, environ={})
+
+    reused = make()
+    both(make, reused, wire(messages, fmt), format=fmt)
+    for step in plan:
+        grown = _loop_next(step, messages)
+        _, result = both(make, reused, wire(grown, fmt), format=fmt)
+        if result is not None:
+            messages = grown
+    event(f"{fmt}: fast path {'yes' if reused.fast else 'no'}")
+
+
+def test_a_long_tool_loop_keeps_a_short_window_and_reads_only_what_is_new() -> None:
+    history: list[Any] = [ask("Port the scheduler to asyncio.")]
+    compactor = big()
+    for k in range(200):
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        history = [
+            *history,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": "PASSED"},
+        ]
+        assert compactor.compact(history).code == "under-trigger"
+    memo = compactor._memo
+    assert memo is not None
+    assert compactor.fast == 199
+    # The person's message, then the last step: not the 401 messages of the loop.
+    assert [m.role for m in memo.window] == [Role.USER, Role.ASSISTANT, Role.TOOL]
+    assert (memo.boundary, memo.tail) == (0, 399)
+    # A result for a call answered at the loop's start is still found.
+    stale = [*history, {"role": "tool", "tool_call_id": "c0", "content": "again"}]
+    assert both(big, compactor, stale)[1] is not None
+    assert compactor.fast == 199
+
+
+def test_a_target_that_wants_reasoning_with_every_output_keeps_the_whole_turn() -> None:
+    from synopsis.compaction.incremental import checked  # noqa: PLC0415
+    from synopsis.validation import get_profile  # noqa: PLC0415
+
+    wants_reasoning = dataclasses.replace(get_profile("responses"), reasoning_required=True)
+
+    loop = [
+        Message(Role.USER, (TextPart("go"),)),
+        Message(Role.ASSISTANT, (ToolCallPart("a", "f", "{}"),)),
+        Message(Role.TOOL, (ToolResultPart("a", "ok"),)),
+        Message(Role.ASSISTANT, (ToolCallPart("b", "f", "{}"),)),
+        Message(Role.TOOL, (ToolResultPart("b", "ok"),)),
+    ]
+    window = tuple(loop)
+    assert checked(window, 0, 1, wants_reasoning) == (window, 0, 1)
+    shortened, start, tail = checked(window, 0, 1, get_profile("openai"))
+    assert shortened == (loop[0], loop[3], loop[4])
+    assert (start, tail) == (0, 3)
+    # No person's message to open the window: kept whole.
+    assert checked(window[1:], 1, 2, get_profile("openai")) == (window[1:], 1, 2)

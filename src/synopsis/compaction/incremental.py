@@ -26,7 +26,15 @@ from synopsis.compaction.prefix import boundary, decode_appended
 from synopsis.compaction.projection import Projection
 from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
-from synopsis.messages import TextPart, ToolCallPart, ToolResultPart, is_summary, is_summary_text
+from synopsis.messages import (
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    is_person_message,
+    is_summary,
+    is_summary_text,
+)
 from synopsis.planning import GovernorState, Measure, turn_key
 from synopsis.tokens import MessageCounter
 
@@ -39,6 +47,7 @@ if TYPE_CHECKING:
     from synopsis.formats import FormatName
     from synopsis.messages import Message
     from synopsis.stores import SessionState
+    from synopsis.validation import Profile
 
 __all__ = ["Memo", "additive", "remember", "skip"]
 
@@ -67,7 +76,11 @@ class Memo:
     """The request's tokens as the full path measures them."""
     boundary: int
     window: tuple[Message, ...]
-    """The decoded messages from ``boundary`` on."""
+    """What the next call checks, with what it appends, against the provider's rules: the
+    decoded messages from ``boundary`` on, shortened by :func:`checked` to the message that
+    opened the turn and those from ``tail`` on."""
+    tail: int
+    """The index, among the decoded messages, of ``window[1]``."""
     session_id: str | None = None
     session: SessionState | None = None
     """With a store: the session as the call saved it. The next call reads it back and goes
@@ -158,6 +171,7 @@ def _memo(
     assert isinstance(data, list)  # both callers take only a plain list
     stored = setup.store is not None
     b = run.boundary if messages is run.decoded and run.boundary is not None else boundary(messages)
+    window, start, tail = checked(messages[b:], b, b + 1, setup.profile_for(run.format))
     return Memo(
         setup=setup,
         items=list(data),
@@ -168,8 +182,9 @@ def _memo(
         tools=_snapshot(request.tools),
         count=len(messages),
         tokens=tokens,
-        boundary=b,
-        window=messages[b:],
+        boundary=start,
+        window=window,
+        tail=tail,
         session_id=run.session_id if stored else None,
         session=run.state if stored else None,
         snapshot=(
@@ -326,6 +341,10 @@ def skip(
         session_id=memo.session_id,
     )
     moved = boundary(window)
+    where = _Place(memo, len(memo.window))
+    kept, start, tail = checked(
+        window[moved:], where(moved), where(moved + 1), setup.profile_for(memo.format)
+    )
     grown = Memo(
         setup=setup,
         # The objects the memo matched stay its own: an equal copy the caller sent is the
@@ -338,14 +357,83 @@ def skip(
         tools=memo.tools,
         count=before.messages,
         tokens=tokens,
-        boundary=memo.boundary + moved,
-        window=window[moved:],
+        boundary=start,
+        window=kept,
+        tail=tail,
         session_id=memo.session_id,
         session=session,
         snapshot=snapshot if frozen is not None else None,
         output=output,
     )
     return result, grown
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where a message of ``(*memo.window, *fresh)`` stands among the decoded messages."""
+
+    memo: Memo
+    known: int
+
+    def __call__(self, i: int) -> int:
+        memo = self.memo
+        if i == 0:
+            return memo.boundary
+        if i < self.known:
+            return memo.tail + i - 1
+        return memo.count + i - self.known
+
+
+def checked(
+    window: tuple[Message, ...], start: int, tail: int, profile: Profile
+) -> tuple[tuple[Message, ...], int, int]:
+    """``window`` (a valid history from a point no tool call is open across; its first
+    message at ``start`` among the decoded messages, its second at ``tail``) as the next call
+    checks it: the last message a person wrote before the last checkpoint, then the messages
+    from that checkpoint on; with the places of both. A checkpoint is an assistant message
+    after one that is not, with every call before it answered. In one long tool loop the
+    window would otherwise hold the whole loop, and each call check all of it.
+
+    Checking the shortened window with what is appended finds every problem the whole one
+    would: the rules look at one message, at the messages of one call and its results, at
+    neighbours, or at the running tool loop, turn or step, and none of those reaches back past
+    the checkpoint, where no call is open and an assistant step begins (the person's message
+    keeps the turn's opening, so the turn's key is the same). It may find one the whole window
+    has not (the person's message right before the checkpoint's step), and the call then
+    takes the full path. One rule does reach back: a turn that holds reasoning anywhere needs
+    it with every output (Responses), so for such a target the window is kept whole."""
+    if profile.reasoning_required:
+        return window, start, tail
+    waiting: dict[str, int] = {}
+    open_calls = 0
+    person: int | None = None
+    found: tuple[int, int] | None = None
+    for i, message in enumerate(window):
+        if (
+            i
+            and not open_calls
+            and person is not None
+            and message.role is Role.ASSISTANT
+            and window[i - 1].role is not Role.ASSISTANT
+        ):
+            found = (person, i)
+        if is_person_message(message) and not is_summary(message):
+            person = i
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                waiting[part.call_id] = waiting.get(part.call_id, 0) + 1
+                open_calls += 1
+            elif isinstance(part, ToolResultPart) and waiting.get(part.call_id):
+                waiting[part.call_id] -= 1
+                open_calls -= 1
+    if found is None or found[1] == found[0] + 1:
+        return window, start, tail
+    anchor, k = found
+
+    def place(i: int) -> int:
+        return start if i == 0 else tail + i - 1
+
+    return (window[anchor], *window[k:]), place(anchor), place(k)
 
 
 def _same_items(data: list[Any], memo: Memo) -> bool:
