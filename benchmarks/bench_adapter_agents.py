@@ -354,8 +354,9 @@ def markdown(results: Results) -> str:
             f"**{'met' if within else 'not met'}**. Cheaper than `ToolOutputTrimmer` per call: "
             f"**{'yes' if ahead else 'no'}**. The trimmer makes no summary and has no trigger: on "
             "every call it copies the items and shortens old tool outputs, and its column is "
-            "that cost; synopsis's floor is the bare Compactor's, which checks the whole history "
-            "against the provider's rules on every call.",
+            "that cost; synopsis's floor is the bare Compactor's, which counts and checks the "
+            "appended items against the provider's rules, and the filter finds the items it "
+            "has read before by equality, since the SDK copies them on every call.",
             "",
             "## Over the trigger (milliseconds, one call)",
             "",

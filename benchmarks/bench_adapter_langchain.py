@@ -385,9 +385,9 @@ def markdown(results: Results) -> str:
             f"Cheaper than `SummarizationMiddleware` under its trigger: "
             f"**{'yes' if ahead else 'no'}**. Under its trigger the built-in estimates the "
             "whole history's tokens from its characters on every call; synopsis's skip counts "
-            "only the appended messages but checks the whole history against the provider's "
-            "rules on every call"
-            + (", and at these sizes that check costs more." if not ahead else "."),
+            "and checks only the appended messages against the provider's rules (with the "
+            "turn's opening and the tool loop's last step)"
+            + (", and still costs more at these sizes." if not ahead else "."),
             "",
             "## Over the trigger, and after a reload (milliseconds, one call)",
             "",

@@ -400,9 +400,9 @@ def report(results: Results) -> str:
             f"Cheaper than the built-in under its trigger: **{verdict}**. Under its trigger "
             "the harness estimates the history's tokens from the last response's reported "
             "usage and the characters after it, and checks nothing else; synopsis's skip "
-            "counts only the appended messages but checks the whole history against the "
-            "provider's rules on every call (as the bare Compactor does), and that check is "
-            "nearly all of its cost here."
+            "counts and checks only the appended messages against the provider's rules, and "
+            "the adapter finds the run's messages it has converted before by identity, one "
+            "comparison a message."
         )
     lines += [
         "",

@@ -17,6 +17,7 @@ shortened.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -47,11 +48,16 @@ class History(Generic[F, I]):
         items, when ``messages`` starts with the messages seen last time (the same objects);
         else a new list, converted again from the first message that differs."""
         known = self._messages
-        same = 0
-        for old, new in zip(known, messages, strict=False):
-            if old is not new:
-                break
-            same += 1
+        if len(messages) >= len(known) and all(map(operator.is_, known, messages)):
+            # The common case, checked in C: at 10,000 messages a Python loop over the pairs
+            # cost more than the Compactor's whole call.
+            same = len(known)
+        else:
+            same = 0
+            for old, new in zip(known, messages, strict=False):
+                if old is not new:
+                    break
+                same += 1
         fresh = [self._convert(m) for m in messages[same:]]
         if same == len(known):
             known.extend(messages[same:])
