@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from synopsis.compaction import Compactor, compact
 from synopsis.errors import StoreError, SynopsisError
-from synopsis.formats import encode
+from synopsis.formats import encode, gemini
 from synopsis.messages import Message, Role, TextPart, ToolCallPart, ToolResultPart
 from synopsis.planning import Keep, Trigger
 from synopsis.stores import MemoryStore, SessionState, SQLiteStore
@@ -540,7 +540,6 @@ def test_an_equal_system_text_is_the_same_system() -> None:
 
 def test_what_is_not_remembered() -> None:
     cases: dict[str, tuple[Compactor, Any, dict[str, Any]]] = {
-        "gemini": (big(), [{"role": "user", "parts": [{"text": "hi"}]}], {}),
         "a request body": (big(), {"messages": load_items(CLEAN)}, {}),
         "a calibrated counter": (big(counter=Calibrated(counter_for_model("gpt-4o"))), [], {}),
         "a counter of its own": (big(counter=OwnCounter()), [], {}),
@@ -792,17 +791,22 @@ def test_one_long_tool_loop_grown_call_by_call_gives_what_the_full_path_gives(
     for _ in range(data.draw(st.integers(1, 6))):
         messages += data.draw(tool_turn(style, reasoning=fmt == "responses"))
     plan = data.draw(st.lists(loop_step(style), min_size=1, max_size=12))
+    # An agent that appends its new items to the list it keeps, or one that encodes its
+    # whole history again for every call (recognised only in OpenAI chat, by equality).
+    appends = data.draw(st.booleans())
 
     def make() -> Counting:
         return Counting(context_window=10**9, environ={})
 
     reused = make()
-    both(make, reused, wire(messages, fmt), format=fmt)
+    items = wire(messages, fmt)
+    both(make, reused, items, format=fmt)
     for step in plan:
         grown = _loop_next(step, messages)
-        _, result = both(make, reused, wire(grown, fmt), format=fmt)
+        sent = [*items, *wire(grown[len(messages) :], fmt)] if appends else wire(grown, fmt)
+        _, result = both(make, reused, sent, format=fmt)
         if result is not None:
-            messages = grown
+            messages, items = grown, sent
     event(f"{fmt}: fast path {'yes' if reused.fast else 'no'}")
 
 
@@ -827,6 +831,30 @@ def test_a_long_tool_loop_keeps_a_short_window_and_reads_only_what_is_new() -> N
     stale = [*history, {"role": "tool", "tool_call_id": "c0", "content": "again"}]
     assert both(big, compactor, stale)[1] is not None
     assert compactor.fast == 199
+
+
+def test_a_gemini_tool_loop_reads_only_what_is_new_and_gives_the_full_paths_result() -> None:
+    """Gemini's derived call ids count contents: the fast path decodes what was appended from
+    where the last call's decode left off, so the ids are those the whole list gets."""
+    system = {"parts": [{"text": "You port code."}]}
+    contents: list[Any] = [{"role": "user", "parts": [{"text": "Port the scheduler."}]}]
+    compactor = big()
+    for k in range(60):
+        contents = [
+            *contents,
+            {"role": "model", "parts": [{"functionCall": {"name": "bash", "args": {"n": k}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "bash"}}]},
+        ]
+        both(big, compactor, contents, format="gemini", system=system)
+    assert compactor.fast == 59
+    memo = compactor._memo
+    assert memo is not None
+    assert memo.resume == gemini.Resume(121, 119, {("bash", 0): "gemini_119_bash_0"})
+    assert [m.role for m in memo.window] == [Role.USER, Role.ASSISTANT, Role.USER]
+    # A second response to the last call breaks Gemini's count: found, as the full path finds.
+    extra = {"role": "user", "parts": [{"functionResponse": {"name": "bash"}}]}
+    assert both(big, compactor, [*contents, extra], format="gemini", system=system)[1]
+    assert compactor.fast == 59
 
 
 def test_a_target_that_wants_reasoning_with_every_output_keeps_the_whole_turn() -> None:

@@ -7,6 +7,8 @@ import dataclasses
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from synopsis.errors import ConversationError
 from synopsis.formats import gemini, openai_chat
@@ -20,6 +22,7 @@ from synopsis.messages import (
     ToolCallPart,
     ToolResultPart,
 )
+from tests.formats import strategies as ws
 
 
 def same(items: list[dict[str, Any]], system: Any = None) -> tuple[Message, ...]:
@@ -539,3 +542,54 @@ def test_a_null_media_field_set_later_keeps_its_spelling() -> None:
 def test_a_system_instruction_with_null_parts(system: Any) -> None:
     (lead,) = same([], system)
     assert lead.parts == ()
+
+
+# ---------------------------------------------------------------- decoding appended contents
+
+
+def _outcome(decode: Any) -> tuple[Message, ...] | tuple[int | None, str | None]:
+    try:
+        return tuple(decode())
+    except ConversationError as error:
+        return error.index, error.rule
+
+
+@given(data=st.data())
+def test_contents_appended_decode_from_where_the_earlier_ones_left_off(
+    data: st.DataObject,
+) -> None:
+    """What lets a Compactor read only what an agent appended: the contents after any point
+    decode, from the :class:`~gemini.Resume` of those before, as the whole list decodes them
+    (derived ids that count contents, responses that pair with a call turn before the
+    point), and a bad content is named at its index in the whole list."""
+    contents = data.draw(st.lists(ws.gemini_content(), max_size=8))
+    cut = data.draw(st.integers(0, len(contents)))
+    whole = _outcome(lambda: gemini.decode(contents))
+
+    def resumed() -> tuple[Message, ...]:
+        before = gemini.decode(contents[:cut])
+        after = gemini.decode(contents[cut:], resume=gemini.Resume().after(before))
+        return (*before, *after)
+
+    assert _outcome(resumed) == whole
+
+
+def test_a_response_appended_alone_pairs_with_the_call_turn_before_it() -> None:
+    # One call with Gemini's id and one without: each response, without one, takes its call's.
+    call = {
+        "role": "model",
+        "parts": [
+            {"functionCall": {"name": "bash", "args": {}, "id": "fc-1"}},
+            {"functionCall": {"name": "bash", "args": {}}},
+        ],
+    }
+    answer = {"role": "user", "parts": [{"functionResponse": {"name": "bash"}}] * 2}
+    before = gemini.decode([{"role": "user", "parts": [{"text": "go"}]}, call])
+    resume = gemini.Resume().after(before)
+    assert (resume.start, resume.turn) == (2, 1)
+    (appended,) = gemini.decode([answer], resume=resume)
+    made = [p.call_id for p in before[1].parts if isinstance(p, ToolCallPart)]
+    assert made == ["fc-1", gemini.synthetic_call_id(1, "bash", 1)]
+    assert [p.call_id for p in appended.parts if isinstance(p, ToolResultPart)] == made
+    # Contents without calls move only the index on.
+    assert gemini.Resume().after(before).after((appended,)).turn == 1

@@ -26,6 +26,7 @@ from synopsis.compaction.prefix import boundary, decode_appended
 from synopsis.compaction.projection import Projection
 from synopsis.compaction.result import CompactionResult
 from synopsis.events import emit
+from synopsis.formats import gemini
 from synopsis.messages import (
     Role,
     TextPart,
@@ -51,9 +52,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Memo", "additive", "remember", "skip"]
 
-_ITEMWISE: frozenset[str] = frozenset({"openai", "anthropic", "responses", "synopsis"})
+_ITEMWISE: frozenset[str] = frozenset({"openai", "anthropic", "responses", "synopsis", "gemini"})
 """Formats whose items decode one message each, whatever comes before them (but for the
-legacy OpenAI ``function`` message, see :func:`~.prefix.decode_appended`)."""
+legacy OpenAI ``function`` message, see :func:`~.prefix.decode_appended`), or, in Gemini,
+given only where the decode of those before left off (:class:`~synopsis.formats.gemini.
+Resume`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,8 @@ class Memo:
     """With a projection: the call's result (its items and system prompt), which a skip
     grows by the appended items; ``count``, ``tokens`` and ``window`` are then those of the
     projected history, ``items`` the caller's whole list."""
+    resume: gemini.Resume | None = None
+    """For a Gemini history: where decoding the contents appended to ``items`` picks up."""
 
 
 def additive(counter: object) -> bool:
@@ -193,6 +198,11 @@ def _memo(
             else None
         ),
         output=output,
+        resume=(
+            gemini.Resume().after(messages[len(messages) - len(data) :])
+            if run.format == "gemini"
+            else None
+        ),
     )
 
 
@@ -279,7 +289,7 @@ def skip(
     if len(data) < n or not _same_items(data, memo):
         return None
     try:
-        fresh = decode_appended(memo.format, memo.format_given, data[n:])
+        fresh = decode_appended(memo.format, memo.format_given, data[n:], memo.resume)
     except Exception:  # the full path says what is wrong, as it always does
         return None
     if fresh is None or any(_merged(m) for m in fresh):
@@ -364,6 +374,7 @@ def skip(
         session=session,
         snapshot=snapshot if frozen is not None else None,
         output=output,
+        resume=None if memo.resume is None else memo.resume.after(fresh),
     )
     return result, grown
 

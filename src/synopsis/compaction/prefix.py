@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from synopsis.formats import decode, detect
+from synopsis.formats import decode, detect, gemini
 from synopsis.messages import ToolCallPart, ToolResultPart, is_person_message, is_summary
 
 if TYPE_CHECKING:
@@ -94,10 +94,14 @@ def reread(
 
 
 def decode_appended(
-    fmt: FormatName, format_given: FormatName | None, items: list[Any]
+    fmt: FormatName,
+    format_given: FormatName | None,
+    items: list[Any],
+    resume: gemini.Resume | None = None,
 ) -> tuple[Message, ...] | None:
     """``items``, appended to a history read as ``fmt``, decoded as the whole list would
-    decode them, or None when they must be decoded with it."""
+    decode them, or None when they must be decoded with it. A Gemini history needs where its
+    decode left off (``resume``): its ids without a call id count contents."""
     if not items:
         return ()
     if fmt == "openai":
@@ -105,6 +109,11 @@ def decode_appended(
             return None  # the whole list would be read as another format
         if any(isinstance(i, Mapping) and i.get("role") == "function" for i in items):
             return None  # its id is that of an earlier function_call
+    if fmt == "gemini":
+        # Detection stops at the earlier contents' first Gemini item: the appended ones are
+        # Gemini's whatever they look like alone.
+        assert resume is not None  # a Gemini memo keeps where its decode left off
+        return gemini.decode(items, resume=resume)
     return decode(items, fmt).messages
 
 

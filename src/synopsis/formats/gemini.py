@@ -19,6 +19,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from synopsis.errors import ConversationError
@@ -52,7 +53,7 @@ from synopsis.messages import (
     thaw,
 )
 
-__all__ = ["FORMAT", "decode", "encode", "synthetic_call_id"]
+__all__ = ["FORMAT", "Resume", "decode", "encode", "synthetic_call_id"]
 
 FORMAT = "gemini"
 _ROLES = {"user": Role.USER, "model": Role.ASSISTANT}
@@ -105,13 +106,39 @@ def _render_response(response: object) -> tuple[str, bool]:
     return json.dumps(thaw(response), ensure_ascii=False), False
 
 
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where decoding contents appended to a decoded history picks up: the index of the next
+    content, and the latest content with calls before it (its index, and its call ids by name
+    and occurrence), which is all that contents decoded earlier lend to those after them. A
+    history's contents then decode one by one, as those of the item-wise formats do."""
+
+    start: int = 0
+    turn: int = -1
+    ids: Mapping[tuple[str, int], str] = field(default_factory=dict)
+
+    def after(self, messages: Sequence[Message]) -> Resume:
+        """The point after ``messages``, the contents decoded from this one."""
+        end = self.start + len(messages)
+        for j in range(len(messages) - 1, -1, -1):
+            calls = [p for p in messages[j].parts if isinstance(p, ToolCallPart)]
+            if calls:
+                seen: dict[str, int] = {}
+                ids: dict[tuple[str, int], str] = {}
+                for call in calls:
+                    n = seen[call.name] = seen.get(call.name, -1) + 1
+                    ids[call.name, n] = call.call_id
+                return Resume(end, self.start + j, ids)
+        return Resume(end, self.turn, self.ids)
+
+
 class _Pairing:
     """Call ids of the latest model turn with calls, so that responses without ids pair with
     the calls they answer (the k-th response named f answers the k-th call named f)."""
 
-    def __init__(self) -> None:
-        self.turn = -1
-        self.ids: dict[tuple[str, int], str] = {}
+    def __init__(self, resume: Resume | None = None) -> None:
+        self.turn = -1 if resume is None else resume.turn
+        self.ids: dict[tuple[str, int], str] = {} if resume is None else dict(resume.ids)
         self.seen: dict[tuple[bool, str], int] = {}
         self.at = -1
 
@@ -249,13 +276,20 @@ def _decode_system(system: object) -> Message | None:
     return Message(Role.SYSTEM, parts, extra=extra, wire=wire)
 
 
-def decode(items: Sequence[Any], *, system: object = None) -> tuple[Message, ...]:
+def decode(
+    items: Sequence[Any], *, system: object = None, resume: Resume | None = None
+) -> tuple[Message, ...]:
     """Decode Gemini ``contents`` (and ``systemInstruction``, which becomes a leading SYSTEM
-    message). Raises ``ConversationError`` naming the content index and rule."""
+    message). Raises ``ConversationError`` naming the content index and rule. With
+    ``resume``, ``items`` are contents appended to a history decoded before, and decode as
+    they would with it (see :class:`Resume`)."""
     history = expect_history(items)
-    pairing = _Pairing()
+    pairing = _Pairing(resume)
     lead = _decode_system(system)
-    decoded = tuple(_decode_content(item, i, pairing) for i, item in enumerate(history))
+    start = 0 if resume is None else resume.start
+    decoded = tuple(
+        _decode_content(item, i, pairing) for i, item in enumerate(history, start=start)
+    )
     return (lead, *decoded) if lead is not None else decoded
 
 
@@ -279,9 +313,9 @@ class _Encoder:
                 "data" if camel == "inlineData" else _spelling(inner, "fileUri", "file_uri", snaked)
             )
             value = part.data if camel == "inlineData" else part.url
-            for field, v in ((mime, part.media_type), (where, value)):
+            for name, v in ((mime, part.media_type), (where, value)):
                 if v is not None:
-                    inner[field] = v
+                    inner[name] = v
             return {**extra, key: inner}
         parsed = parse_data_url(part.url) or parse_data_url(part.data)
         mime_type = part.media_type or "application/octet-stream"
