@@ -573,6 +573,12 @@ def test_an_orphaned_tool_result_in_the_middle_is_repaired() -> None:
         ({"model": "gpt-4o"}, UnknownFormatError, "format.detect"),
         ([1, 2], UnknownFormatError, "format.detect"),
         ([], ConversationError, "history.empty"),
+        # Anthropic rejects blank text, and dropping the only message would leave nothing.
+        (
+            {"system": "Be brief.", "messages": [{"role": "user", "content": " \n"}]},
+            ConversationError,
+            "history.empty",
+        ),
         ([{"role": "banana", "content": "x"}], ConversationError, "message.role"),
         (
             [
@@ -592,7 +598,16 @@ def test_an_orphaned_tool_result_in_the_middle_is_repaired() -> None:
             "openai.C3",
         ),
     ],
-    ids=["int", "text", "body-without-messages", "not-objects", "empty", "role", "duplicate-id"],
+    ids=[
+        "int",
+        "text",
+        "body-without-messages",
+        "not-objects",
+        "empty",
+        "only-blank",
+        "role",
+        "duplicate-id",
+    ],
 )
 def test_input_that_cannot_be_repaired_is_refused_with_a_rule(
     data: object, error: type[ConversationError], rule: str

@@ -415,6 +415,27 @@ def test_repair_drops_blank_text_blocks_where_content_must_be_non_empty() -> Non
     assert repair(items, "openai", format="anthropic").fixes == ()
 
 
+def test_gemini_takes_blank_text_and_refuses_only_empty_text() -> None:
+    """Gemini answers "empty text parameter" to ``""`` alone; a single space is what clients
+    send in its place. Anthropic refuses whitespace too (see the test above)."""
+    blank = [
+        {"role": "user", "parts": [{"text": " "}]},
+        {"role": "model", "parts": [{"text": "\n"}]},
+    ]
+    assert validate([*blank, {"role": "user", "parts": [{"text": "go"}]}], "gemini") == []
+    empty = [
+        {"role": "user", "parts": [{"text": "hi"}, {"text": ""}]},
+        {"role": "model", "parts": [{"text": "ok"}]},
+        {"role": "user", "parts": [{"text": "go"}]},
+    ]
+    problems = validate(empty, "gemini", format="gemini")
+    assert [(p.index, p.part, p.rule) for p in problems] == [(0, 1, "gemini.empty_text")]
+    assert "empty text parameter" in problems[0].message
+    fixed = repair(empty, "gemini", format="gemini")
+    assert list(fixed) == [{"role": "user", "parts": [{"text": "hi"}]}, *empty[1:]]
+    assert validate(list(fixed), "gemini", format="gemini") == []
+
+
 def test_dropping_a_call_drops_the_thinking_it_leaves_alone() -> None:
     thought = Message(
         Role.ASSISTANT, (ReasoningPart("plan", signature="s"), ToolCallPart("a", "bash", "{}"))

@@ -16,7 +16,7 @@ from synopsis.compaction.state import Request, Run
 from synopsis.errors import ConversationError, StoreError
 from synopsis.events import ChainInvalidated, HistoryRepaired
 from synopsis.formats import decode, wire_items
-from synopsis.messages import Message, TextPart, is_summary, is_summary_text
+from synopsis.messages import Message, Role, TextPart, is_summary, is_summary_text
 from synopsis.stores import SessionState
 from synopsis.validation import check, repair_messages
 from synopsis.validation.rules import separate_system
@@ -61,6 +61,12 @@ def _normalise(
         # From the last one on: no call is open across it (see prefix.boundary).
         return fmt, messages, originals, [], start + boundary(messages[start:])
     repaired = repair_messages(messages, profile, offset=separate_system(messages, fmt))
+    if _spoken(messages) and not _spoken(repaired.messages):
+        raise ConversationError(
+            f"every message of the history is empty or blank text, which {profile.name} "
+            "rejects, and nothing may stand in for what a person or a tool said",
+            rule="history.empty",
+        )
     left = problems(repaired.messages, profile)
     if left:
         first = left[0]
@@ -71,6 +77,11 @@ def _normalise(
         if origin is not None and message is not messages[origin]:
             originals.adopt(messages[origin], message, changed=False)
     return fmt, repaired.messages, originals, list(repaired.fixes), None
+
+
+def _spoken(messages: Sequence[Message]) -> bool:
+    """Whether any message is not a system prompt."""
+    return any(m.role not in (Role.SYSTEM, Role.DEVELOPER) for m in messages)
 
 
 def open_run(

@@ -52,6 +52,12 @@ class Profile:
     last_user: bool = False
     """The history ends with a user turn or a function response (G5: conservative)."""
     nonempty: bool = False
+    """Every message has content, and no text part is empty (A4; Gemini's "empty text
+    parameter")."""
+    blank_is_empty: bool = False
+    """Text of whitespace alone counts as empty: Anthropic rejects it ("text content blocks
+    must contain non-whitespace text"); Gemini rejects only the empty string, and a single
+    space is what clients send in its place."""
     allow_empty_final_assistant: bool = True
     results_first: bool = False
     thinking_rules: bool = False
@@ -92,6 +98,7 @@ ANTHROPIC = Profile(
     system="leading",
     first_user=True,
     nonempty=True,
+    blank_is_empty=True,
     results_first=True,
     thinking_rules=True,
     result_style="user",

@@ -68,6 +68,11 @@ _ORPHAN = {"openai": "C1", "responses": "R2", "anthropic": "A2", "gemini": "G2"}
 _MISSING = {"openai": "C2", "responses": "R1", "anthropic": "A1", "gemini": "G3"}
 _MISPLACED = {"openai": "C1", "responses": "R2", "anthropic": "A1", "gemini": "G2"}
 _FIRST_USER = {"anthropic": "A5", "gemini": "G5"}
+_EMPTY_TEXT = (
+    "text content blocks must contain non-whitespace text",
+    "Unable to submit request because it has an empty text parameter",
+)
+"""What Anthropic and Gemini say of a text part they take for none."""
 _SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
 
 SYSTEM_PROMPT = "the top-level system prompt"
@@ -136,8 +141,11 @@ def trailing_call_message(
     return None
 
 
-def _is_blank(part: object) -> bool:
-    return isinstance(part, TextPart) and not part.text.strip()
+def _is_blank(part: object, profile: Profile) -> bool:
+    """Whether ``part`` is text the target takes for none (see ``Profile.blank_is_empty``)."""
+    if not isinstance(part, TextPart):
+        return False
+    return not (part.text.strip() if profile.blank_is_empty else part.text)
 
 
 def _sends_reasoning(m: Message, fmt: str) -> bool:
@@ -487,7 +495,7 @@ class _Checker:
             final_ok = (
                 i == last and m.role is Role.ASSISTANT and self.profile.allow_empty_final_assistant
             )
-            if not m.parts or all(_is_blank(p) for p in m.parts):
+            if not m.parts or all(_is_blank(p, self.profile) for p in m.parts):
                 if not final_ok:
                     code = "A4" if self.fam == "anthropic" else "empty"
                     self.add(
@@ -498,10 +506,8 @@ class _Checker:
                     )
                 continue
             for k, part in enumerate(m.parts):
-                if _is_blank(part):
-                    self.add(
-                        i, "empty_text", "text content blocks must contain non-whitespace text", k
-                    )
+                if _is_blank(part, self.profile):
+                    self.add(i, "empty_text", _EMPTY_TEXT[self.fam == "gemini"], k)
 
     # -- A6/A7/A8
     def thinking_rules(self) -> None:
