@@ -4,6 +4,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -433,3 +434,30 @@ def test_span_with_opentelemetry_records_name_attributes_and_errors(
     assert [str(e) for e in failed.exceptions] == ["boom"]
     assert failed.status.status_code is trace.StatusCode.ERROR
     assert failed.ended
+
+
+def test_without_a_tracer_provider_no_span_is_made() -> None:
+    """A process that set no provider gets no span (it would record nothing) and the
+    handle says so; a provider set later is used from then on. Run apart: OpenTelemetry
+    takes one global provider per process, and this module sets one."""
+    script = """
+from opentelemetry import trace
+from synopsis.events import span
+
+with span("synopsis.compact", messages=3) as handle:
+    assert not handle.recording
+    assert not trace.get_current_span().get_span_context().is_valid
+
+class Provider(trace.NoOpTracerProvider):
+    pass
+
+trace.set_tracer_provider(Provider())
+with span("synopsis.compact") as handle:
+    assert handle.recording
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -27,6 +27,7 @@ from synopsis.errors import ConfigurationError
 from synopsis.events import listening, span
 from synopsis.planning import Keep, Trigger
 from synopsis.stores import AsyncStore, MemoryStore, Store, export_markdown
+from synopsis.stores.protocols import blocks
 from synopsis.summarizers import AsyncSummarizer, Summarizer
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class Compactor:
     ) -> tuple[Request, Setup]:
         setup = self.setup
         _check_call(options)
-        if setup.store is not None and not isinstance(setup.store, Store) and not asynchronous:
+        if setup.store is not None and not blocks(setup.store) and not asynchronous:
             raise ConfigurationError(
                 f"{type(setup.store).__name__} has only async methods: use acompact()"
             )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from synopsis.compaction.effects import Summarize
 from synopsis.errors import SummarizerError
-from synopsis.stores import AsyncStore
+from synopsis.stores.protocols import awaits
 from synopsis.summarizers import AsyncSummarizer, Summarizer
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def _store(setup: Setup, effect: StoreEffect) -> Outcome:
 async def _astore(setup: Setup, effect: StoreEffect) -> Outcome:
     store = setup.store
     try:
-        if isinstance(store, AsyncStore):
+        if awaits(store):
             return await effect.arun(store)
         return await asyncio.to_thread(effect.run, cast("Store", store))
     except Exception as error:

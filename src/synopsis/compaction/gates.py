@@ -22,10 +22,12 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
 
 from synopsis.errors import StoreError
-from synopsis.stores import LockingStore
+from synopsis.stores.protocols import locks
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
+
+    from synopsis.stores import LockingStore
 
 __all__ = ["async_gate", "gate"]
 
@@ -63,7 +65,7 @@ def gate(store: object, session_id: str | None) -> Iterator[None]:
         found = _gates.get(key)
         if found is None:
             found = _gates[key] = _Gate()
-    if not isinstance(store, LockingStore):
+    if not locks(store):
         with found.lock:
             yield
         return
@@ -97,7 +99,7 @@ async def async_gate(store: object, session_id: str | None) -> AsyncIterator[Non
         found = _async_gates.get(key)
         if found is None:
             found = _async_gates[key] = _AsyncGate()
-    if not isinstance(store, LockingStore):
+    if not locks(store):
         async with found.lock:
             yield
         return

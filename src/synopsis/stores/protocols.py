@@ -7,7 +7,7 @@ recalls messages by id or by position, and searches their text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -120,3 +120,32 @@ class LockingStore(Protocol):
         """:meth:`session_lock` for a task; a task cancelled while it waits leaves no lock
         held."""
         ...
+
+
+_PROVIDED: dict[tuple[type, object], bool] = {}
+
+
+def _provides(value: object, protocol: object) -> bool:
+    """``isinstance(value, protocol)`` for one of these protocols, decided once per class: a
+    runtime protocol check looks up every member each time (6 to 8 µs), and a compaction that
+    skips asks three of them per call. A store's class decides what it provides."""
+    key = (type(value), protocol)
+    found = _PROVIDED.get(key)
+    if found is None:
+        found = _PROVIDED[key] = isinstance(value, protocol)  # type: ignore[arg-type]
+    return found
+
+
+def blocks(store: object) -> TypeGuard[Store]:
+    """Whether ``store`` is a :class:`Store` (see :func:`_provides`)."""
+    return _provides(store, Store)
+
+
+def awaits(store: object) -> TypeGuard[AsyncStore]:
+    """Whether ``store`` is an :class:`AsyncStore` (see :func:`_provides`)."""
+    return _provides(store, AsyncStore)
+
+
+def locks(store: object) -> TypeGuard[LockingStore]:
+    """Whether ``store`` is a :class:`LockingStore` (see :func:`_provides`)."""
+    return _provides(store, LockingStore)
