@@ -56,6 +56,38 @@ def test_a_list_that_changed_is_converted_again_from_where_it_differs() -> None:
     assert history.items([notes[0]]) is not shorter
 
 
+@dataclass
+class Valued:
+    """A framework message compared by value, as pydantic-ai's and LangChain's are."""
+
+    content: str
+
+
+def test_equal_copies_are_not_converted_again_and_come_back_as_the_copies() -> None:
+    """A checkpoint read back gives equal copies of every message: they are what was
+    converted, and what synopsis keeps comes back as the copies the call was given."""
+    converted: list[Valued] = []
+
+    def convert(message: Valued) -> dict[str, object]:
+        converted.append(message)
+        return {"role": "user", "content": message.content}
+
+    history = History(convert, lambda item: Valued(str(item["content"])))
+    first = [Valued(f"m{i}") for i in range(4)]
+    items = history.items(first)
+    copies = [Valued(m.content) for m in first]
+    again = history.items([*copies, Valued("m4")])
+    assert again is items
+    assert [m.content for m in converted] == ["m0", "m1", "m2", "m3", "m4"]
+    back = history.back(again)
+    assert all(b is c for b, c in zip(back, copies, strict=False))
+    assert back[4].content == "m4"
+    # One message edited: converted again from there, into a new list.
+    edited = [*copies[:2], Valued("changed"), *copies[3:]]
+    assert history.items(edited) is not items
+    assert converted[-2:] == [Valued("changed"), Valued("m3")]
+
+
 def test_what_synopsis_kept_comes_back_as_the_frameworks_own_objects() -> None:
     history, _ = converter()
     notes = [Note(item) for item in conversation(turns=30)]

@@ -197,10 +197,7 @@ class _Engine:
             items, format="synopsis", session_id=session, system=system
         )
         self.last_result = result
-        if result.messages is items or (
-            len(result.messages) == len(items)
-            and all(a is b for a, b in zip(result.messages, items, strict=True))
-        ):
+        if result.messages == items:  # in C, reading only the lists while they are the same
             return None
         out = conversation.history.back(result.messages)
         conversation.forget(out)
