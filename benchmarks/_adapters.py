@@ -1,8 +1,9 @@
 """What the adapter benchmarks (``bench_adapter_*``) share: the window no history reaches, the
 start stamp and the "Measured ..." line of each report, the number format and layout of its
-tables, the collector-off timing of one call (plain or on an event loop), the medians of the
-timed calls, the growing of a history step by step, the plan of a run (its sizes and untimed
-calls) and the size named on the command line, and the writing of the results file.
+tables, the collector-off timing of one call (plain or on an event loop), the turns the paths
+take, the medians of the timed calls, the growing of a history step by step, the plan of a run
+(its sizes and untimed calls) and the size named on the command line, and the writing of the
+results file.
 
 Only what is the same in every benchmark is here; what each one measures, and how it words its
 report, stays in its own module.
@@ -106,6 +107,15 @@ def timed_on(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[T]]) 
         return (time.perf_counter() - start) * 1000, out
     finally:
         gc.enable()
+
+
+def in_turn(calls: Mapping[str, T], n: int) -> list[tuple[str, T]]:
+    """The paths of the ``n``-th step, the first of them moved on by one each step: the path
+    timed right after the history grew (its new objects still cold in the cache, the
+    collector's count high) is not always the same one."""
+    order = list(calls.items())
+    k = n % len(order)
+    return order[k:] + order[:k]
 
 
 def medians(samples: Mapping[str, Sequence[float]]) -> dict[str, float]:

@@ -18,7 +18,8 @@ the history never reaches (so nothing is compacted: the cost every call pays), o
 Then one call each when the history is over the trigger: the built-in summarizing (its fake
 model answers at once, so this is its own work) and synopsis compacting through the persistent
 form (its default summarizer is offline), each on a thread it has not seen. A last row shows the
-persistent form after a checkpoint reload (every message a new object, converted again).
+persistent form after a checkpoint reload (every message a new, equal object, compared by
+value and not converted again).
 
 Each figure is the median of the timed calls, after untimed ones; the ratios come from the same
 run. Run: ``python -m benchmarks.bench_adapter_langchain`` (about a minute); it writes
@@ -63,6 +64,7 @@ from benchmarks._adapters import (
     HUGE,
     figure,
     grown,
+    in_turn,
     measured,
     medians,
     now,
@@ -239,14 +241,14 @@ def under_trigger(size: Size, plan: Plan) -> None:
             "built-in": partial(built_in.before_model, state(messages), rt),
         }
         gc.collect()
-        for path, call in calls.items():
+        for path, call in in_turn(calls, n):
             ms, out = timed(call)
             _unchanged(out, path)
             if n >= plan.warmup:
                 samples[path].append(ms)
     size.under = medians(samples)
 
-    # After a checkpoint reload every message is a new, equal object: converted again.
+    # After a checkpoint reload every message is a new, equal object: compared, not converted.
     reloads: list[float] = []
     for _ in range(plan.reloads):
         copy = messages_from_dict(messages_to_dict(messages))
@@ -397,7 +399,8 @@ def markdown(results: Results) -> str:
             "chat model as its summarizer that answers at once, so the figure is its own work "
             "(a real model adds its latency, seconds). The last column is a call of the "
             "persistent form when every message is a new, equal object (an agent's next "
-            "`invoke` loads the thread from its checkpoint): each message is converted again.",
+            "`invoke` loads the thread from its checkpoint): each is compared with the message "
+            "converted before, by value, and none is converted again.",
             "",
             *summarizing_table(results),
             "",

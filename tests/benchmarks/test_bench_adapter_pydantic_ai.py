@@ -41,6 +41,17 @@ def test_a_built_in_row_is_reported_with_its_ratio() -> None:
     report = bench.report(results)
     assert "| 1 | 0.5x |" in report
     assert "Cheaper than the built-in under its trigger: **no**." in report
+    # Ahead at one size and not at the other: the report says where.
+    mixed = bench.Results(
+        [
+            bench.Size(1000, 5, under=dict.fromkeys(bench.PATHS, 2.0) | {bench.BUILT_IN: 1.0}),
+            bench.Size(10_000, 5, under=dict.fromkeys(bench.PATHS, 2.0) | {bench.BUILT_IN: 3.0}),
+        ],
+        1.0,
+        "today",
+        "ran in its own Python",
+    )
+    assert "**no** (ahead at 10,000 messages)." in bench.report(mixed)
 
 
 def test_the_history_ends_with_a_tool_return_and_pairs_every_call() -> None:
