@@ -33,6 +33,7 @@ from synopsis.messages import (
 from synopsis.pairing import pair_tool_calls
 from synopsis.validation.rules import (
     SYSTEM_PROMPT,
+    is_blank,
     list_index,
     place,
     reasoning_orphans,
@@ -316,17 +317,10 @@ def _insert_results(
     return out
 
 
-def _blank(part: object, profile: Profile) -> bool:
-    """Text the target takes for none (see ``Profile.blank_is_empty``)."""
-    if not isinstance(part, TextPart):
-        return False
-    return not (part.text.strip() if profile.blank_is_empty else part.text)
-
-
 def _is_empty(m: Message, profile: Profile) -> bool:
     if not m.parts:
         return True
-    return profile.nonempty and all(_blank(p, profile) for p in m.parts)
+    return profile.nonempty and all(is_blank(p, profile) for p in m.parts)
 
 
 def _drop_empty(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[Item]:
@@ -336,8 +330,8 @@ def _drop_empty(items: list[Item], profile: Profile, fixes: list[Fix]) -> list[I
             fixes.append(Fix(orig, "dropped empty message", m.role.value))
             continue
         kept = m
-        if profile.nonempty and any(_blank(p, profile) for p in m.parts):
-            parts = tuple(p for p in m.parts if not _blank(p, profile))
+        if profile.nonempty and any(is_blank(p, profile) for p in m.parts):
+            parts = tuple(p for p in m.parts if not is_blank(p, profile))
             fixes.append(Fix(orig, "dropped blank text", "empty text block removed"))
             kept = replace(m, parts=parts)
         out.append((orig, kept))

@@ -1,5 +1,6 @@
 """The checks: every provider rule synopsis enforces (docs/message-rules.md), expressed on the
-message model.
+message model. The rules about reasoning are in :mod:`.reasoning_rules`; what a check finds
+is a :class:`~.problems.Problem`.
 
 Rules are stated on the model as the target's converter would send it: consecutive tool messages
 become one Anthropic user turn, results held in a user message become OpenAI tool messages, and
@@ -24,24 +25,21 @@ Some rules cannot be checked from a history alone, so nothing here reports them:
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from synopsis.formats._common import hint
 from synopsis.messages import (
     Message,
-    OpaquePart,
-    ReasoningPart,
     Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     has_results,
-    is_reasoning_only,
     only_results,
-    opens_turn,
 )
 from synopsis.pairing import Pairing, pair_tool_calls
+from synopsis.validation.problems import SYSTEM_PROMPT, Problem, list_index, place
+from synopsis.validation.reasoning_rules import ReasoningRules, reasoning_orphans
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -52,6 +50,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "Problem",
     "check",
+    "is_blank",
     "list_index",
     "place",
     "reasoning_orphans",
@@ -73,29 +72,6 @@ _EMPTY_TEXT = (
     "Unable to submit request because it has an empty text parameter",
 )
 """What Anthropic and Gemini say of a text part they take for none."""
-_SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
-
-SYSTEM_PROMPT = "the top-level system prompt"
-"""What a problem or fix in a system prompt passed apart from the list is said to be in."""
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One rule a history breaks. ``index`` is the message (``None`` for the whole history,
-    and for a top-level system prompt passed apart from the list: the message says so),
-    ``part`` the part within it when one part is at fault."""
-
-    index: int | None
-    rule: str
-    message: str
-    part: int | None = None
-    conservative: bool = False
-
-    def __str__(self) -> str:
-        where = "history" if self.index is None else f"message {self.index}"
-        if self.part is not None:
-            where += f" part {self.part}"
-        return f"{where}: {self.message} [{self.rule}]"
 
 
 def result_block(messages: Sequence[Message], call_index: int, profile: Profile) -> range:
@@ -141,18 +117,11 @@ def trailing_call_message(
     return None
 
 
-def _is_blank(part: object, profile: Profile) -> bool:
+def is_blank(part: object, profile: Profile) -> bool:
     """Whether ``part`` is text the target takes for none (see ``Profile.blank_is_empty``)."""
     if not isinstance(part, TextPart):
         return False
     return not (part.text.strip() if profile.blank_is_empty else part.text)
-
-
-def _sends_reasoning(m: Message, fmt: str) -> bool:
-    """Whether the ``fmt`` converter sends this message's reasoning: reasoning decoded from
-    another provider is dropped (its signature means nothing there), so no rule about it
-    applies. A message built by hand is taken as the target's own."""
-    return m.wire.get("format") in (None, fmt)
 
 
 def top_level_systems(messages: Sequence[Message], profile: Profile) -> int:
@@ -176,59 +145,7 @@ def top_level_systems(messages: Sequence[Message], profile: Profile) -> int:
     return n
 
 
-def reasoning_orphans(messages: Sequence[Message]) -> list[int]:
-    """Reasoning items not followed by the item they produced (R3)."""
-    out: list[int] = []
-    for i, m in enumerate(messages):
-        if not is_reasoning_only(m):
-            continue
-        nxt = messages[i + 1] if i + 1 < len(messages) else None
-        if nxt is None or nxt.role is not Role.ASSISTANT:
-            out.append(i)
-    return out
-
-
-def list_index(index: int | None, offset: int) -> int | None:
-    """``index`` (into decoded messages whose first ``offset`` are a system prompt passed
-    apart from the caller's list, see :func:`separate_system`) as an index into that list;
-    ``None`` for that system prompt, and for ``None``."""
-    return None if index is None or index < offset else index - offset
-
-
-def place(index: int, offset: int) -> str:
-    """How a message that a problem or fix refers to is named to the caller."""
-    where = list_index(index, offset)
-    return SYSTEM_PROMPT if where is None else f"message {where}"
-
-
-class _Checker:
-    def __init__(self, messages: Sequence[Message], profile: Profile, offset: int = 0) -> None:
-        self.messages = messages
-        self.profile = profile
-        self.offset = offset
-        self.fam = profile.family
-        self.problems: list[Problem] = []
-
-    def add(
-        self,
-        index: int | None,
-        code: str,
-        text: str,
-        part: int | None = None,
-        *,
-        conservative: bool = False,
-        family: str | None = None,
-    ) -> None:
-        rule = f"{family or self.fam}.{code}"
-        if index is not None and index < self.offset:
-            # Not in the caller's list, so no index of it: the text says where it is.
-            text = f"{SYSTEM_PROMPT}: {text}"
-        where = list_index(index, self.offset)
-        self.problems.append(Problem(where, rule, text, part, conservative))
-
-    def place(self, index: int) -> str:
-        return place(index, self.offset)
-
+class _Checker(ReasoningRules):
     def run(self) -> list[Problem]:
         if not self.messages:
             self.add(None, "empty", "the history has no messages", family="history")
@@ -495,7 +412,7 @@ class _Checker:
             final_ok = (
                 i == last and m.role is Role.ASSISTANT and self.profile.allow_empty_final_assistant
             )
-            if not m.parts or all(_is_blank(p, self.profile) for p in m.parts):
+            if not m.parts or all(is_blank(p, self.profile) for p in m.parts):
                 if not final_ok:
                     code = "A4" if self.fam == "anthropic" else "empty"
                     self.add(
@@ -506,177 +423,8 @@ class _Checker:
                     )
                 continue
             for k, part in enumerate(m.parts):
-                if _is_blank(part, self.profile):
+                if is_blank(part, self.profile):
                     self.add(i, "empty_text", _EMPTY_TEXT[self.fam == "gemini"], k)
-
-    # -- A6/A7/A8
-    def thinking_rules(self) -> None:
-        msgs, prof = self.messages, self.profile
-        last_assistant = max(
-            (i for i, m in enumerate(msgs) if m.role is Role.ASSISTANT), default=None
-        )
-        for i, m in enumerate(msgs):
-            if m.role is not Role.ASSISTANT:
-                continue
-            thinking = [k for k, p in enumerate(m.parts) if isinstance(p, ReasoningPart)]
-            if _sends_reasoning(m, "anthropic"):
-                for k in thinking:
-                    part = m.parts[k]
-                    assert isinstance(part, ReasoningPart)
-                    if not part.redacted and not part.signature:
-                        self.add(
-                            i,
-                            "A9",
-                            "a thinking block must carry the `signature` the API returned "
-                            "with it; without one the request is rejected",
-                            k,
-                        )
-            if thinking and thinking[0] != 0:
-                self.add(
-                    i,
-                    "A6",
-                    "If an assistant message contains any thinking blocks, the "
-                    "first block must be thinking or redacted_thinking.",
-                    thinking[0],
-                )
-            if thinking and thinking[-1] == len(m.parts) - 1:
-                self.add(
-                    i,
-                    "A8",
-                    "The final block in an assistant message cannot be `thinking`.",
-                    thinking[-1],
-                )
-            if i == last_assistant and thinking and prof.thinking is False:
-                self.add(
-                    i,
-                    "A7",
-                    "When thinking is disabled, an `assistant` message in the "
-                    "final position cannot contain `thinking`.",
-                )
-        if prof.thinking and last_assistant is not None:
-            loop = self._current_tool_loop_start(last_assistant)
-            if loop is not None and not isinstance(msgs[loop].parts[0], ReasoningPart):
-                self.add(
-                    loop,
-                    "A6",
-                    "When `thinking` is enabled, a final `assistant` message "
-                    "must start with a thinking block.",
-                    0,
-                )
-
-    def _current_tool_loop_start(self, last_assistant: int) -> int | None:
-        """The first assistant message of the tool loop still running at the end, if any."""
-        msgs = self.messages
-        start = None
-        for i in range(last_assistant, -1, -1):
-            m = msgs[i]
-            if m.role is Role.USER and not has_results(m):
-                break
-            if m.role is Role.ASSISTANT and m.tool_calls and m.parts:
-                start = i
-        return start
-
-    # -- R3 and R6: a reasoning item stays with the item it produced, and keeps its summary
-    def reasoning_rules(self) -> None:
-        for i in reasoning_orphans(self.messages):
-            self.add(
-                i,
-                "R3",
-                "Item of type 'reasoning' was provided without its required following item.",
-            )
-        for i, m in enumerate(self.messages):
-            if hint(m, "responses", "missing_summary"):
-                self.add(
-                    i,
-                    "R6",
-                    "a reasoning item must keep its required field `summary` (send [] when "
-                    "there is none)",
-                )
-
-    # -- R4: on newer reasoning models an output message needs its reasoning item
-    def reasoning_required_rules(self) -> None:
-        msgs = self.messages
-        start = 0
-        for end in [*(i for i, m in enumerate(msgs) if opens_turn(m)), len(msgs)]:
-            turn = range(start, end)
-            start = end + 1
-            if not any(msgs[k].has_reasoning for k in turn):
-                continue
-            for i in turn:
-                if self._output_without_reasoning(i, turn.start):
-                    self.add(
-                        i,
-                        "R4",
-                        "Item of type 'message' was provided without its required "
-                        "'reasoning' item.",
-                    )
-
-    def _output_without_reasoning(self, i: int, turn_start: int) -> bool:
-        """Whether message ``i`` is an output message with no reasoning earlier in its step
-        (the run of assistant items one response produced)."""
-        m = self.messages[i]
-        texts = [k for k, p in enumerate(m.parts) if isinstance(p, TextPart)]
-        if m.role is not Role.ASSISTANT or not texts:
-            return False
-        if any(isinstance(p, ReasoningPart) for p in m.parts[: texts[0]]):
-            return False
-        j = i - 1
-        while j >= turn_start and self.messages[j].role is Role.ASSISTANT:
-            if self.messages[j].has_reasoning:
-                return False
-            j -= 1
-        return True
-
-    # -- R5: without server-side storage nothing can be referenced, reasoning goes in full
-    def store_rules(self) -> None:
-        for i, m in enumerate(self.messages):
-            for k, part in enumerate(m.parts):
-                if isinstance(part, OpaquePart) and part.kind == "item_reference":
-                    self.add(
-                        i,
-                        "R5",
-                        "Items are not persisted when `store` is set to false, so an "
-                        "item_reference cannot be resolved; replay the item in full",
-                        k,
-                    )
-                elif (
-                    isinstance(part, ReasoningPart)
-                    and part.encrypted is None
-                    and _sends_reasoning(m, "responses")
-                ):
-                    self.add(
-                        i,
-                        "R5",
-                        "Items are not persisted when `store` is set to false, so a reasoning "
-                        "item must be replayed with its encrypted_content (request "
-                        "include=['reasoning.encrypted_content'])",
-                        k,
-                    )
-
-    # -- G4: Gemini 3 wants the thought signature back on the calls of the current turn
-    def signature_rules(self) -> None:
-        msgs = self.messages
-        users = [i for i, m in enumerate(msgs) if opens_turn(m)]
-        for i in range(users[-1] + 1 if users else 0, len(msgs)):
-            m = msgs[i]
-            first = next((k for k, p in enumerate(m.parts) if isinstance(p, ToolCallPart)), None)
-            if m.role is not Role.ASSISTANT or first is None:
-                continue
-            call = m.parts[first]
-            assert isinstance(call, ToolCallPart)
-            # The Gemini converter writes a signature back only onto the part it came on.
-            signed = m.wire.get("format") == "gemini" and any(
-                isinstance(call.extra.get(key), str) for key in _SIGNATURE_KEYS
-            )
-            if not signed:
-                self.add(
-                    i,
-                    "G4",
-                    "Function call is missing a thought_signature in functionCall parts: "
-                    "the first call of each step in the current turn must carry the "
-                    "signature the model returned with it",
-                    first,
-                )
 
 
 def check(messages: Sequence[Message], profile: Profile, *, offset: int = 0) -> list[Problem]:
