@@ -376,10 +376,13 @@ def markdown(results: Results) -> str:
     same = all(
         s.under["SynopsisCallback, same objects"] <= 3 * s.under[bare] for s in results.sizes
     )
-    ahead = all(
+    lead = [
         s.under["EventsCompactionConfig"] > s.under["SynopsisCallback, ADK's copies"]
         for s in results.sizes
-    )
+    ]
+    ahead = all(lead)
+    where = " and ".join(f"{s.contents:,}" for s, a in zip(results.sizes, lead, strict=True) if a)
+    partly = f" (ahead at {where} contents)" if where and not ahead else ""
     floor = all(
         s.under["ContextFilterPlugin"] > s.under["SynopsisCallback, ADK's copies"]
         for s in results.sizes
@@ -410,7 +413,7 @@ def markdown(results: Results) -> str:
             f"**{'met' if copied else 'not met'}**, on the same objects "
             f"**{'met' if same else 'not met'}**. Ahead of ADK's built-in summarization "
             "(`EventsCompactionConfig` with a token threshold, whose check runs before every "
-            f"model call) on ADK's copies: **{'yes' if ahead else 'no'}**. "
+            f"model call) on ADK's copies: **{'yes' if ahead else 'no'}**{partly}. "
             "`ContextFilterPlugin` keeps every invocation here (its cost when it trims "
             "nothing); it writes no summary, counts nothing and cannot see the window, so it "
             "is only the floor of a per-request hook: the callback is "

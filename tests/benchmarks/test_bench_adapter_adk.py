@@ -43,3 +43,15 @@ def test_the_copies_share_their_payloads_but_not_themselves() -> None:
     assert copied[1].parts is not None
     assert original[1].parts is not None
     assert copied[1].parts[0].function_call is original[1].parts[0].function_call
+
+
+def test_the_report_says_at_which_sizes_the_callback_is_ahead_of_adks_own() -> None:
+    def size(contents: int, built_in: float) -> bench.Size:
+        under = dict.fromkeys(bench.PATHS, 2.0) | {"EventsCompactionConfig": built_in}
+        over = {"synopsis": 1.0, "LlmEventSummarizer": 1.0, "filter": 1.0}
+        return bench.Size(contents, 3, under=under, over=over)
+
+    mixed = bench.markdown(bench.Results([size(1000, 1.0), size(10_000, 3.0)], 1.0, "today"))
+    assert "on ADK's copies: **no** (ahead at 10,000 contents)." in mixed
+    ahead = bench.markdown(bench.Results([size(1000, 3.0), size(10_000, 3.0)], 1.0, "today"))
+    assert "on ADK's copies: **yes**." in ahead
