@@ -114,9 +114,8 @@ class _Conversation:
         self.base: list[dict[str, Any]] = []
         self.projected = False
         # Items (by identity) to their position in the request, or to the Content made for
-        # them; JSON hashes to positions.
+        # them.
         self._where: dict[int, int | types.Content] = {}
-        self._filed: dict[int, tuple[dict[str, Any], int]] = {}
         self._covered = _Covered()
         self._instruction: object = None
         self._system: str | dict[str, Any] | None = None
@@ -127,19 +126,25 @@ class _Conversation:
         known = self._covered.cover(contents)
         if not known:
             self.base, self.projected = [], False
-            self._where, self._filed = {}, {}
+            self._where = {}
         for n in range(known, len(contents)):
             item = to_wire(contents[n])
             self._where[id(item)] = n
-            self._filed[_fingerprint(item)] = (item, n)
             self.base.append(item)
         return self.base
 
     def adopt(self, items: list[dict[str, Any]]) -> None:
         """Continue from ``items``: what synopsis made of the covered contents."""
+        # The request's own contents among those given, by the hash of their JSON: made here,
+        # once a compaction, not for every content on every call.
+        filed_by = {
+            _fingerprint(item): (item, found)
+            for item in self.base
+            if isinstance(found := self._where[id(item)], int)
+        }
         where: dict[int, int | types.Content] = {}
         for item in items:
-            filed = self._filed.get(_fingerprint(item))
+            filed = filed_by.get(_fingerprint(item))
             where[id(item)] = (
                 filed[1] if filed is not None and filed[0] == item else from_wire(item)
             )
