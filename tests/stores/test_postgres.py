@@ -298,7 +298,7 @@ def test_a_lock_asked_for_on_a_dead_connection_is_a_store_error(postgres_url: st
             lambda: asyncio.run(_taken(store, "s1")),
         ]
         for ask in asks:
-            _kill_the_pools_connections(admin)
+            _kill_the_pools_connections(store, admin)
             with pytest.raises(StoreError, match="failed"):
                 ask()
 
@@ -312,11 +312,16 @@ def _others(admin: psycopg.Connection[tuple[object, ...]]) -> int:
     return int(str(row[0]))
 
 
-def _kill_the_pools_connections(admin: psycopg.Connection[tuple[object, ...]]) -> None:
-    """Every other connection to the database ended, once the pool has made its own (it
-    replaces a broken one in the background)."""
+def _kill_the_pools_connections(
+    store: PostgresStore, admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """Every other connection to the database ended, once the pool holds a connection ready
+    (it replaces a broken one in the background; one killed while it was still being set up
+    would only be made again, and the next request would find a live one)."""
+    pool = store._pool
+    assert pool is not None
     deadline = time.monotonic() + 10
-    while _others(admin) == 0 and time.monotonic() < deadline:
+    while pool.get_stats().get("pool_available", 0) == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     admin.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
