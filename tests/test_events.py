@@ -18,6 +18,7 @@ from synopsis.events import (
     CompactionSkipped,
     CompactionStarted,
     Event,
+    RefillBreakerOpened,
     SummarizerFellBack,
     current_listeners,
     emit,
@@ -208,6 +209,29 @@ def test_messages_are_one_readable_sentence_each() -> None:
     assert fell_back.message == (
         "summarizer model gpt-4o-mini failed (timed out); fell back to rules"
     )
+
+
+def test_where_a_compaction_landed_against_its_aim_is_told() -> None:
+    done = completed(window=200_000, target_tokens=100_000, tokens_after=41_250)
+    assert done.landed == pytest.approx(0.20625)
+    assert done.target == pytest.approx(0.5)
+    assert completed().landed == completed().target == 0.0
+    off = completed(off_target="the protected head alone takes 60% of the window")
+    assert off.message.endswith(
+        "; off its target: the protected head alone takes 60% of the window) in 1.23s"
+    )
+    urgent = completed(emergency="message 40 alone is larger than the room left")
+    assert "; an emergency: message 40 alone is larger than the room left" in urgent.message
+
+
+def test_the_refill_breaker_says_where_the_session_now_lands() -> None:
+    opened = RefillBreakerOpened("s1", compactions=3, requests=3, landing=0.35)
+    assert opened.message == (
+        "session s1: 3 compactions in a row, each within 3 requests of the last: "
+        "compactions of this session now land at 35% of the window"
+    )
+    assert opened.level == logging.WARNING
+    assert opened.to_dict()["event"] == "refill_breaker_opened"
 
 
 def test_a_moved_split_is_mentioned() -> None:

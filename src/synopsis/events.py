@@ -41,6 +41,7 @@ __all__ = [
     "Event",
     "HistoryRepaired",
     "Listener",
+    "RefillBreakerOpened",
     "SpanHandle",
     "SummarizerFellBack",
     "current_listeners",
@@ -126,7 +127,14 @@ class CompactionSkipped(_Base):
 class CompactionCompleted(_Base):
     """A compaction went through. ``desired_split`` is the boundary the keep policy asked
     for and ``used_split`` the safe one taken; ``duration`` is in seconds. ``tail_gave_way``
-    says that, in an emergency, messages of the tail ``keep`` asked for were summarized too."""
+    says that, in an emergency, messages of the tail ``keep`` asked for were summarized too.
+
+    ``window`` is the context window it worked in and ``target_tokens`` where it aimed to
+    land (see :mod:`synopsis.planning.room`). ``off_target`` is empty when it landed within
+    ten points of the window of that aim, else what prevented it (a protected head, or a
+    single kept unit, larger than the room). ``emergency`` is empty unless the history left
+    no room for the answer, and then says what filled it (one new message larger than the
+    room the last compaction left, say)."""
 
     kind: ClassVar[str] = "compaction_completed"
 
@@ -143,6 +151,21 @@ class CompactionCompleted(_Base):
     record_id: str
     duration: float
     tail_gave_way: bool = False
+    window: int = 0
+    target_tokens: int = 0
+    off_target: str = ""
+    emergency: str = ""
+
+    @property
+    def landed(self) -> float:
+        """The share of the window the history takes after the compaction (0 when the
+        window is not known)."""
+        return self.tokens_after / self.window if self.window else 0.0
+
+    @property
+    def target(self) -> float:
+        """The share of the window the compaction aimed at (0 when not known)."""
+        return self.target_tokens / self.window if self.window else 0.0
 
     def _sentence(self) -> str:
         split = (
@@ -152,6 +175,10 @@ class CompactionCompleted(_Base):
         )
         if self.tail_gave_way:
             split += "; in the emergency the kept tail gave way"
+        if self.emergency:
+            split += f"; an emergency: {self.emergency}"
+        if self.off_target:
+            split += f"; off its target: {self.off_target}"
         return (
             f"compacted {self.messages_before} -> {self.messages_after} messages, "
             f"{self.tokens_before:,} -> {self.tokens_after:,} tokens "
@@ -225,6 +252,27 @@ class HistoryRepaired(_Base):
         return f"the history was repaired ({count} fix{'es' if count != 1 else ''}): {listed}"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefillBreakerOpened(_Base):
+    """Compactions kept coming back within a few requests of each other (``compactions`` in a
+    row, each within ``requests`` of the last), so the session now lands lower:
+    ``landing`` is the share of the window its compactions aim at from now on."""
+
+    kind: ClassVar[str] = "refill_breaker_opened"
+    level: ClassVar[int] = logging.WARNING
+
+    compactions: int
+    requests: int
+    landing: float
+
+    def _sentence(self) -> str:
+        return (
+            f"{self.compactions} compactions in a row, each within {self.requests} requests "
+            f"of the last: compactions of this session now land at {self.landing:.0%} of "
+            "the window"
+        )
+
+
 Event: TypeAlias = (
     CompactionStarted
     | CompactionSkipped
@@ -233,6 +281,7 @@ Event: TypeAlias = (
     | SummarizerFellBack
     | ChainInvalidated
     | HistoryRepaired
+    | RefillBreakerOpened
 )
 Listener: TypeAlias = Callable[[Event], object]
 """Any callable taking an event; what it returns is ignored."""
