@@ -5,7 +5,6 @@ the room a compaction left unused given back to a rule summary.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from synopsis.compaction.rebuild import summary_for
@@ -17,7 +16,8 @@ from synopsis.planning.room import Room, share_room, summary_budget
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from synopsis.compaction.state import Run
+    from synopsis.compaction.setup import Setup
+    from synopsis.compaction.state import Ledger, Opened, Run
     from synopsis.messages import Message
     from synopsis.planning import Decision, Measure, SplitPlan
     from synopsis.summarizers import SummaryRecord
@@ -37,10 +37,10 @@ MIN_SUMMARY_TOKENS = 256
 """No summary gets less, whatever its room: less than its frame and a sentence is no summary."""
 
 
-def room_for(run: Run, messages: Sequence[Message]) -> Room:
+def room_for(opened: Opened, overhead: int, messages: Sequence[Message]) -> Room:
     """How this compaction shares out the window (:mod:`synopsis.planning.room`), from the
-    tokens no summary saves: the overhead and the messages protected at the head."""
-    setup = run.setup
+    tokens no summary saves: the ``overhead`` and the messages protected at the head."""
+    setup = opened.setup
     protect = setup.protect
     head = 0
     first_user = protect.first_user
@@ -55,7 +55,7 @@ def room_for(run: Run, messages: Sequence[Message]) -> Room:
         window=setup.window,
         limit=setup.limit,
         threshold=setup.trigger.token_threshold(setup.window),
-        fixed=run.overhead + head,
+        fixed=overhead + head,
         target_ratio=setup.target_ratio,
         reset_ratio=setup.governor.reset_ratio,
         summary_ratio=setup.summary_ratio,
@@ -74,25 +74,25 @@ def _tail_tokens(keep: Keep, window: int) -> int | None:
     return None
 
 
-def keep_for(run: Run, decision: Decision, before: Measure) -> Keep:
+def keep_for(setup: Setup, room: Room, decision: Decision, before: Measure) -> Keep:
     """The keep policy, an automatic tail resolved to the tokens the room leaves it; a
     compaction asked for below the target keeps at most half of what could be summarized."""
-    keep = run.setup.keep
-    if keep.kind != "auto" or run.room is None:
+    keep = setup.keep
+    if keep.kind != "auto":
         return keep
-    tail = run.room.tail
+    tail = room.tail
     if decision.code == "forced":
-        tail = min(tail, max(0, before.tokens - run.room.fixed) // 2)
+        tail = min(tail, max(0, before.tokens - room.fixed) // 2)
     return Keep.tokens(tail)
 
 
-def turn_start_tail(run: Run) -> int | None:
+def turn_start_tail(setup: Setup, room: Room) -> int | None:
     """With an automatic tail, the split may move back to a turn start only while the tail
     stays within the room (the summary's share included): zrb's 70% of the trigger would keep
     some 70k tokens of a long agent turn at 128k and leave too little to summarize."""
-    if run.setup.keep.kind != "auto" or run.room is None:
+    if setup.keep.kind != "auto":
         return None
-    return run.room.target - run.room.fixed
+    return room.target - room.fixed
 
 
 def summary_budget_for(run: Run, plan: SplitPlan) -> int:
@@ -101,13 +101,10 @@ def summary_budget_for(run: Run, plan: SplitPlan) -> int:
     results, or one that cannot be cut shorter), between the floor and the summarizer's
     ceiling; beyond its planned share, never more than leaves the whole within the window
     less the reserve (see :mod:`synopsis.planning.room`)."""
-    setup = run.setup
-    room = run.room
-    target = room.target if room is not None else setup.limit
+    setup, room = run.setup, run.room
     kept = run.overhead + plan.tokens_head + plan.tokens_tail
-    planned = room.summary if room is not None else 0
     budget = summary_budget(
-        max(target - kept, planned),
+        max(room.target - kept, room.summary),
         floor=setup.min_summary_tokens,
         ceiling=setup.max_summary_tokens,
     )
@@ -120,9 +117,9 @@ def summary_budget_for(run: Run, plan: SplitPlan) -> int:
     return min(max(budget, floor), max(plan.tokens_summarized, floor))
 
 
-def summary_index(run: Run, messages: Sequence[Message]) -> int | None:
+def summary_index(ledger: Ledger, messages: Sequence[Message]) -> int | None:
     """Where the newest summary this compaction wrote stands in ``messages``, if it does."""
-    last = run.last
+    last = ledger.last
     if last is None:
         return None
     return next((i for i, m in enumerate(messages) if m is last.message), None)
@@ -146,11 +143,12 @@ def refill(
     the offline rules, which cost nothing to run again; the record keeps the newest id, and
     the history must still fit within ``limit`` (under what the caller sent) and be valid,
     or the first one stands."""
-    setup, last, room = run.setup, run.last, run.room
-    index = summary_index(run, final)
-    if last is None or room is None or index is None:
+    setup, ledger, room = run.setup, run.ledger, run.room
+    last = ledger.last
+    index = summary_index(ledger, final)
+    if last is None or index is None:
         return final, after
-    made = run.records[-last.made :]
+    made = ledger.records[-last.made :]
     if not any(r.truncated for r in made) or any(r.model != setup.rules.model for r in made):
         return final, after
     spare = min(room.target, limit) - after.tokens
@@ -163,10 +161,10 @@ def refill(
     budget = max(budget, last.budget)
     message, record = _rewrite(run, budget, offload_ref)
     refilled = (*final[:index], message, *final[index + 1 :])
-    measured = run.measure(refilled)
+    measured = run.opened.measure(refilled)
     if measured.tokens > limit or not valid(refilled):
         return final, after
-    _adopt(run, message, record, budget)
+    ledger.rewrite(record, message, budget)
     return refilled, measured
 
 
@@ -189,7 +187,7 @@ def squeeze(
             break  # not even the frame fits
         excess = count(message) - allowed
         if excess <= 0:
-            _adopt(run, message, record, budget)
+            run.ledger.rewrite(record, message, budget)
             return (*kept[:index], message, *kept[index + 1 :])
         # Cuts come in steps: what fits a little less may be the same record.
         budget = min(budget, run.setup.rules.measure(record)) - excess
@@ -205,36 +203,21 @@ def _rewrite(run: Run, budget: int, offload_ref: str | None) -> tuple[Message, S
     """The rule summary of everything this compaction's last run of passes summarized, within
     ``budget``, as a message, keeping the newest record's id. Raises ``ConfigurationError``
     when not even its frame fits."""
-    setup, last = run.setup, run.last
+    setup, ledger = run.setup, run.ledger
+    last, record = ledger.last, ledger.head
     assert last is not None
-    record = run.records[-1]
+    assert record is not None
     larger = setup.rules.summarize(
         last.sources,
         previous=last.base,
-        instructions=run.request.instructions,
+        instructions=run.opened.request.instructions,
         max_tokens=budget,
     ).model_copy(update={"id": record.id, "created_at": record.created_at})
     message = summary_for(
         larger,
-        profile=setup.profile_for(run.format),
+        profile=setup.profile_for(run.opened.format),
         role=setup.summary_role,
         style=setup.summary_style,
         offload_ref=offload_ref,
     )
     return message, larger
-
-
-def _adopt(run: Run, message: Message, record: SummaryRecord, budget: int) -> None:
-    """``record`` in place of the records the last run of passes wrote: the originals they
-    offloaded belong to it."""
-    last = run.last
-    assert last is not None
-    made = run.records[-last.made :]
-    gone = {r.id for r in made}
-    run.stored = [
-        replace(s, compaction_id=record.id) if s.compaction_id in gone else s for s in run.stored
-    ]
-    run.records[-last.made :] = [record]
-    run.last = replace(
-        last, message=message, budget=budget, source=last.sources, previous=last.base, made=1
-    )

@@ -33,7 +33,7 @@ from synopsis.summarizers import AsyncSummarizer, Summarizer
 if TYPE_CHECKING:
     from synopsis.compaction.result import CompactionResult
     from synopsis.compaction.setup import Setup
-    from synopsis.compaction.state import Run
+    from synopsis.compaction.state import Ended
     from synopsis.events import Listener
     from synopsis.formats import FormatName
     from synopsis.planning import Measure
@@ -317,18 +317,19 @@ class Compactor:
         with self._taking:
             return self._prefixes.get(request.session_id)
 
-    def _observer(self, memos: list[Memo]) -> Callable[[Run, Measure], None] | None:
+    def _observer(self, memos: list[Memo]) -> Callable[[Ended, Measure], None] | None:
         """What the full path tells of a call that skipped or compacted: its memo, into
         ``memos``, and what it decoded, for the next full call (see :mod:`.prefix`)."""
         if not self._incremental:
             return None
 
-        def observe(run: Run, before: Measure) -> None:
-            memo = remember(run, before)
+        def observe(ended: Ended, before: Measure) -> None:
+            memo = remember(ended, before)
             if memo is not None:
                 memos.append(memo)
-            if run.clean:
-                self._keep(self._prefixes, run.request.session_id, Prefix.of(run))
+            opened = ended.opened
+            if opened.clean:
+                self._keep(self._prefixes, opened.request.session_id, Prefix.of(opened))
 
         return observe
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeAlias
 
 from synopsis.compaction.budgets import squeeze, summary_index
-from synopsis.compaction.opening import problems
 from synopsis.compaction.rebuild import finish
 from synopsis.compaction.shrink import keep_reduced, thin, trim
 from synopsis.compaction.summarizing import last_pass, offload_ref
 from synopsis.errors import BudgetUnreachableError, ConversationError
 from synopsis.messages import Message, Role
+from synopsis.validation import check_between_turns
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -53,29 +53,29 @@ def verify(
     """The rebuilt history and its size, once it is valid for the provider and fits
     ``limit`` (trimmed when it must be); otherwise the error that says why not.
     ``finished`` is :func:`finish` of ``kept``, when the caller has it already."""
-    setup = run.setup
-    profile = setup.profile_for(run.format)
+    setup, opened = run.setup, run.opened
+    profile = setup.profile_for(opened.format)
     if profile.thinking_rules:
-        kept = thin(run, kept)
+        kept = thin(opened, kept)
         finished = None
     if finished is None:
         finished = finish(kept, profile, role=setup.summary_role)
     final, fixes = finished
-    if run.measure(final).tokens > limit:
-        kept = trim(run, kept, limit)
+    if opened.measure(final).tokens > limit:
+        kept = trim(opened, kept, limit)
         final, fixes = finish(kept, profile, role=setup.summary_role)
-    over = run.measure(final).tokens - limit
-    index = summary_index(run, kept)
+    over = opened.measure(final).tokens - limit
+    index = summary_index(run.ledger, kept)
     if over > 0 and index is not None:
         kept = squeeze(run, kept, index, over, offload_ref=offload_ref(run))
         final, fixes = finish(kept, profile, role=setup.summary_role)
-    run.fixes += fixes
+    run.ledger.fix(fixes)
     keep_reduced(run, kept)
-    after = run.measure(final)
+    after = opened.measure(final)
     if after.tokens > limit:
         system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
         raise unreachable(setup, after.tokens, limit, system)
-    left = problems(final, profile)
+    left = check_between_turns(final, profile)
     if left:
         raise ConversationError(
             f"the compacted history breaks {left[0].rule}: {left[0].message}",
@@ -91,8 +91,8 @@ def fitted(
     """``kept``, given one last pass when even rebuilt it does not fit ``limit``, and its
     rebuild (:func:`finish`) while that is still the one to verify."""
     setup = run.setup
-    finished = finish(kept, setup.profile_for(run.format), role=setup.summary_role)
-    if run.measure(finished[0]).tokens <= limit:
+    finished = finish(kept, setup.profile_for(run.opened.format), role=setup.summary_role)
+    if run.opened.measure(finished[0]).tokens <= limit:
         return kept, finished
-    head = run.records[-1] if run.records else previous
+    head = run.ledger.head or previous
     return (yield from last_pass(run, kept, head)), None

@@ -20,11 +20,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.compaction.effects import LoadSession, SaveSession
-from synopsis.compaction.opening import problems
-from synopsis.compaction.pipeline import govern, output_items, skip_event
+from synopsis.compaction.output import output_items
 from synopsis.compaction.prefix import boundary, decode_appended
 from synopsis.compaction.projection import Projection
-from synopsis.compaction.result import CompactionResult
+from synopsis.compaction.result import CompactionResult, skip_event
 from synopsis.events import emit
 from synopsis.formats import gemini
 from synopsis.messages import (
@@ -38,13 +37,14 @@ from synopsis.messages import (
 )
 from synopsis.planning import GovernorState, Measure, turn_key
 from synopsis.tokens import MessageCounter
+from synopsis.validation import check_between_turns
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Mapping
 
     from synopsis.compaction.effects import Effect, Outcome
     from synopsis.compaction.setup import Setup
-    from synopsis.compaction.state import Request, Run
+    from synopsis.compaction.state import Ended, Request
     from synopsis.formats import FormatName
     from synopsis.messages import Message
     from synopsis.stores import SessionState
@@ -119,88 +119,101 @@ def _merged(message: Message) -> bool:
     return any(flags) and not all(flags)
 
 
-def remember(run: Run, before: Measure) -> Memo | None:
+def remember(ended: Ended, before: Measure) -> Memo | None:
     """The memo of a call that skipped, or of one that compacted (see
     :func:`_after_compaction`), when the next call may take the fast path from it."""
-    if run.final is not None:
-        return _after_compaction(run, run.final)
-    setup, request = run.setup, run.request
+    opened = ended.opened
+    if ended.final is not None:
+        return _after_compaction(ended, ended.final)
+    setup, request = opened.setup, opened.request
     if (
-        (run.projected and run.format != "openai")
+        (opened.projected and opened.format != "openai")
         or type(request.data) is not list
         or (request.tools is not None and not isinstance(request.tools, list | tuple))
-        or run.format not in _ITEMWISE
-        or not run.clean
+        or opened.format not in _ITEMWISE
+        or not opened.clean
         or not additive(setup.counter)
-        or len(run.messages) != len(run.given)
-        or not all(map(operator.is_, run.messages, run.given))
+        or len(opened.messages) != len(opened.given)
+        or not all(map(operator.is_, opened.messages, opened.given))
     ):
         return None
-    output = output_items(run, run.messages) if run.projected else None
-    return _memo(run, run.given, before.tokens, output)
+    output = output_items(opened, opened.messages) if opened.projected else None
+    return _memo(ended, opened.given, before.tokens, output)
 
 
-def _after_compaction(run: Run, final: tuple[Message, ...]) -> Memo | None:
+def _after_compaction(ended: Ended, final: tuple[Message, ...]) -> Memo | None:
     """The memo of a compaction of an OpenAI chat history with a session, for a client that
     sends its whole uncompacted history again: its next call, that history grown, is the
     compaction's output grown by the same items once the session's projection is applied.
     Made only when applying the projection just saved to this very history gives back the
     output message for message, as the full path would find it."""
-    setup, request = run.setup, run.request
+    opened = ended.opened
+    setup, request = opened.setup, opened.request
     if (
         setup.store is None
-        or run.session_id is None
-        or run.format != "openai"
+        or opened.session_id is None
+        or opened.format != "openai"
         or type(request.data) is not list
         or request.system is not None
         or (request.tools is not None and not isinstance(request.tools, list | tuple))
-        or not run.clean
+        or not opened.clean
         or not additive(setup.counter)
-        or len(request.data) != len(run.decoded)
-        or any(map(is_summary, run.decoded))
+        or len(request.data) != len(opened.decoded)
+        or any(map(is_summary, opened.decoded))
     ):
         return None
-    found = Projection.of(run.state.projection)
-    applied = found.apply(run.decoded, run.format) if found is not None else None
+    found = Projection.of(ended.session.projection)
+    applied = found.apply(opened.decoded, opened.format) if found is not None else None
     if applied is None or isinstance(applied, str) or applied[0] != final:
         return None
-    return _memo(run, final, run.measure(final).tokens, output_items(run, final))
+    # ``final`` is a history the compaction built, never the caller's list as it came.
+    output = output_items(opened, final, fixed=True)
+    return _memo(ended, final, opened.measure(final).tokens, output)
 
 
 def _memo(
-    run: Run, messages: tuple[Message, ...], tokens: int, output: tuple[list[Any], object] | None
+    ended: Ended,
+    messages: tuple[Message, ...],
+    tokens: int,
+    output: tuple[list[Any], object] | None,
 ) -> Memo:
-    """The memo of ``run``, whose history as measured is ``messages`` of ``tokens``."""
-    setup, request = run.setup, run.request
+    """The memo of a call that ended as ``ended``, whose history as measured is ``messages``
+    of ``tokens``."""
+    opened = ended.opened
+    setup, request = opened.setup, opened.request
     data = request.data
     assert isinstance(data, list)  # both callers take only a plain list
     stored = setup.store is not None
-    b = run.boundary if messages is run.decoded and run.boundary is not None else boundary(messages)
-    window, start, tail = checked(messages[b:], b, b + 1, setup.profile_for(run.format))
+    b = (
+        opened.boundary
+        if messages is opened.decoded and opened.boundary is not None
+        else boundary(messages)
+    )
+    window, start, tail = checked(messages[b:], b, b + 1, setup.profile_for(opened.format))
     return Memo(
         setup=setup,
         items=list(data),
         system=request.system,
         system_copy=_system_copy(request.system),
         format_given=request.format,
-        format=run.format,
+        format=opened.format,
         tools=_snapshot(request.tools),
         count=len(messages),
         tokens=tokens,
         boundary=start,
         window=window,
         tail=tail,
-        session_id=run.session_id if stored else None,
-        session=run.state if stored else None,
+        session_id=opened.session_id if stored else None,
+        session=ended.session if stored else None,
         snapshot=(
             list(map(_frozen, data))
-            if run.format == "openai" and all(map(_plain, run.decoded))
+            if opened.format == "openai" and all(map(_plain, opened.decoded))
             else None
         ),
         output=output,
         resume=(
             gemini.Resume().after(messages[len(messages) - len(data) :])
-            if run.format == "gemini"
+            if opened.format == "gemini"
             else None
         ),
     )
@@ -297,7 +310,7 @@ def skip(
     if memo.output is not None and any(map(is_summary, fresh)):
         return None  # the full path takes no projection over a history holding a summary
     window = (*memo.window, *fresh)
-    if problems(window, setup.profile_for(memo.format)):
+    if check_between_turns(window, setup.profile_for(memo.format)):
         return None
     session = yield from _unchanged(memo)
     if memo.session is not None and session is None:
@@ -305,7 +318,7 @@ def skip(
     governor = GovernorState.from_json(session.governor) if session else GovernorState()
     tokens = memo.tokens + sum(map(setup.counter.count_message, fresh))
     before = Measure(tokens, memo.count + len(fresh), setup.window)
-    decision = govern(setup, before, governor, turn_key(window), force=False)
+    decision = setup.decide(before, governor, turn_key(window))
     if decision.compact:
         return None  # compactions are made from the caller's items, never from the memo
     if session is not None and _material(decision.state) != _material(governor):

@@ -6,19 +6,19 @@ summary chain, read when a compaction needs the record it updates."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from synopsis.compaction.effects import Effect, LoadSession, LoadSummaries, LoadSummary, Outcome
 from synopsis.compaction.offload import Originals
 from synopsis.compaction.prefix import Prefix, boundary, reread
 from synopsis.compaction.projection import Projection
-from synopsis.compaction.state import Request, Run
+from synopsis.compaction.state import Opened, Request
 from synopsis.errors import ConversationError, StoreError
 from synopsis.events import ChainInvalidated, HistoryRepaired
 from synopsis.formats import decode, wire_items
 from synopsis.messages import Message, Role, TextPart, is_summary, is_summary_text
 from synopsis.stores import SessionState
-from synopsis.validation import check, repair_messages
+from synopsis.validation import check_between_turns, repair_messages
 from synopsis.validation.rules import separate_system
 
 if TYPE_CHECKING:
@@ -27,23 +27,14 @@ if TYPE_CHECKING:
     from synopsis.compaction.setup import Setup
     from synopsis.formats import FormatName
     from synopsis.summarizers import SummaryRecord
-    from synopsis.validation import Problem, Profile
+    from synopsis.validation import Fix
 
-__all__ = ["chain", "open_run", "previous_record", "problems"]
-
-_OPEN_END = ("G5", "last_user")
-"""Rules about how a history ends: the caller appends the next turn before sending, so a
-history between turns that ends with the model's answer is not at fault."""
-
-
-def problems(messages: Sequence[Message], profile: Profile) -> list[Problem]:
-    """What ``messages`` break for ``profile``, but for how a history between turns ends."""
-    return [p for p in check(messages, profile) if not p.rule.endswith(_OPEN_END)]
+__all__ = ["chain", "open_run", "previous_record"]
 
 
 def _normalise(
     setup: Setup, request: Request, prefix: Prefix | None
-) -> tuple[FormatName, tuple[Message, ...], Originals, list[Any], int | None]:
+) -> tuple[FormatName, tuple[Message, ...], Originals, tuple[Fix, ...], int | None]:
     """The format, the messages to work on, the caller's items behind them, the fixes made,
     and, when the history broke no rule (its messages are the decoded ones, unrepaired), its
     last :func:`~.prefix.boundary`. What ``prefix`` already read is not decoded or checked
@@ -57,9 +48,9 @@ def _normalise(
         fmt, messages, start = decoded.format, decoded.messages, 0
     originals = Originals(messages, wire_items(request.data, fmt), fmt)
     profile = setup.profile_for(fmt)
-    if not problems(messages[start:], profile):
+    if not check_between_turns(messages[start:], profile):
         # From the last one on: no call is open across it (see prefix.boundary).
-        return fmt, messages, originals, [], start + boundary(messages[start:])
+        return fmt, messages, originals, (), start + boundary(messages[start:])
     repaired = repair_messages(messages, profile, offset=separate_system(messages, fmt))
     if _spoken(messages) and not _spoken(repaired.messages):
         raise ConversationError(
@@ -67,7 +58,7 @@ def _normalise(
             "rejects, and nothing may stand in for what a person or a tool said",
             rule="history.empty",
         )
-    left = problems(repaired.messages, profile)
+    left = check_between_turns(repaired.messages, profile)
     if left:
         first = left[0]
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
@@ -76,7 +67,7 @@ def _normalise(
     for message, origin in zip(repaired.messages, repaired.origins, strict=True):
         if origin is not None and message is not messages[origin]:
             originals.adopt(messages[origin], message, changed=False)
-    return fmt, repaired.messages, originals, list(repaired.fixes), None
+    return fmt, repaired.messages, originals, tuple(repaired.fixes), None
 
 
 def _spoken(messages: Sequence[Message]) -> bool:
@@ -86,7 +77,7 @@ def _spoken(messages: Sequence[Message]) -> bool:
 
 def open_run(
     setup: Setup, request: Request, prefix: Prefix | None = None
-) -> Generator[Effect, Outcome, Run]:
+) -> Generator[Effect, Outcome, Opened]:
     fmt, messages, originals, fixes, last = _normalise(setup, request, prefix)
     # The Compactor names a session whenever there is a store (DEFAULT_SESSION at least).
     session_id = request.session_id or setup.default_session
@@ -96,37 +87,46 @@ def open_run(
         if isinstance(found, BaseException):
             raise StoreError(f"could not read session {session_id!r}: {found}") from found
         state = found or state
-    given = messages
-    messages = _unmerge(messages, originals)
-    run = Run(
-        setup, request, fmt, messages, originals, fixes, session_id, state, given, last is not None
+    opened = Opened(
+        setup,
+        request,
+        fmt,
+        messages=_unmerge(messages, originals),
+        given=messages,
+        decoded=tuple(originals.decoded),
+        originals=originals,
+        session_id=session_id,
+        session=state,
+        fixes=fixes,
+        clean=last is not None,
+        boundary=last,
     )
-    run.boundary = last
     if fixes:
-        run.emit(HistoryRepaired(session_id=session_id, fixes=tuple(str(f) for f in fixes)))
-    run.decoded = tuple(originals.decoded)
-    _project(run)
-    return run
+        opened.emit(HistoryRepaired(session_id=session_id, fixes=tuple(str(f) for f in fixes)))
+    return _project(opened)
 
 
-def _project(run: Run) -> None:
+def _project(opened: Opened) -> Opened:
     """The session's summary in place of the part of the history it stands for, when the
     caller sent that part again as it was (see :mod:`.projection`); when it sent it changed,
     the chain it belonged to is given up, saying why."""
-    found = Projection.of(run.state.projection)
-    if found is None or not run.clean or any(is_summary(m) for m in run.messages):
-        return
-    applied = found.apply(run.messages, run.format)
+    found = Projection.of(opened.session.projection)
+    if found is None or not opened.clean or any(is_summary(m) for m in opened.messages):
+        return opened
+    applied = found.apply(opened.messages, opened.format)
     if isinstance(applied, str):
-        run.emit(ChainInvalidated(session_id=run.session_id, reason=applied))
-        run.state = replace(run.state, summary_id=None, projection={})
-        return
-    run.messages, swapped = applied
+        opened.emit(ChainInvalidated(session_id=opened.session_id, reason=applied))
+        return replace(opened, session=replace(opened.session, summary_id=None, projection={}))
+    messages, swapped = applied
     for original, smaller in swapped:
-        run.originals.adopt(original, smaller)
-        run.kept_before.add(id(smaller))
-    run.given = run.messages
-    run.projected = True
+        opened.originals.adopt(original, smaller)
+    return replace(
+        opened,
+        messages=messages,
+        given=messages,
+        projected=True,
+        kept_before=frozenset(id(smaller) for _, smaller in swapped),
+    )
 
 
 def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Message, ...]:
@@ -151,32 +151,33 @@ def _unmerge(messages: tuple[Message, ...], originals: Originals) -> tuple[Messa
     return tuple(out)
 
 
-def previous_record(run: Run) -> Generator[Effect, Outcome, SummaryRecord | None]:
+def previous_record(opened: Opened) -> Generator[Effect, Outcome, SummaryRecord | None]:
     """The head of the session's summary chain, read alone when the store can (the rest of
     the chain is read only when needed, see :func:`chain`)."""
-    if not (run.setup.has_store and run.session_id and run.state.summary_id):
+    session_id, summary_id = opened.session_id, opened.session.summary_id
+    if not (opened.setup.has_store and session_id and summary_id):
         return None
-    if not hasattr(run.setup.store, "summary"):
-        found = yield from chain(run)
+    if not hasattr(opened.setup.store, "summary"):
+        found = yield from chain(opened)
         return found[-1] if found else None
-    head = yield LoadSummary(run.session_id, run.state.summary_id)
+    head = yield LoadSummary(session_id, summary_id)
     if isinstance(head, BaseException):
-        raise StoreError(f"could not read the summary of {run.session_id!r}: {head}") from head
+        raise StoreError(f"could not read the summary of {session_id!r}: {head}") from head
     return cast("SummaryRecord | None", head)
 
 
-def chain(run: Run) -> Generator[Effect, Outcome, tuple[SummaryRecord, ...]]:
+def chain(opened: Opened) -> Generator[Effect, Outcome, tuple[SummaryRecord, ...]]:
     """The session's summary chain as the store has it, oldest record first: read only when
     a compaction needs more than its head (the session has one, see :func:`previous_record`)."""
     # Only a session whose state names a summary has a chain to read.
-    records = yield LoadSummaries(cast("str", run.session_id))
+    records = yield LoadSummaries(cast("str", opened.session_id))
     if isinstance(records, BaseException):
         raise StoreError(
-            f"could not read the summaries of {run.session_id!r}: {records}"
+            f"could not read the summaries of {opened.session_id!r}: {records}"
         ) from records
     by_id = {r.id: r for r in records}
     walked: list[SummaryRecord] = []
-    head = by_id.get(run.state.summary_id or "")
+    head = by_id.get(opened.session.summary_id or "")
     while head is not None and len(walked) < len(records):
         walked.append(head)
         head = by_id.get(head.parent_id) if head.parent_id else None

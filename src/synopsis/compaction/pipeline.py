@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from synopsis.compaction.budgets import (
     keep_for,
@@ -32,149 +32,78 @@ from synopsis.compaction.effects import (
     SaveSession,
 )
 from synopsis.compaction.fitting import fitted, unreachable, verify
-from synopsis.compaction.opening import open_run, previous_record, problems
+from synopsis.compaction.opening import open_run, previous_record
+from synopsis.compaction.output import output_items
 from synopsis.compaction.projection import recorded
-from synopsis.compaction.result import CompactionResult
+from synopsis.compaction.result import CompactionResult, skip_event
 from synopsis.compaction.shrink import reduce_cheaply
-from synopsis.compaction.state import Request, Run
+from synopsis.compaction.state import Ended, Ledger, Opened, Request, Run
 from synopsis.compaction.summarizing import drive, offload_ref
-from synopsis.errors import (
-    StoreError,
-)
+from synopsis.errors import StoreError
 from synopsis.events import (
     CompactionCompleted,
     CompactionFailed,
-    CompactionSkipped,
     CompactionStarted,
     SummarizerFellBack,
     emit,
 )
-from synopsis.formats import body_system, encode, wire_items
-from synopsis.messages import (
-    Message,
-    Role,
-    is_summary,
-)
+from synopsis.messages import Message, Role, is_summary
 from synopsis.planning import (
     GovernorState,
     check_savings,
-    decide,
     iter_passes,
     record_compaction,
     record_failure,
     turn_key,
 )
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
-from synopsis.summarizers import Usage, render
-from synopsis.validation.rules import separate_system
+from synopsis.summarizers import render
+from synopsis.validation import check_between_turns
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
 
     from synopsis.compaction.prefix import Prefix
     from synopsis.compaction.setup import Setup
-    from synopsis.planning import Code, Decision, Measure, PassResult
+    from synopsis.planning import Decision, Measure, PassResult
 
-__all__ = [
-    "DEFAULT_SESSION",
-    "Observer",
-    "Request",
-    "compaction",
-    "govern",
-    "output_items",
-    "problems",
-    "skip_event",
-]
+__all__ = ["DEFAULT_SESSION", "Observer", "Request", "compaction"]
 
-_GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages", "per-turn-cap"})
-"""Reasons not to compact that give way when the history no longer leaves room to answer."""
 DEFAULT_SESSION = "default"
 """The session a store keeps offloaded messages under when the caller names none."""
 
 
-_IN_LIST: frozenset[str] = frozenset({"openai", "responses"})
-"""Formats whose system prompt sits in the list, unless the caller gives it apart."""
-
-
-def output_items(run: Run, messages: Sequence[Message]) -> tuple[list[Any], object]:
-    """The caller's items for ``messages`` (its own where a message is kept as decoded) and
-    the system prompt to send apart."""
-    if messages is run.messages and not run.fixes and not run.projected:
-        items = wire_items(run.request.data, run.format)
-        return list(items), body_system(run.request.data, run.format, run.request.system)
-    apart: object = None
-    if run.format in _IN_LIST and separate_system(messages, run.format):
-        # A system prompt the caller gave apart from an OpenAI list goes back apart, as given.
-        apart = body_system(run.request.data, run.format, run.request.system)
-        messages = messages[1:]
-    if run.format == "openai":
-        # The caller's own item for each message kept exactly as it was decoded, so that the
-        # output is byte for byte what a client sending its whole history again gets too.
-        given = wire_items(run.request.data, run.format)
-        lead = len(run.decoded) - len(given)
-        out: list[Any] = []
-        for message in messages:
-            index = run.originals.index(message)
-            if index is not None and index >= lead and run.decoded[index] is message:
-                out.append(given[index - lead])
-            else:
-                out.extend(encode([message], run.format).messages)
-        return out, apart
-    wire = encode(messages, run.format)
-    return list(wire.messages), wire.system if apart is None else apart
-
-
 def _result(
-    run: Run,
+    opened: Opened,
     messages: tuple[Message, ...],
     *,
     compacted: bool,
-    code: Code,
-    reason: str,
-    before: Measure,
+    decision: Decision,
     after: Measure,
+    ledger: Ledger | None = None,
 ) -> CompactionResult:
-    items, system = output_items(run, messages)
+    items, system = output_items(opened, messages, fixed=ledger is not None and bool(ledger.fixes))
     return CompactionResult(
         messages=items,
         compacted=compacted,
-        code=code,
-        reason=reason,
-        record=run.records[-1] if run.records else None,
-        tokens_before=before.tokens,
-        tokens_after=after.tokens,
-        events=tuple(run.events),
-        system=system,
-        format=run.format,
-        fixes=tuple(run.fixes),
-        offloaded=tuple(m.id for m in run.stored),
-        session_id=run.session_id,
-    )
-
-
-def skip_event(session_id: str | None, decision: Decision) -> CompactionSkipped:
-    """The event that tells why ``decision`` compacts nothing."""
-    m = decision.measure
-    return CompactionSkipped(
-        session_id=session_id,
-        reason=decision.code,
-        detail=decision.reason,
-        messages=m.messages,
-        tokens=m.tokens,
-    )
-
-
-def _skip(run: Run, decision: Decision) -> CompactionResult:
-    m = decision.measure
-    run.emit(skip_event(run.session_id, decision))
-    return _result(
-        run,
-        run.messages,
-        compacted=False,
         code=decision.code,
         reason=decision.reason,
-        before=m,
-        after=m,
+        record=ledger.head if ledger is not None else None,
+        tokens_before=decision.measure.tokens,
+        tokens_after=after.tokens,
+        events=tuple(opened.events),
+        system=system,
+        format=opened.format,
+        fixes=(*opened.fixes, *(ledger.fixes if ledger is not None else ())),
+        offloaded=tuple(m.id for m in ledger.stored) if ledger is not None else (),
+        session_id=opened.session_id,
+    )
+
+
+def _skip(opened: Opened, decision: Decision) -> CompactionResult:
+    opened.emit(skip_event(opened.session_id, decision))
+    return _result(
+        opened, opened.messages, compacted=False, decision=decision, after=decision.measure
     )
 
 
@@ -187,52 +116,28 @@ def _nothing(decision: Decision) -> Decision:
     )
 
 
-def _skip_saving(run: Run, decision: Decision) -> Generator[Effect, Outcome, CompactionResult]:
+def _skip_saving(
+    opened: Opened, decision: Decision
+) -> Generator[Effect, Outcome, tuple[CompactionResult, Ended]]:
     """A compaction given up after it started: the governor's state is still kept."""
-    yield from _save(run, decision.state)
-    return _skip(run, decision)
+    session = yield from _save(opened, decision.state)
+    return _skip(opened, decision), Ended(opened, session)
 
 
-def _save(run: Run, governor: GovernorState) -> Generator[Effect, Outcome, None]:
-    if not (run.setup.has_store and run.session_id is not None):
-        return
-    state = replace(run.state, governor=governor.to_json(), updated_at=datetime.now(UTC))
+def _save(opened: Opened, governor: GovernorState) -> Generator[Effect, Outcome, SessionState]:
+    """The session with the governor's new state, saved (as it was when there is no store)."""
+    if not (opened.setup.has_store and opened.session_id is not None):
+        return opened.session
+    state = replace(opened.session, governor=governor.to_json(), updated_at=datetime.now(UTC))
     outcome = yield SaveSession(state)
     if isinstance(outcome, BaseException):
-        raise StoreError(f"could not save session {run.session_id!r}: {outcome}") from outcome
-    run.state = state
+        raise StoreError(f"could not save session {opened.session_id!r}: {outcome}") from outcome
+    return state
 
 
-def govern(
-    setup: Setup, before: Measure, governor: GovernorState, turn: str | None, *, force: bool
-) -> Decision:
-    """The governor's decision on a history of ``before``, with the emergency it cannot
-    refuse: a request that leaves no room for the answer."""
-    decision = decide(
-        before,
-        state=governor,
-        config=setup.governor,
-        trigger=setup.trigger,
-        turn=turn,
-        force=force,
-    )
-    limit = setup.limit
-    if not decision.compact and before.tokens > limit and decision.code in _GIVES_WAY:
-        # The trigger is a share of the whole window, but the request must leave room for
-        # the answer: past that, it is an emergency whatever the trigger says.
-        decision = replace(
-            decision,
-            compact=True,
-            code="emergency",
-            reason=f"{before.tokens:,} tokens leave less than the {setup.reserve:,} reserved "
-            f"for the answer in a window of {setup.window:,}",
-        )
-    return decision
-
-
-Observer: TypeAlias = "Callable[[Run, Measure], None]"
-"""Told the run and its size when a call ends in a skip of a history as the caller gave it,
-and the run when a compaction completed (its ``final`` set)."""
+Observer: TypeAlias = "Callable[[Ended, Measure], None]"
+"""Told how a call ended that skipped a history as the caller gave it, or that completed a
+compaction (``Ended.final`` set), and the history's size as given."""
 
 
 def compaction(
@@ -247,7 +152,7 @@ def compaction(
     such a call, see :mod:`.incremental`); what ``prefix`` holds is not decoded again."""
     started = time.perf_counter()
     try:
-        run = yield from open_run(setup, request, prefix)
+        opened = yield from open_run(setup, request, prefix)
     except Exception as error:
         # Nothing started, but the listeners still hear why nothing will.
         event = CompactionFailed(
@@ -260,29 +165,31 @@ def compaction(
         emit(event, request.listeners)
         raise
     governor = (
-        GovernorState.from_json(run.state.governor) if run.state.governor else GovernorState()
+        GovernorState.from_json(opened.session.governor)
+        if opened.session.governor
+        else GovernorState()
     )
-    before = run.measure(run.given)
-    decision = govern(setup, before, governor, turn_key(run.messages), force=request.force)
+    before = opened.measure(opened.given)
+    decision = setup.decide(before, governor, turn_key(opened.messages), force=request.force)
     if not decision.compact:
-        yield from _save(run, decision.state)
+        session = yield from _save(opened, decision.state)
         if observe is not None:
-            observe(run, before)
-        return _skip(run, decision)
-    run.emit(
+            observe(Ended(opened, session), before)
+        return _skip(opened, decision)
+    opened.emit(
         CompactionStarted(
-            session_id=run.session_id,
+            session_id=opened.session_id,
             messages=before.messages,
             tokens=before.tokens,
             reason=decision.code,
         )
     )
     try:
-        result = yield from _compact(run, decision, before, started)
+        result, ended = yield from _compact(opened, decision, before, started)
     except Exception as error:
-        run.emit(
+        opened.emit(
             CompactionFailed(
-                session_id=run.session_id,
+                session_id=opened.session_id,
                 stage=getattr(error, "stage", "compact"),
                 error=str(error),
                 error_type=type(error).__name__,
@@ -291,10 +198,10 @@ def compaction(
         if not isinstance(error, StoreError):
             # A store that failed has the old state still; anything else is a failed attempt
             # the breaker counts (a history that cannot fit would fail the same way again).
-            yield from _save(run, record_failure(decision.state))
+            yield from _save(opened, record_failure(decision.state))
         raise
-    if observe is not None and run.final is not None:
-        observe(run, before)
+    if observe is not None and ended.final is not None:
+        observe(ended, before)
     return result
 
 
@@ -303,55 +210,60 @@ def _compacted_state(
 ) -> SessionState:
     """The session as this compaction leaves it: the governor's memory, the chain's head, the
     counters, and the part of the caller's history the new summary stands for."""
-    setup = run.setup
+    opened, ledger, setup = run.opened, run.ledger, run.setup
+    session = opened.session
     governor, _ = record_compaction(
         decision.state, after, config=setup.governor, trigger=setup.trigger
     )
-    if any(isinstance(e, SummarizerFellBack) for e in run.events):
+    if any(isinstance(e, SummarizerFellBack) for e in opened.events):
         # The compaction stands, but the summarizer failed: the breaker counts it, so that a
         # summarizer that keeps failing (or hanging) stops being asked.
         governor = replace(governor, consecutive_failures=decision.state.consecutive_failures + 1)
-    record = run.records[-1] if run.records else None
+    record = ledger.head
     summary_text = render(record) if record is not None else ""
     # Only a session in a store is sent again and remembers where its summary stands.
-    kept = run.clean and setup.has_store and run.session_id is not None
-    projection = recorded(final, run.decoded, run.originals, run.format) if kept else None
+    kept = opened.clean and setup.has_store and opened.session_id is not None
+    projection = recorded(final, opened.decoded, opened.originals, opened.format) if kept else None
     return replace(
-        run.state,
+        session,
         projection=projection.to_json() if projection is not None else {},
         governor=governor.to_json(),
-        summary_id=record.id if record is not None else run.state.summary_id,
-        compactions=run.state.compactions + 1,
-        tokens_summarized=run.state.tokens_summarized + sum(r.tokens_in for r in run.records),
-        last_summary=summary_text[:LAST_SUMMARY_CHARS] or run.state.last_summary,
-        offset=run.state.offset + len(run.stored),
+        summary_id=record.id if record is not None else session.summary_id,
+        compactions=session.compactions + 1,
+        tokens_summarized=session.tokens_summarized + sum(r.tokens_in for r in ledger.records),
+        last_summary=summary_text[:LAST_SUMMARY_CHARS] or session.last_summary,
+        offset=ledger.position,
         updated_at=datetime.now(UTC),
     )
 
 
 def _compact(
-    run: Run, decision: Decision, before: Measure, started: float
-) -> Generator[Effect, Outcome, CompactionResult]:
-    setup = run.setup
+    opened: Opened, decision: Decision, before: Measure, started: float
+) -> Generator[Effect, Outcome, tuple[CompactionResult, Ended]]:
+    setup = opened.setup
     limit = setup.limit
-    system = sum(setup.counter.count_message(m) for m in run.messages if m.role is Role.SYSTEM)
+    counter = setup.counter
+    system = sum(counter.count_message(m) for m in opened.messages if m.role is Role.SYSTEM)
     if system >= limit:
         # No summary can help: fail before paying for one.
         raise unreachable(setup, before.tokens, limit, system)
-    current = reduce_cheaply(run, run.messages, before, emergency=decision.code == "emergency")
-    previous = yield from previous_record(run)
-    run.overhead = before.tokens - sum(setup.counter.count_message(m) for m in run.given)
-    run.room = room_for(run, current)
+    current = reduce_cheaply(
+        opened, opened.messages, before, emergency=decision.code == "emergency"
+    )
+    previous = yield from previous_record(opened)
+    overhead = before.tokens - sum(counter.count_message(m) for m in opened.given)
+    room = room_for(opened, overhead, current)
+    run = Run(opened, Ledger(opened.session.offset), overhead, room)
     steps = iter_passes(
         current,
-        count=setup.counter.count_message,
-        overhead=run.overhead,
-        keep=keep_for(run, decision, before),
+        count=counter.count_message,
+        overhead=overhead,
+        keep=keep_for(setup, room, decision, before),
         trigger=setup.trigger,
         window=setup.window,
         config=setup.governor,
         protect=setup.protect,
-        turn_start_tail=turn_start_tail(run),
+        turn_start_tail=turn_start_tail(setup, room),
         # A tail the caller sized is kept verbatim but in an emergency.
         shrink_tail=decision.code == "emergency" or setup.keep.kind == "auto",
     )
@@ -366,8 +278,8 @@ def _compact(
     passes: PassResult | None = None
     if first is None:
         steps.close()
-        if current == run.messages:
-            return (yield from _skip_saving(run, _nothing(decision)))
+        if current == opened.messages:
+            return (yield from _skip_saving(opened, _nothing(decision)))
         # the reductions alone made it smaller
     else:
         checked = check_savings(
@@ -378,9 +290,9 @@ def _compact(
         )
         if not checked.compact and before.tokens > limit:
             checked = decision  # little is better than nothing once the answer has no room
-        if not checked.compact and current == run.messages:
+        if not checked.compact and current == opened.messages:
             steps.close()
-            return (yield from _skip_saving(run, checked))
+            return (yield from _skip_saving(opened, checked))
         if checked.compact:
             passes = yield from drive(run, steps, first, cut, previous)
         else:
@@ -388,57 +300,47 @@ def _compact(
     kept, finished = yield from fitted(
         run, passes.messages if passes is not None else current, limit, previous
     )
+    profile = setup.profile_for(opened.format)
     final, after = refill(
         run,
         *verify(run, kept, limit, finished),
         min(limit, before.tokens - 1),
         offload_ref=offload_ref(run),
-        valid=lambda history: not problems(history, setup.profile_for(run.format)),
+        valid=lambda history: not check_between_turns(history, profile),
     )
+    ledger = run.ledger
     if decision.code == "forced" and after.tokens >= before.tokens:
-        # Nothing is saved, so nothing may be reported as offloaded or summarized either.
-        run.stored.clear()
-        run.records.clear()
-        return (yield from _skip_saving(run, _nothing(decision)))
+        ledger.discard()
+        return (yield from _skip_saving(opened, _nothing(decision)))
     state = _compacted_state(run, decision, after, final)
-    record = run.records[-1] if run.records else None
+    record = ledger.head
     summary_text = render(record) if record is not None else ""
-    if setup.has_store and run.session_id is not None:
+    if setup.has_store and opened.session_id is not None:
         outcome = yield SaveCompaction(
-            Compaction(run.session_id, tuple(run.records), tuple(run.stored), state)
+            Compaction(opened.session_id, tuple(ledger.records), tuple(ledger.stored), state)
         )
         if isinstance(outcome, BaseException):
             raise StoreError(
                 f"the compaction was not saved, so it is not applied: {outcome}"
             ) from outcome
-    run.state = state
-    run.final = final
-    usage = Usage(**{k: sum(getattr(u, k) for u in run.usage) for k in Usage.model_fields})
     summaries = sum(1 for m in final if is_summary(m))
-    run.emit(
+    opened.emit(
         CompactionCompleted(
-            session_id=run.session_id,
+            session_id=opened.session_id,
             messages_before=before.messages,
             messages_after=after.messages,
             tokens_before=before.tokens,
             tokens_after=after.tokens,
-            summarized=sum(len(r.covers) for r in run.records),
+            summarized=sum(len(r.covers) for r in ledger.records),
             kept=after.messages - summaries,
             desired_split=first.desired if first is not None else 0,
             used_split=first.boundary if first is not None else 0,
             summary_chars=len(summary_text),
-            usage=usage,
+            usage=ledger.total_usage(),
             record_id=record.id if record is not None else "",
             duration=time.perf_counter() - started,
-            tail_gave_way=run.gave_way and setup.keep.kind != "auto",
+            tail_gave_way=ledger.gave_way and setup.keep.kind != "auto",
         )
     )
-    return _result(
-        run,
-        final,
-        compacted=True,
-        code=decision.code,
-        reason=decision.reason,
-        before=before,
-        after=after,
-    )
+    result = _result(opened, final, compacted=True, decision=decision, after=after, ledger=ledger)
+    return result, Ended(opened, state, final)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from synopsis.compaction.setup import Setup
-    from synopsis.compaction.state import Request, Run
+    from synopsis.compaction.state import Opened, Request
     from synopsis.formats import FormatName
     from synopsis.messages import Message
 
@@ -54,17 +54,17 @@ class Prefix:
     """Their last :func:`boundary`."""
 
     @classmethod
-    def of(cls, run: Run) -> Prefix | None:
-        """The prefix of a run whose history broke no rule, when a later call can use it."""
-        data, messages = run.request.data, run.decoded
+    def of(cls, opened: Opened) -> Prefix | None:
+        """The prefix of a call whose history broke no rule, when a later call can use it."""
+        data, messages = opened.request.data, opened.decoded
         if (
-            run.boundary is None
-            or run.format != "openai"
+            opened.boundary is None
+            or opened.format != "openai"
             or type(data) is not list
             or len(data) != len(messages)
         ):
             return None
-        return cls(run.setup, run.request.format, list(data), messages, run.boundary)
+        return cls(opened.setup, opened.request.format, list(data), messages, opened.boundary)
 
 
 def reread(

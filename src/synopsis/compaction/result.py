@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from synopsis.events import CompactionSkipped
+
 if TYPE_CHECKING:
     from synopsis.events import Event
     from synopsis.formats import FormatName
-    from synopsis.planning import Code
+    from synopsis.planning import Code, Decision
     from synopsis.summarizers import SummaryRecord
     from synopsis.validation import Fix
 
-__all__ = ["CompactionResult"]
+__all__ = ["CompactionResult", "skip_event"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +46,15 @@ class CompactionResult:
     @property
     def saved_tokens(self) -> int:
         return self.tokens_before - self.tokens_after
+
+
+def skip_event(session_id: str | None, decision: Decision) -> CompactionSkipped:
+    """The event that tells why ``decision`` compacts nothing."""
+    m = decision.measure
+    return CompactionSkipped(
+        session_id=session_id,
+        reason=decision.code,
+        detail=decision.reason,
+        messages=m.messages,
+        tokens=m.tokens,
+    )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from synopsis.errors import ConfigurationError
 from synopsis.formats import PROFILE_OF_FORMAT
 from synopsis.models import context_window, max_output_tokens
+from synopsis.planning import decide
 from synopsis.stores import AsyncStore, Store, open_store
 from synopsis.summarizers import (
     AsyncSummarizer,
@@ -31,7 +32,16 @@ if TYPE_CHECKING:
     from synopsis.compaction.rebuild import SummaryRole
     from synopsis.config import Settings
     from synopsis.formats import FormatName
-    from synopsis.planning import GovernorConfig, Keep, Protect, Reductions, Trigger
+    from synopsis.planning import (
+        Decision,
+        GovernorConfig,
+        GovernorState,
+        Keep,
+        Measure,
+        Protect,
+        Reductions,
+        Trigger,
+    )
     from synopsis.summarizers.render import Style
     from synopsis.validation import Profile
 
@@ -90,6 +100,21 @@ class Setup:
 
     def profile_for(self, format: FormatName) -> Profile:
         return get_profile(self.provider or PROFILE_OF_FORMAT[format])
+
+    def decide(
+        self, before: Measure, state: GovernorState, turn: str | None, *, force: bool = False
+    ) -> Decision:
+        """The governor's decision on a history of ``before``, with this setup's trigger,
+        configuration and the reserve for the answer (see :func:`synopsis.planning.decide`)."""
+        return decide(
+            before,
+            state=state,
+            config=self.governor,
+            trigger=self.trigger,
+            turn=turn,
+            force=force,
+            reserve=self.reserve,
+        )
 
 
 _KEY_VARIABLES: dict[str, tuple[str, ...]] = {

@@ -27,7 +27,7 @@ from synopsis.summarizers.scanning import named_in
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from synopsis.compaction.state import Run
+    from synopsis.compaction.state import Opened, Run
     from synopsis.planning import Measure
 
 __all__ = ["keep_reduced", "reduce_cheaply", "thin", "trim"]
@@ -55,13 +55,13 @@ def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
 
 
 def reduce_cheaply(
-    run: Run, messages: tuple[Message, ...], measure: Measure, *, emergency: bool = False
+    opened: Opened, messages: tuple[Message, ...], measure: Measure, *, emergency: bool = False
 ) -> tuple[Message, ...]:
     """The cheap tiers (planning.reductions): old arguments truncated, duplicate results
     referenced, oversized parts summarized on their own by the rules (no model call). A
     digest longer than its part is not used, and outside an ``emergency`` none is made in the
     tail a ``keep`` the caller sized asks to keep verbatim."""
-    setup = run.setup
+    setup = opened.setup
     counts = [setup.counter.count_message(m) for m in messages]
     threshold = setup.trigger.token_threshold(setup.window) or setup.window
     reduced = reduce(
@@ -75,7 +75,7 @@ def reduce_cheaply(
     out = list(reduced.messages)
     for before, after in zip(messages, out, strict=True):
         if after is not before:
-            run.originals.adopt(before, after)
+            opened.originals.adopt(before, after)
     first = next((i for i, m in enumerate(out) if is_person_message(m) and not is_summary(m)), None)
     keep = setup.keep
     verbatim = (
@@ -97,17 +97,17 @@ def reduce_cheaply(
         smaller = summarize_part(message, big.part, summarizer=setup.digester, call=call)
         if setup.counter.count_message(smaller) >= counts[big.index]:
             continue  # a digest that saves nothing is no reduction
-        run.originals.adopt(message, smaller)
+        opened.originals.adopt(message, smaller)
         out[big.index] = smaller
     return tuple(out)
 
 
-def _part_tokens(run: Run, part: TextPart | ToolCallPart | ToolResultPart) -> int:
+def _part_tokens(opened: Opened, part: TextPart | ToolCallPart | ToolResultPart) -> int:
     text = part.arguments_text if isinstance(part, ToolCallPart) else part.text
-    return run.setup.counter.count_text(text)
+    return opened.setup.counter.count_text(text)
 
 
-def _smaller(run: Run, messages: Sequence[Message], i: int, j: int) -> Message | None:
+def _smaller(opened: Opened, messages: Sequence[Message], i: int, j: int) -> Message | None:
     """Message ``i`` with part ``j`` made small: call arguments truncated (the JSON stays
     valid), a result or a text summarized on its own; ``None`` when it cannot shrink."""
     message = messages[i]
@@ -120,10 +120,10 @@ def _smaller(run: Run, messages: Sequence[Message], i: int, j: int) -> Message |
         parts[j] = cut
         return replace(message, parts=tuple(parts))
     call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
-    return summarize_part(message, j, summarizer=run.setup.digester, call=call)
+    return summarize_part(message, j, summarizer=opened.setup.digester, call=call)
 
 
-def trim(run: Run, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:
+def trim(opened: Opened, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:
     """Priority trimming, the last resort: the largest parts of the kept messages (results,
     then call arguments, then texts; never the system prompt or synopsis's summaries) made
     small one by one until the history fits ``limit``. The originals are in the store."""
@@ -131,52 +131,57 @@ def trim(run: Run, messages: tuple[Message, ...], limit: int) -> tuple[Message, 
     rank = {ToolResultPart: 0, ToolCallPart: 1, TextPart: 2}
     candidates = sorted(
         (
-            (rank[type(part)], -_part_tokens(run, part), i, j)
+            (rank[type(part)], -_part_tokens(opened, part), i, j)
             for i, m in enumerate(out)
             if not is_summary(m) and m.role is not Role.SYSTEM
             for j, part in enumerate(m.parts)
             if isinstance(part, TextPart | ToolCallPart | ToolResultPart)
-            and _part_tokens(run, part) >= _MIN_TRIM_TOKENS
+            and _part_tokens(opened, part) >= _MIN_TRIM_TOKENS
         ),
     )
     for _, _, i, j in candidates:
-        if run.measure(out).tokens <= limit:
+        if opened.measure(out).tokens <= limit:
             break
-        smaller = _smaller(run, out, i, j)
-        count = run.setup.counter.count_message
+        smaller = _smaller(opened, out, i, j)
+        count = opened.setup.counter.count_message
         if smaller is not None and count(smaller) < count(out[i]):
-            run.originals.adopt(out[i], smaller)
+            opened.originals.adopt(out[i], smaller)
             out[i] = smaller
     return tuple(out)
 
 
-def thin(run: Run, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+def thin(opened: Opened, messages: tuple[Message, ...]) -> tuple[Message, ...]:
     """Stale thinking dropped here rather than in the rebuild, so that the messages it
     changes keep their originals for the store (one emptied is removed by the rebuild)."""
     # With preserved thinking, a block after the edit (the summary) no longer passes the
     # prefix check, so none is kept; otherwise only the current turn's are needed.
-    start = len(messages) if run.setup.preserved_thinking else current_turn(messages)
+    start = len(messages) if opened.setup.preserved_thinking else current_turn(messages)
     out: list[Message] = []
     for index, message in enumerate(messages):
         thinned = without_thinking(message) if index < start else message
         if thinned is not message:
-            run.originals.adopt(message, thinned)
+            opened.originals.adopt(message, thinned)
         out.append(thinned)
     return tuple(out)
 
 
 def keep_reduced(run: Run, messages: Sequence[Message]) -> None:
     """The originals of kept messages that a reduction changed go to the store as well."""
-    if not run.setup.keeps_originals:
+    opened, ledger = run.opened, run.ledger
+    if not opened.setup.keeps_originals:
         return
-    changed = [m for m in messages if run.originals.changed(m) and id(m) not in run.kept_before]
+    changed = [
+        m for m in messages if opened.originals.changed(m) and id(m) not in opened.kept_before
+    ]
     if not changed:
         return
-    owner = run.records[-1].id if run.records else uuid.uuid4().hex
-    run.stored += run.originals.stored(
-        changed,
-        session_id=run.session_id or "",
-        offset=run.state.offset + len(run.stored),
-        compaction_id=owner,
-        at=datetime.now(UTC),
+    head = ledger.head
+    ledger.offload(
+        opened.originals.stored(
+            changed,
+            session_id=opened.session_id or "",
+            offset=ledger.position,
+            compaction_id=head.id if head is not None else uuid.uuid4().hex,
+            at=datetime.now(UTC),
+        )
     )

@@ -14,7 +14,6 @@ from synopsis.compaction.budgets import summary_budget_for
 from synopsis.compaction.effects import Effect, Outcome, Summarize
 from synopsis.compaction.opening import chain
 from synopsis.compaction.rebuild import summary_for
-from synopsis.compaction.state import LastSummary
 from synopsis.errors import SummarizerError
 from synopsis.events import SummarizerFellBack
 from synopsis.messages import Message, content_hash, is_summary
@@ -34,12 +33,13 @@ __all__ = ["drive", "last_pass", "offload_ref", "summarize_step"]
 def offload_ref(run: Run) -> str | None:
     """Where the messages a summary stands for can be fetched: the session's whole offloaded
     history so far (what this call added is at its end)."""
-    last = run.state.offset + len(run.stored)
-    if run.session_id is None or not run.setup.keeps_originals or last == 0:
+    opened, ledger = run.opened, run.ledger
+    last = ledger.position
+    if opened.session_id is None or not opened.setup.keeps_originals or last == 0:
         return None
-    first = run.stored[0].position if run.stored else 0
+    first = ledger.stored[0].position if ledger.stored else 0
     return (
-        f'session "{run.session_id}", offloaded messages 0 to {last - 1}, this part from '
+        f'session "{opened.session_id}", offloaded messages 0 to {last - 1}, this part from '
         f"{first} (recall_history with start and stop, or a query)"
     )
 
@@ -47,8 +47,9 @@ def offload_ref(run: Run) -> str | None:
 def _chain_hashes(run: Run) -> Generator[Effect, Outcome, list[str]]:
     """The content hashes of every message the session's summary chain covers, in order
     (what this compaction summarized last)."""
-    stored = yield from chain(run)
-    return [h for record in (*stored, *run.records) for h in covers_of(record.covers).hashes]
+    stored = yield from chain(run.opened)
+    records = (*stored, *run.ledger.records)
+    return [h for record in records for h in covers_of(record.covers).hashes]
 
 
 def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
@@ -63,8 +64,9 @@ def _covered(cut: Sequence[Message], chain: Sequence[str]) -> int:
 def summarize_step(
     run: Run, plan: SplitPlan, cut: Sequence[Message], previous: SummaryRecord | None
 ) -> Generator[Effect, Outcome, tuple[Message, SummaryRecord | None]]:
-    setup = run.setup
-    profile = setup.profile_for(run.format)
+    opened, ledger = run.opened, run.ledger
+    setup = opened.setup
+    profile = setup.profile_for(opened.format)
     earlier = [m for m in cut if is_summary(m)]
     if len(earlier) == len(cut) == 1:
         # A pass whose cut is the last pass's summary alone would only summarize a summary.
@@ -89,7 +91,8 @@ def summarize_step(
         )
         return message, previous
     budget = summary_budget_for(run, plan)
-    outcome = yield Summarize(source, previous, run.request.instructions, budget)
+    instructions = opened.request.instructions
+    outcome = yield Summarize(source, previous, instructions, budget)
     if isinstance(outcome, SummarizerError) and getattr(
         setup.summarizer, "abort_on_failure", False
     ):
@@ -101,33 +104,29 @@ def summarize_step(
             if isinstance(outcome, BaseException)
             else (f"returned {type(outcome).__name__}, not a SummaryRecord")
         )
-        run.emit(
+        opened.emit(
             SummarizerFellBack(
-                session_id=run.session_id,
+                session_id=opened.session_id,
                 model=setup.summarizer_name,
                 reason=reason,
                 fallback="rules",
             )
         )
         outcome = setup.rules.summarize(
-            source, previous=previous, instructions=run.request.instructions, max_tokens=budget
+            source, previous=previous, instructions=instructions, max_tokens=budget
         )
     record: SummaryRecord = outcome
-    run.usage.append(record.usage)
-    offset = run.state.offset + len(run.stored)
-    stored = (
-        run.originals.stored(
-            source,
-            session_id=run.session_id or "",
-            offset=offset,
-            compaction_id=record.id,
-            at=record.created_at,
+    if setup.keeps_originals:
+        ledger.offload(
+            opened.originals.stored(
+                source,
+                session_id=opened.session_id or "",
+                offset=ledger.position,
+                compaction_id=record.id,
+                at=record.created_at,
+            )
         )
-        if setup.keeps_originals
-        else []
-    )
-    run.stored += stored
-    run.records.append(record)
+    # The reference names where the originals lie, this record's among them.
     message = summary_for(
         record,
         profile=profile,
@@ -135,14 +134,7 @@ def summarize_step(
         style=setup.summary_style,
         offload_ref=offload_ref(run),
     )
-    last = run.last
-    if last is not None and len(run.records) >= 2 and previous is run.records[-2]:
-        # A further pass updating this compaction's own record.
-        run.last = LastSummary(
-            message, source, previous, budget, (*last.sources, *source), last.base, last.made + 1
-        )
-    else:
-        run.last = LastSummary(message, source, previous, budget, source, previous)
+    ledger.record(record, message, source, previous, budget)
     return message, record
 
 
@@ -160,7 +152,8 @@ def drive(
             plan, cut = steps.send([message])
         except StopIteration as stop:
             result: PassResult = stop.value
-            run.gave_way = result.shrunk
+            if result.shrunk:
+                run.ledger.give_way()
             return result
 
 
@@ -185,5 +178,5 @@ def last_pass(
         return messages
     cut = [messages[i] for i in plan.summarize]
     message, _ = yield from summarize_step(run, plan, cut, previous)
-    run.gave_way = True
+    run.ledger.give_way()
     return plan.apply(messages, [message])

@@ -196,6 +196,10 @@ def _bracketed(trigger: Trigger) -> str:
     return text if trigger.kind in ("any", "all") else f"({text})"
 
 
+_GIVES_WAY = frozenset({"under-trigger", "cooldown", "min-messages", "per-turn-cap"})
+"""Reasons not to compact that give way when the history no longer leaves room to answer."""
+
+
 def decide(
     measure: Measure,
     *,
@@ -204,8 +208,39 @@ def decide(
     trigger: Trigger | None = None,
     turn: str | None = None,
     force: bool = False,
+    reserve: int = 0,
 ) -> Decision:
-    """Whether to compact a history of ``measure``; ``Decision.state`` is the state to keep."""
+    """Whether to compact a history of ``measure``; ``Decision.state`` is the state to keep.
+
+    ``reserve`` is the room the answer needs: a history that leaves less than that of the
+    window is an emergency whatever the trigger, the cooldown, the minimum of messages or the
+    cap per turn say (the trigger is a share of the whole window, the request must leave room
+    for the answer)."""
+    decision = _decide(measure, state=state, config=config, trigger=trigger, turn=turn, force=force)
+    if (
+        decision.compact
+        or decision.code not in _GIVES_WAY
+        or measure.tokens <= measure.window - reserve
+    ):
+        return decision
+    return replace(
+        decision,
+        compact=True,
+        code="emergency",
+        reason=f"{measure.tokens:,} tokens leave less than the {reserve:,} reserved for the "
+        f"answer in a window of {measure.window:,}",
+    )
+
+
+def _decide(
+    measure: Measure,
+    *,
+    state: GovernorState | None,
+    config: GovernorConfig | None,
+    trigger: Trigger | None,
+    turn: str | None,
+    force: bool,
+) -> Decision:
     state = state or GovernorState()
     config = config or GovernorConfig()
     trigger = trigger or config.default_trigger()

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from synopsis.summarizers.coverage import Coverage, Covers
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "MAX_FACET_ITEMS",
@@ -121,6 +124,11 @@ class Usage(BaseModel):
     total_tokens: Count = 0
     cached_tokens: Count = 0
     reasoning_tokens: Count = 0
+
+    @classmethod
+    def total(cls, usages: Sequence[Usage]) -> Usage:
+        """What ``usages`` cost together, field by field."""
+        return cls(**{name: sum(getattr(u, name) for u in usages) for name in cls.model_fields})
 
 
 class SummaryRecord(BaseModel):

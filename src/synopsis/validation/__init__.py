@@ -52,11 +52,23 @@ __all__ = [
     "Repaired",
     "RepairedList",
     "check",
+    "check_between_turns",
     "get_profile",
     "repair",
     "repair_messages",
     "validate",
 ]
+
+
+_OPEN_END = ("G5", "last_user")
+"""Rules about how a history ends: the caller appends the next turn before sending, so a
+history between turns that ends with the model's answer is not at fault."""
+
+
+def check_between_turns(messages: Sequence[Message], profile: Profile) -> list[Problem]:
+    """What ``messages`` break for ``profile``, but for how a history between turns ends:
+    what a history a caller holds between two requests must not break."""
+    return [p for p in check(messages, profile) if not p.rule.endswith(_OPEN_END)]
 
 
 class RepairedList(list[Any]):
