@@ -111,4 +111,25 @@ class StoreError(SynopsisError, RuntimeError):
 
 class BudgetUnreachableError(SynopsisError, RuntimeError):
     """Even after every pass, a smaller tail and trimming, the history does not fit the window
-    less the tokens reserved for the answer. The input is untouched and nothing was saved."""
+    less the tokens reserved for the answer. The input is untouched and nothing was saved.
+
+    ``tokens`` is the history's size, ``limit`` what the ``window`` leaves after ``reserve``
+    tokens for the answer, and ``protected`` what no compaction can make smaller (the system
+    prompt, the tool definitions), when that alone is too large (else ``None``)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tokens: int | None = None,
+        limit: int | None = None,
+        window: int | None = None,
+        reserve: int | None = None,
+        protected: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.tokens = tokens
+        self.limit = limit
+        self.window = window
+        self.reserve = reserve
+        self.protected = protected

@@ -52,6 +52,9 @@ SAMPLES: dict[str, tuple[Any, str]] = {
     "min_tail_messages": (4, "4"),
     "max_per_turn": (2, "2"),
     "breaker_failures": (5, "5"),
+    "refill_compactions": (4, "4"),
+    "refill_requests": (2, "2"),
+    "on_unreachable": ("return", "return"),
     "min_savings": (0.2, "0.2"),
     "refresh_after_messages": (50, "50"),
     "keep": ("tokens:8000", "tokens:8000"),
@@ -111,6 +114,9 @@ BAD: dict[str, tuple[Any, str | None, str]] = {
     "min_tail_messages": (-2, "-2", "min_tail_messages must be at least 0"),
     "max_per_turn": (0, "0", "max_per_turn must be at least 1"),
     "breaker_failures": (0, "0", "breaker_failures must be at least 1"),
+    "refill_compactions": (0, "0", "refill_compactions must be at least 1"),
+    "refill_requests": (0, "0", "refill_requests must be at least 1"),
+    "on_unreachable": ("warn", "warn", "on_unreachable must be 'raise' or 'return'"),
     "min_savings": (1.5, "1.5", "min_savings must be at most 1"),
     "refresh_after_messages": (0, "0", "refresh_after_messages must be at least 1"),
     "keep": (-3, "-3", "keep must be 'auto', a whole number of messages >= 0"),
@@ -232,6 +238,8 @@ def test_the_builders_carry_every_option() -> None:
         breaker_failures=5,
         min_savings=0.2,
         refresh_after_messages=50,
+        refill_compactions=4,
+        refill_requests=2,
     )
     assert s.trigger_policy() == Trigger.tokens(150_000) | Trigger.messages(300)
     assert s.keep_policy() == Keep.tokens(8_000)
@@ -700,6 +708,9 @@ FIELDS = {
     "min_tail_messages": whole,
     "max_per_turn": st.integers(1, 10),
     "breaker_failures": st.integers(1, 10),
+    "refill_compactions": st.integers(1, 10),
+    "refill_requests": st.integers(1, 10),
+    "on_unreachable": st.sampled_from(["raise", "return"]),
     "min_savings": share,
     "refresh_after_messages": st.none() | st.integers(1, 1000),
     "keep": whole

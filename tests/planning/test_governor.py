@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from synopsis.errors import ConfigurationError
 from synopsis.messages import SUMMARY_TAG, Message, Role, TextPart, ToolResultPart
 from synopsis.planning import (
+    LOWEST_LANDING,
     GovernorConfig,
     GovernorState,
     Measure,
@@ -19,6 +20,7 @@ from synopsis.planning import (
     decide,
     record_compaction,
     record_failure,
+    refill_breaker,
     turn_key,
 )
 
@@ -254,12 +256,39 @@ def test_per_turn_cap_resets_on_a_new_turn() -> None:
 
 def test_the_breaker_opens_after_consecutive_failures_and_a_success_closes_it() -> None:
     state = GovernorState()
-    for _ in range(3):
-        state = record_failure(state)
+    for kind in ("TransportError: refused", "TransportError: refused", "timed out after 45 s"):
+        state = record_failure(state, kind)
     d = decide(at(0.85), state=state)
     assert (d.compact, d.code) == (False, "breaker-open")
+    # The skip says which kind of failure opened it: the last one.
+    assert "failed 3 times in a row (last: timed out after 45 s)" in d.reason
     state, _ = record_compaction(state, at(0.5, 20))
-    assert state.consecutive_failures == 0
+    assert (state.consecutive_failures, state.failure) == (0, None)
+
+
+def test_with_the_breaker_open_a_history_over_the_window_is_left_to_the_rules() -> None:
+    state = GovernorState()
+    for _ in range(3):
+        state = record_failure(state, "SummarizerError: no answer")
+    # Under the window the breaker holds; past what leaves room for the answer it cannot:
+    # the history would be refused as it is, so the rules compact it.
+    held = decide(at(0.85), state=state, reserve=1_000)
+    assert (held.compact, held.code, held.rules_only) == (False, "breaker-open", False)
+    over = decide(at(0.91), state=state, reserve=1_000)
+    assert (over.compact, over.code, over.rules_only) == (True, "emergency", True)
+    assert "the summarizer's breaker is open" in over.reason
+    assert "the rules summarize" in over.reason
+    # A compaction the rules made does not close it: the summarizer was not tried.
+    after, _ = record_compaction(over.state, at(0.5, 20), rules_only=True)
+    assert after.consecutive_failures == 3
+    assert after.failure == "SummarizerError: no answer"
+    assert decide(at(0.85, 40), state=after, reserve=1_000).code == "breaker-open"
+
+
+def test_a_forced_compaction_tries_the_summarizer_even_with_the_breaker_open() -> None:
+    state = record_failure(record_failure(record_failure(GovernorState(), "x"), "x"), "x")
+    d = decide(at(0.3), state=state, force=True)
+    assert (d.compact, d.code, d.rules_only) == (True, "forced", False)
 
 
 def test_refresh_after_new_messages_even_under_the_trigger() -> None:
@@ -474,8 +503,10 @@ def test_no_progress_holds_at_the_reset_ratio_itself_and_clears_just_under_it() 
 
 
 def test_one_failure_counts_one() -> None:
-    assert record_failure(GovernorState()).consecutive_failures == 1
-    assert record_failure(record_failure(GovernorState())).consecutive_failures == 2
+    assert record_failure(GovernorState(), "a").consecutive_failures == 1
+    assert record_failure(record_failure(GovernorState(), "a"), "b").consecutive_failures == 2
+    # What a failure says is kept short: a server's error body can be kilobytes.
+    assert len(record_failure(GovernorState(), "e" * 5_000).failure or "") < 220
 
 
 def test_savings_of_exactly_the_share_needed_are_enough() -> None:
@@ -496,3 +527,89 @@ def test_a_plan_that_frees_nothing_says_so_in_whole_tokens() -> None:
     refused = check_savings(d, tokens_summarized=100, summary_tokens=400)
     assert refused.reason.startswith("the plan frees 0 tokens, less than 30% of 8,000")
     assert refused.state == d.state
+
+
+# -- requests since a compaction, and the refill breaker ----------------------------------
+
+
+def test_requests_after_a_compaction_are_counted_once_each_until_they_no_longer_matter() -> None:
+    state = compacted(GovernorState(), 0.5, messages=20)
+    assert (state.requests, state.seen) == (0, 20)
+    for grown in (21, 22, 22, 21, 23):  # the same request again, or a shorter one, is no new one
+        state = decide(at(0.55, grown), state=state).state
+    assert (state.requests, state.seen) == (3, 23)
+    state = decide(at(0.55, 25), state=state).state
+    assert state.requests == CONFIG.refill_requests + 1
+    # Past the breaker's window the count stops moving: nothing to save on every call.
+    assert decide(at(0.55, 26), state=state).state is state
+    # Before any compaction there is nothing to count.
+    assert decide(at(0.2, 5)).state == GovernorState()
+
+
+def test_three_compactions_in_a_row_that_refill_lower_the_landing() -> None:
+    state = GovernorState()
+    landing = 0.5
+    lowered_at = None
+    for step in range(1, 6):
+        state = decide(at(1.05, 20 * step), state=state).state
+        state, _ = record_compaction(state, at(0.5, 20 * step))
+        state, lowered = refill_breaker(state, CONFIG, landing)
+        if lowered is not None:
+            lowered_at, landing = step, lowered
+            break
+    # The first compaction refills nothing; the next three each came one request later.
+    assert lowered_at == 4
+    assert landing == pytest.approx(0.3)
+    assert state.landing == pytest.approx(0.3)
+    assert state.refills == 0
+
+
+def test_compactions_far_apart_do_not_trip_the_refill_breaker() -> None:
+    state = GovernorState()
+    for step in range(1, 8):
+        for grown in range(5):
+            state = decide(at(0.6, 30 * step + grown), state=state).state
+        state, _ = record_compaction(state, at(0.5, 30 * step))
+        state, lowered = refill_breaker(state, CONFIG, 0.5)
+        assert lowered is None
+        assert state.refills == 0
+
+
+def test_the_landing_goes_no_lower_than_its_floor() -> None:
+    state = replace(GovernorState(), refills=3)
+    _, lowered = refill_breaker(state, CONFIG, 0.2)
+    assert lowered == LOWEST_LANDING
+    again, none = refill_breaker(replace(state, landing=LOWEST_LANDING), CONFIG, LOWEST_LANDING)
+    assert none is None
+    assert again.refills == 0
+
+
+def test_a_saved_state_with_every_field_round_trips_and_bad_values_are_refused() -> None:
+    state = GovernorState(
+        compactions=2,
+        length_after_last=30,
+        failure="TransportError: refused",
+        tokens_after_last=4_000,
+        requests=2,
+        seen=33,
+        refills=1,
+        landing=0.3,
+    )
+    assert GovernorState.from_json(json.loads(json.dumps(state.to_json()))) == state
+    for key, bad in (
+        ("failure", 3),
+        ("landing", 1.5),
+        ("requests", -1),
+        ("refills", "x"),
+        ("seen", -2),
+        ("tokens_after_last", 0.5),
+    ):
+        with pytest.raises(ConfigurationError, match=key):
+            GovernorState.from_json({**state.to_json(), key: bad})
+
+
+def test_refill_knobs_are_whole_numbers() -> None:
+    with pytest.raises(ConfigurationError, match="refill_requests"):
+        GovernorConfig(refill_requests=0)
+    with pytest.raises(ConfigurationError, match="refill_compactions"):
+        GovernorConfig(refill_compactions=0)

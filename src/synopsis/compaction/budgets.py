@@ -37,9 +37,10 @@ MIN_SUMMARY_TOKENS = 256
 """No summary gets less, whatever its room: less than its frame and a sentence is no summary."""
 
 
-def room_for(opened: Opened, overhead: int, messages: Sequence[Message]) -> Room:
+def room_for(opened: Opened, overhead: int, messages: Sequence[Message], landing: float) -> Room:
     """How this compaction shares out the window (:mod:`synopsis.planning.room`), from the
-    tokens no summary saves: the ``overhead`` and the messages protected at the head."""
+    tokens no summary saves: the ``overhead`` and the messages protected at the head;
+    ``landing`` is the target ratio it aims at."""
     setup = opened.setup
     protect = setup.protect
     head = 0
@@ -56,7 +57,7 @@ def room_for(opened: Opened, overhead: int, messages: Sequence[Message]) -> Room
         limit=setup.limit,
         threshold=setup.trigger.token_threshold(setup.window),
         fixed=overhead + head,
-        target_ratio=setup.target_ratio,
+        target_ratio=landing,
         reset_ratio=setup.governor.reset_ratio,
         summary_ratio=setup.summary_ratio,
         floor=setup.min_summary_tokens,

@@ -12,7 +12,6 @@ from synopsis.compaction.rebuild import finish
 from synopsis.compaction.shrink import keep_reduced, thin, trim
 from synopsis.compaction.summarizing import last_pass, offload_ref
 from synopsis.errors import BudgetUnreachableError, ConversationError
-from synopsis.messages import Message, Role
 from synopsis.validation import check_between_turns
 
 if TYPE_CHECKING:
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from synopsis.compaction.effects import Effect, Outcome
     from synopsis.compaction.setup import Setup
     from synopsis.compaction.state import Run
+    from synopsis.messages import Message
     from synopsis.planning import Measure
     from synopsis.summarizers import SummaryRecord
     from synopsis.validation import Fix
@@ -31,16 +31,29 @@ _Rebuilt: TypeAlias = "tuple[tuple[Message, ...], tuple[Fix, ...]]"
 """What :func:`~.rebuild.finish` gives: the rebuilt history and the fixes it made."""
 
 
-def unreachable(setup: Setup, tokens: int, limit: int, system: int) -> BudgetUnreachableError:
-    why = (
-        f"the system prompt alone takes {system:,}"
-        if system >= limit
-        else "the messages that must be kept (system prompt, protected and newest turns) "
-        "are too large"
-    )
+def unreachable(
+    setup: Setup, tokens: int, *, protected: int | None = None, kept: int | None = None
+) -> BudgetUnreachableError:
+    """The error for a history of ``tokens`` that no compaction brings within the limit:
+    what cannot be made smaller at all (``protected``: the system prompt, tool definitions
+    and framing) is too large alone, or the messages that must be kept are (``kept``)."""
+    if protected is not None:
+        what = "the system prompt alone" if setup.protect.system else "the tool definitions"
+        why = f"{what} takes {protected:,} tokens (tool definitions and framing included)"
+    else:
+        why = (
+            "the messages that must be kept (system prompt, protected and newest turns) are "
+            f"too large: {kept:,} tokens even at their smallest"
+        )
     return BudgetUnreachableError(
-        f"the history takes {tokens:,} tokens, over the {limit:,} the window leaves after "
-        f"{setup.reserve:,} reserved for the answer, and compaction cannot fix that: {why}"
+        f"the history takes {tokens:,} tokens, over the {setup.limit:,} the window of "
+        f"{setup.window:,} leaves after {setup.reserve:,} reserved for the answer, and "
+        f"compaction cannot fix that: {why}",
+        tokens=tokens,
+        limit=setup.limit,
+        window=setup.window,
+        reserve=setup.reserve,
+        protected=protected,
     )
 
 
@@ -73,8 +86,8 @@ def verify(
     keep_reduced(run, kept)
     after = opened.measure(final)
     if after.tokens > limit:
-        system = sum(setup.counter.count_message(m) for m in final if m.role is Role.SYSTEM)
-        raise unreachable(setup, after.tokens, limit, system)
+        # What is left even after trimming: the compaction's own output, at its smallest.
+        raise unreachable(setup, after.tokens, kept=after.tokens)
     left = check_between_turns(final, profile)
     if left:
         raise ConversationError(

@@ -39,11 +39,12 @@ from synopsis.compaction.result import CompactionResult, skip_event
 from synopsis.compaction.shrink import reduce_cheaply
 from synopsis.compaction.state import Ended, Ledger, Opened, Request, Run
 from synopsis.compaction.summarizing import drive, offload_ref
-from synopsis.errors import StoreError
+from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import (
     CompactionCompleted,
     CompactionFailed,
     CompactionStarted,
+    RefillBreakerOpened,
     SummarizerFellBack,
     emit,
 )
@@ -54,6 +55,7 @@ from synopsis.planning import (
     iter_passes,
     record_compaction,
     record_failure,
+    refill_breaker,
     turn_key,
 )
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
@@ -105,6 +107,19 @@ def _skip(opened: Opened, decision: Decision) -> CompactionResult:
     return _result(
         opened, opened.messages, compacted=False, decision=decision, after=decision.measure
     )
+
+
+_STAGES: dict[type[Exception], str] = {BudgetUnreachableError: "budget"}
+"""The stage a failure of this kind is reported at, when it names none itself."""
+
+
+def _unreached(
+    opened: Opened, decision: Decision, error: BudgetUnreachableError
+) -> CompactionResult:
+    """The history as the caller gave it, with the reason it is over the window (for a
+    caller that asked to be told rather than raised to: ``on_unreachable="return"``)."""
+    told = replace(decision, code="budget-unreachable", reason=str(error))
+    return _result(opened, opened.messages, compacted=False, decision=told, after=told.measure)
 
 
 def _nothing(decision: Decision) -> Decision:
@@ -190,15 +205,23 @@ def compaction(
         opened.emit(
             CompactionFailed(
                 session_id=opened.session_id,
-                stage=getattr(error, "stage", "compact"),
+                stage=getattr(error, "stage", _STAGES.get(type(error), "compact")),
                 error=str(error),
                 error_type=type(error).__name__,
             )
         )
-        if not isinstance(error, StoreError):
+        if isinstance(error, BudgetUnreachableError):
+            # Not the summarizer's failure, and no wait mends it: the breaker does not count
+            # it, and every call over the window says so again (cheaply: it is found before
+            # anything is summarized when what cannot shrink is too large).
+            yield from _save(opened, decision.state)
+            if setup.on_unreachable == "return":
+                return _unreached(opened, decision, error)
+        elif not isinstance(error, StoreError):
             # A store that failed has the old state still; anything else is a failed attempt
-            # the breaker counts (a history that cannot fit would fail the same way again).
-            yield from _save(opened, record_failure(decision.state))
+            # the breaker counts.
+            failure = f"{type(error).__name__}: {error}"
+            yield from _save(opened, record_failure(decision.state, failure))
         raise
     if observe is not None and ended.final is not None:
         observe(ended, before)
@@ -213,12 +236,30 @@ def _compacted_state(
     opened, ledger, setup = run.opened, run.ledger, run.setup
     session = opened.session
     governor, _ = record_compaction(
-        decision.state, after, config=setup.governor, trigger=setup.trigger
+        decision.state,
+        after,
+        config=setup.governor,
+        trigger=setup.trigger,
+        rules_only=decision.rules_only,
     )
-    if any(isinstance(e, SummarizerFellBack) for e in opened.events):
+    fell = [e for e in opened.events if isinstance(e, SummarizerFellBack)]
+    if fell:
         # The compaction stands, but the summarizer failed: the breaker counts it, so that a
         # summarizer that keeps failing (or hanging) stops being asked.
-        governor = replace(governor, consecutive_failures=decision.state.consecutive_failures + 1)
+        governor = record_failure(
+            replace(governor, consecutive_failures=decision.state.consecutive_failures),
+            f"{fell[-1].model}: {fell[-1].reason}",
+        )
+    governor, lowered = refill_breaker(governor, setup.governor, run.landing)
+    if lowered is not None:
+        run.ledger.note(
+            RefillBreakerOpened(
+                session_id=opened.session_id,
+                compactions=setup.governor.refill_compactions,
+                requests=setup.governor.refill_requests,
+                landing=lowered,
+            )
+        )
     record = ledger.head
     summary_text = render(record) if record is not None else ""
     # Only a session in a store is sent again and remembers where its summary stands.
@@ -243,17 +284,29 @@ def _compact(
     setup = opened.setup
     limit = setup.limit
     counter = setup.counter
-    system = sum(counter.count_message(m) for m in opened.messages if m.role is Role.SYSTEM)
-    if system >= limit:
+    overhead = before.tokens - sum(counter.count_message(m) for m in opened.given)
+    system = (
+        sum(counter.count_message(m) for m in opened.messages if m.role is Role.SYSTEM)
+        if setup.protect.system
+        else 0
+    )
+    if overhead + system >= limit:
         # No summary can help: fail before paying for one.
-        raise unreachable(setup, before.tokens, limit, system)
+        raise unreachable(setup, before.tokens, protected=overhead + system)
     current = reduce_cheaply(
         opened, opened.messages, before, emergency=decision.code == "emergency"
     )
     previous = yield from previous_record(opened)
-    overhead = before.tokens - sum(counter.count_message(m) for m in opened.given)
-    room = room_for(opened, overhead, current)
-    run = Run(opened, Ledger(opened.session.offset), overhead, room)
+    landing = decision.state.landing or setup.target_ratio
+    room = room_for(opened, overhead, current, landing)
+    run = Run(
+        opened,
+        Ledger(opened.session.offset),
+        overhead,
+        room,
+        landing=landing,
+        rules_only=decision.rules_only,
+    )
     steps = iter_passes(
         current,
         count=counter.count_message,
@@ -342,5 +395,7 @@ def _compact(
             tail_gave_way=ledger.gave_way and setup.keep.kind != "auto",
         )
     )
+    for event in ledger.notes:
+        opened.emit(event)
     result = _result(opened, final, compacted=True, decision=decision, after=after, ledger=ledger)
     return result, Ended(opened, state, final)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from synopsis.errors import ConfigurationError
 from synopsis.formats import PROFILE_OF_FORMAT
@@ -84,6 +84,7 @@ class Setup:
     min_summary_tokens: int = 256
     max_summary_tokens: int = 8000
     """The ceiling of the chosen summarizer's budget."""
+    on_unreachable: Literal["raise", "return"] = "raise"
 
     @property
     def limit(self) -> int:
@@ -292,4 +293,5 @@ def build_setup(
         summary_ratio=settings.summary_ratio,
         min_summary_tokens=settings.min_summary_tokens,
         max_summary_tokens=ceiling,
+        on_unreachable=settings.on_unreachable,
     )

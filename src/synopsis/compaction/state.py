@@ -130,6 +130,8 @@ class Ledger:
     gave_way: bool = False
     """Whether the passes summarized into the tail the keep policy asked for (only in an
     emergency, or with the automatic tail)."""
+    notes: list[Event] = field(default_factory=list)
+    """Events told once the compaction completed (after its own event)."""
 
     @property
     def head(self) -> SummaryRecord | None:
@@ -190,6 +192,10 @@ class Ledger:
         """Repairs the rebuild made."""
         self.fixes += fixes
 
+    def note(self, event: Event) -> None:
+        """An event to tell once the compaction completed."""
+        self.notes.append(event)
+
     def give_way(self) -> None:
         """The passes summarized into the tail the keep policy asked for."""
         self.gave_way = True
@@ -214,6 +220,12 @@ class Run:
     ledger: Ledger
     overhead: int
     room: Room
+    landing: float = 0.5
+    """The target ratio this compaction aims at (the session's, once the refill breaker
+    lowered it)."""
+    rules_only: bool = False
+    """The summarizer's breaker is open: the rules summarize (see
+    :attr:`synopsis.planning.Decision.rules_only`)."""
 
     @property
     def setup(self) -> Setup:

@@ -92,7 +92,14 @@ def summarize_step(
         return message, previous
     budget = summary_budget_for(run, plan)
     instructions = opened.request.instructions
-    outcome = yield Summarize(source, previous, instructions, budget)
+    outcome: Outcome
+    if run.rules_only:
+        # The summarizer's breaker is open: the offline rules, which cannot fail that way.
+        outcome = setup.rules.summarize(
+            source, previous=previous, instructions=instructions, max_tokens=budget
+        )
+    else:
+        outcome = yield Summarize(source, previous, instructions, budget)
     if isinstance(outcome, SummarizerError) and getattr(
         setup.summarizer, "abort_on_failure", False
     ):

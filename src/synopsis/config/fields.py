@@ -146,8 +146,28 @@ class SettingsFields(BaseModel):
     breaker_failures: Whole = Field(
         3,
         ge=1,
-        description="Summarizer failures in a row after which only an emergency tries again "
-        "(synopsis; the chat-app plan falls back to the original messages).",
+        description="Summarizer failures in a row after which the summarizer is not asked "
+        "again until a forced compaction; a history over the window is then compacted by the "
+        "rules (synopsis; the chat-app plan falls back to the original messages).",
+    )
+    refill_compactions: Whole = Field(
+        3,
+        ge=1,
+        description="Compactions in a row, each within refill_requests of the last, after "
+        "which the session's compactions land lower (synopsis, after a coding agent's thrash "
+        "breaker).",
+    )
+    refill_requests: Whole = Field(
+        3,
+        ge=1,
+        description="Requests within which a compaction counts as refilling the room the "
+        "last one left (synopsis, after a coding agent's thrash breaker).",
+    )
+    on_unreachable: Literal["raise", "return"] = Field(
+        "raise",
+        description="A history no compaction brings within the window: raise "
+        "BudgetUnreachableError, or return it unchanged with the code 'budget-unreachable' "
+        "and the reason (synopsis).",
     )
     min_savings: Number = Field(
         0.3,

@@ -163,6 +163,8 @@ class Settings(SettingsFields):
             breaker_failures=self.breaker_failures,
             min_savings=self.min_savings,
             refresh_after_messages=self.refresh_after_messages,
+            refill_compactions=self.refill_compactions,
+            refill_requests=self.refill_requests,
         )
 
     def protect(self) -> Protect:

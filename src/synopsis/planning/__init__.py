@@ -4,6 +4,7 @@ split and keep policies), and the cheap reductions that run first. No I/O anywhe
 from __future__ import annotations
 
 from synopsis.planning.governor import (
+    LOWEST_LANDING,
     Code,
     Decision,
     GovernorConfig,
@@ -12,6 +13,7 @@ from synopsis.planning.governor import (
     decide,
     record_compaction,
     record_failure,
+    refill_breaker,
     turn_key,
 )
 from synopsis.planning.passes import PassResult, PassStep, iter_passes, run_passes
@@ -28,6 +30,7 @@ from synopsis.planning.triggers import Measure, Trigger, measure_history
 from synopsis.planning.units import Structure, analyze
 
 __all__ = [
+    "LOWEST_LANDING",
     "Code",
     "Decision",
     "GovernorConfig",
@@ -54,6 +57,7 @@ __all__ = [
     "record_compaction",
     "record_failure",
     "reduce",
+    "refill_breaker",
     "run_passes",
     "turn_key",
 ]

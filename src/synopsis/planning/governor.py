@@ -19,8 +19,14 @@ Each check has a knob in :class:`GovernorConfig`, with its default:
   cooldown's new messages, since the same input would give the same result.
 - *per-turn cap*: at most ``max_per_turn`` compactions while the same user turn runs (pass the
   turn, see :func:`turn_key`; without one the cap does not apply).
-- *breaker*: after ``breaker_failures`` summarizer failures in a row, only an emergency (or a
-  forced compaction) tries again.
+- *breaker*: after ``breaker_failures`` summarizer failures in a row the summarizer is not
+  asked again until a forced compaction (or its success) closes the breaker; a history that
+  no longer leaves room for the answer is still compacted, by the rules alone
+  (``Decision.rules_only``). The state remembers what kind of failure opened it. A budget that
+  cannot be reached is not a summarizer failure and never opens it.
+- *refill breaker*: compactions that keep coming back (``refill_compactions`` in a row, each
+  within ``refill_requests`` requests of the last) lower where the session's compactions land
+  (``GovernorState.landing``), so that the room they leave outlasts a few requests.
 - *savings pre-check*: a plan that would free less than ``min_savings`` (30%) of the trigger's
   token threshold is not worth a summarizer call. Tokens, not messages (zrb's test counted
   messages, which passes plans that free nothing).
@@ -35,7 +41,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Literal
 
-from synopsis.errors import ConfigurationError
+from synopsis.errors import ConfigurationError, brief
 from synopsis.messages import content_hash, is_person_message, is_summary
 from synopsis.planning.triggers import Measure, Trigger
 
@@ -45,6 +51,7 @@ if TYPE_CHECKING:
     from synopsis.messages import Message
 
 __all__ = [
+    "LOWEST_LANDING",
     "Decision",
     "GovernorConfig",
     "GovernorState",
@@ -52,6 +59,7 @@ __all__ = [
     "decide",
     "record_compaction",
     "record_failure",
+    "refill_breaker",
     "turn_key",
 ]
 
@@ -67,6 +75,7 @@ Code = Literal[
     "no-progress",
     "per-turn-cap",
     "breaker-open",
+    "budget-unreachable",
     "too-little-savings",
     "nothing-to-compact",
     "worth-it",
@@ -102,6 +111,8 @@ class GovernorConfig:
     breaker_failures: int = 3
     min_savings: float = 0.3
     refresh_after_messages: int | None = None
+    refill_compactions: int = 3
+    refill_requests: int = 3
 
     def __post_init__(self) -> None:
         _share(self.trigger_ratio, "trigger_ratio")
@@ -119,6 +130,8 @@ class GovernorConfig:
         _whole(self.min_tail_messages, "min_tail_messages", 0)
         _whole(self.max_per_turn, "max_per_turn", 1)
         _whole(self.breaker_failures, "breaker_failures", 1)
+        _whole(self.refill_compactions, "refill_compactions", 1)
+        _whole(self.refill_requests, "refill_requests", 1)
         if self.refresh_after_messages is not None:
             _whole(self.refresh_after_messages, "refresh_after_messages", 1)
 
@@ -142,6 +155,21 @@ class GovernorState:
     consecutive_failures: int = 0
     turn: str | None = None
     turn_compactions: int = 0
+    failure: str | None = None
+    """What the last summarizer failure was (the breaker's skip says so)."""
+    tokens_after_last: int | None = None
+    """The tokens the last compaction left: an emergency after it says how much came since."""
+    requests: int = 0
+    """Requests since the last compaction (one per call whose history grew), counted until
+    they pass the refill breaker's window: only the first few matter, and a count that keeps
+    changing would be saved on every call."""
+    seen: int | None = None
+    """The messages of the last request counted."""
+    refills: int = 0
+    """Compactions in a row that came within ``refill_requests`` of the one before."""
+    landing: float | None = None
+    """The share of the window this session's compactions land at once the refill breaker
+    lowered it (``None``: the configured target)."""
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -153,10 +181,16 @@ class GovernorState:
         if unknown:
             raise ConfigurationError(f"unknown governor state keys: {', '.join(sorted(unknown))}")
         state = cls(**{k: v for k, v in data.items() if k in known})  # type: ignore[arg-type]
-        for name in ("compactions", "consecutive_failures", "turn_compactions"):
+        for name in ("compactions", "consecutive_failures", "turn_compactions", "requests"):
             _whole(getattr(state, name), name, 0)
-        if state.length_after_last is not None:
-            _whole(state.length_after_last, "length_after_last", 0)
+        _whole(state.refills, "refills", 0)
+        for name in ("length_after_last", "tokens_after_last", "seen"):
+            if getattr(state, name) is not None:
+                _whole(getattr(state, name), name, 0)
+        if state.failure is not None and not isinstance(state.failure, str):
+            raise ConfigurationError(f"failure must be a string or null, got {state.failure!r}")
+        if state.landing is not None:
+            _share(state.landing, "landing")
         if not isinstance(state.stuck, bool):
             raise ConfigurationError(f"stuck must be true or false, got {state.stuck!r}")
         if state.turn is not None and not isinstance(state.turn, str):
@@ -178,6 +212,8 @@ class Decision:
     threshold: int | None
     emergency: bool = False
     state: GovernorState = field(default_factory=GovernorState)
+    rules_only: bool = False
+    """The summarizer's breaker is open: a compaction that must happen is the rules'."""
 
 
 def turn_key(messages: Sequence[Message]) -> str | None:
@@ -216,33 +252,50 @@ def decide(
     window is an emergency whatever the trigger, the cooldown, the minimum of messages or the
     cap per turn say (the trigger is a share of the whole window, the request must leave room
     for the answer)."""
+    config = config or GovernorConfig()
+    state = _counted(state or GovernorState(), measure, config)
     decision = _decide(measure, state=state, config=config, trigger=trigger, turn=turn, force=force)
-    if (
-        decision.compact
-        or decision.code not in _GIVES_WAY
-        or measure.tokens <= measure.window - reserve
-    ):
+    over = measure.tokens > measure.window - reserve
+    if decision.compact or not over:
         return decision
-    return replace(
-        decision,
-        compact=True,
-        code="emergency",
-        reason=f"{measure.tokens:,} tokens leave less than the {reserve:,} reserved for the "
-        f"answer in a window of {measure.window:,}",
+    room = (
+        f"{measure.tokens:,} tokens leave less than the {reserve:,} reserved for the answer "
+        f"in a window of {measure.window:,}"
     )
+    if decision.code == "breaker-open":
+        # Returned as it is, the history would be refused: the rules compact it instead.
+        return replace(
+            decision,
+            compact=True,
+            code="emergency",
+            reason=f"{room}; the summarizer's breaker is open ({decision.reason}), so the "
+            "rules summarize",
+            rules_only=True,
+        )
+    if decision.code not in _GIVES_WAY:
+        return decision
+    return replace(decision, compact=True, code="emergency", reason=room)
+
+
+def _counted(state: GovernorState, measure: Measure, config: GovernorConfig) -> GovernorState:
+    """``state`` with this request counted, when it is one more since the last compaction
+    (its history grew) and the count still matters to the refill breaker."""
+    if state.length_after_last is None or state.requests > config.refill_requests:
+        return state
+    if measure.messages <= (state.seen if state.seen is not None else state.length_after_last):
+        return state  # the same request again (a retry), or a shorter history
+    return replace(state, requests=state.requests + 1, seen=measure.messages)
 
 
 def _decide(
     measure: Measure,
     *,
-    state: GovernorState | None,
-    config: GovernorConfig | None,
+    state: GovernorState,
+    config: GovernorConfig,
     trigger: Trigger | None,
     turn: str | None,
     force: bool,
 ) -> Decision:
-    state = state or GovernorState()
-    config = config or GovernorConfig()
     trigger = trigger or config.default_trigger()
     threshold = trigger.token_threshold(measure.window)
     since = state.messages_since(measure.messages)
@@ -278,10 +331,11 @@ def _decide(
             f"(cap {config.max_per_turn})",
         )
     if state.consecutive_failures >= config.breaker_failures:
+        last = f" (last: {state.failure})" if state.failure else ""
         return no(
             "breaker-open",
-            f"the summarizer failed {state.consecutive_failures} times in a row; only a "
-            "forced compaction or a success closes the breaker",
+            f"the summarizer failed {state.consecutive_failures} times in a row{last}; only "
+            "a forced compaction or a success closes the breaker",
         )
     if measure.messages < config.min_messages:
         return no(
@@ -324,25 +378,55 @@ def record_compaction(
     *,
     config: GovernorConfig | None = None,
     trigger: Trigger | None = None,
+    rules_only: bool = False,
 ) -> tuple[GovernorState, bool]:
     """The state after a compaction that left ``after``, and whether it made no progress
-    (still at or over the trigger)."""
+    (still at or over the trigger). A compaction the rules made while the summarizer's
+    breaker was open (``rules_only``) does not close it: the summarizer was not tried."""
     config = config or GovernorConfig()
     trigger = trigger or config.default_trigger()
     stuck = trigger.fires(after)
+    refilled = state.length_after_last is not None and state.requests <= config.refill_requests
     new = replace(
         state,
         compactions=state.compactions + 1,
         length_after_last=after.messages,
+        tokens_after_last=after.tokens,
         stuck=stuck,
-        consecutive_failures=0,
+        consecutive_failures=state.consecutive_failures if rules_only else 0,
+        failure=state.failure if rules_only else None,
         turn_compactions=state.turn_compactions + 1,
+        requests=0,
+        seen=after.messages,
+        refills=state.refills + 1 if refilled else 0,
     )
     return new, stuck
 
 
-def record_failure(state: GovernorState) -> GovernorState:
-    return replace(state, consecutive_failures=state.consecutive_failures + 1)
+LOWEST_LANDING = 0.15
+"""The refill breaker lowers a session's landing no further than this share of the window."""
+_LOWER_BY = 0.6
+
+
+def refill_breaker(
+    state: GovernorState, config: GovernorConfig, landing: float
+) -> tuple[GovernorState, float | None]:
+    """After :func:`record_compaction`: when the last ``refill_compactions`` compactions each
+    came within ``refill_requests`` requests of the one before, the session's landing (now
+    ``landing``, a target ratio) lowered, and the new one; else ``state`` and ``None``."""
+    if state.refills < config.refill_compactions:
+        return state, None
+    lowered = max(LOWEST_LANDING, round(landing * _LOWER_BY, 4))
+    if lowered >= landing:
+        return replace(state, refills=0), None
+    return replace(state, refills=0, landing=lowered), lowered
+
+
+def record_failure(state: GovernorState, failure: str) -> GovernorState:
+    """The state after a summarizer failure (``failure`` says what it was)."""
+    return replace(
+        state, consecutive_failures=state.consecutive_failures + 1, failure=brief(failure, 160)
+    )
 
 
 def check_savings(
