@@ -228,7 +228,7 @@ def test_the_refill_breaker_says_where_the_session_now_lands() -> None:
     opened = RefillBreakerOpened("s1", compactions=3, requests=3, landing=0.35)
     assert opened.message == (
         "session s1: 3 compactions in a row, each within 3 requests of the last: "
-        "compactions of this session now land at 35% of the window"
+        "compactions of this session now aim no higher than 35% of the window"
     )
     assert opened.level == logging.WARNING
     assert opened.to_dict()["event"] == "refill_breaker_opened"

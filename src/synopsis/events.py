@@ -256,7 +256,8 @@ class HistoryRepaired(_Base):
 class RefillBreakerOpened(_Base):
     """Compactions kept coming back within a few requests of each other (``compactions`` in a
     row, each within ``requests`` of the last), so the session now lands lower:
-    ``landing`` is the share of the window its compactions aim at from now on."""
+    ``landing`` is the target ratio its compactions aim at from now on (lower still where
+    the session's pace asks for more room)."""
 
     kind: ClassVar[str] = "refill_breaker_opened"
     level: ClassVar[int] = logging.WARNING
@@ -268,8 +269,8 @@ class RefillBreakerOpened(_Base):
     def _sentence(self) -> str:
         return (
             f"{self.compactions} compactions in a row, each within {self.requests} requests "
-            f"of the last: compactions of this session now land at {self.landing:.0%} of "
-            "the window"
+            f"of the last: compactions of this session now aim no higher than "
+            f"{self.landing:.0%} of the window"
         )
 
 

@@ -116,17 +116,27 @@ def test_the_breaker_opens_after_repeated_summarizer_failures(target_ratio: floa
         environ={},
         **options,
     )
-    codes = []
+    results = []
     history = list(AIDER)
     for _ in range(6):
         result = c.compact(history)
-        codes.append(result.code)
+        results.append(result)
         history = [*result.messages, *chat(6, 60)]
-    # Two compactions, each falling back; then the breaker holds (a success or force closes it).
+    codes = [r.code for r in results]
+    # Two compactions, each falling back; then the breaker holds (a success or force closes it),
+    # and the summarizer is not asked again.
     assert failing.calls == 2
     assert codes.count("triggered") == 2
-    assert codes[-1] == "breaker-open"
-    assert not any(isinstance(e, SummarizerFellBack) for e in result.events)
+    assert "breaker-open" in codes
+    # A history that leaves no room for the answer is not returned over the window: the rules
+    # compact it, and no fall-back is reported, since the summarizer was not asked.
+    over = [r for r in results[codes.index("breaker-open") :] if r.code == "emergency"]
+    assert over
+    for result in over:
+        assert result.compacted
+        assert "the summarizer's breaker is open" in result.reason
+        assert result.tokens_after <= c.setup.limit
+        assert not any(isinstance(e, SummarizerFellBack) for e in result.events)
 
 
 def test_a_forced_compaction_that_would_grow_the_history_does_nothing():

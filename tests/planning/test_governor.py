@@ -538,10 +538,12 @@ def test_requests_after_a_compaction_are_counted_once_each_until_they_no_longer_
     for grown in (21, 22, 22, 21, 23):  # the same request again, or a shorter one, is no new one
         state = decide(at(0.55, grown), state=state).state
     assert (state.requests, state.seen) == (3, 23)
-    state = decide(at(0.55, 25), state=state).state
-    assert state.requests == CONFIG.refill_requests + 1
-    # Past the breaker's window the count stops moving: nothing to save on every call.
-    assert decide(at(0.55, 26), state=state).state is state
+    for grown in range(24, 40):
+        state = decide(at(0.55, grown), state=state).state
+    # Past what the refill breaker and the pace need, the count stops moving: nothing to save
+    # on every call.
+    assert state.requests == CONFIG.paced_requests == 3 * CONFIG.refill_requests
+    assert decide(at(0.55, 41), state=state).state is state
     # Before any compaction there is nothing to count.
     assert decide(at(0.2, 5)).state == GovernorState()
 

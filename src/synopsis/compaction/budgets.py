@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_SUMMARY_TOKENS",
+    "REFILL_FLOOR",
     "keep_for",
     "refill",
+    "refill_cap",
     "room_for",
     "squeeze",
     "summary_budget_for",
@@ -37,10 +39,16 @@ MIN_SUMMARY_TOKENS = 256
 """No summary gets less, whatever its room: less than its frame and a sentence is no summary."""
 
 
-def room_for(opened: Opened, overhead: int, messages: Sequence[Message], landing: float) -> Room:
+def room_for(
+    opened: Opened,
+    overhead: int,
+    messages: Sequence[Message],
+    landing: float,
+    cap: int | None = None,
+) -> Room:
     """How this compaction shares out the window (:mod:`synopsis.planning.room`), from the
     tokens no summary saves: the ``overhead`` and the messages protected at the head;
-    ``landing`` is the target ratio it aims at."""
+    ``landing`` is the target ratio it aims at, ``cap`` the most its target may be."""
     setup = opened.setup
     protect = setup.protect
     head = 0
@@ -63,7 +71,37 @@ def room_for(opened: Opened, overhead: int, messages: Sequence[Message], landing
         floor=setup.min_summary_tokens,
         ceiling=setup.max_summary_tokens,
         tail=_tail_tokens(keep, setup.window),
+        cap=cap,
     )
+
+
+REFILL_FLOOR = 0.25
+"""A compaction that makes room for the session's pace aims no lower than this share of the
+window for that reason, or half the session's landing when the refill breaker lowered it."""
+
+
+def refill_cap(
+    setup: Setup, decision: Decision, before: Measure, *, paced: bool, landing: float
+) -> int | None:
+    """The most a compaction may aim at so that the room it leaves holds ``refill_requests``
+    more requests at the pace the session grew since the last compaction (at least
+    :data:`REFILL_FLOOR` of the window, or half the ``landing`` ratio the session aims at when
+    that is lower): a session that filled the last room within a few
+    requests would otherwise compact again as soon. ``None`` with no pace to go by (no
+    compaction yet, more requests since than are counted, or a history that is not the last
+    compaction's output grown: ``paced`` false)."""
+    state = decision.state
+    config = setup.governor
+    if (
+        not paced
+        or state.tokens_after_last is None
+        or state.requests < 1
+        or state.requests >= config.paced_requests
+    ):
+        return None
+    pace = -(-max(0, before.tokens - state.tokens_after_last) // state.requests)
+    floor = min(REFILL_FLOOR, landing / 2)
+    return max(setup.limit - config.refill_requests * pace, int(floor * setup.window))
 
 
 def _tail_tokens(keep: Keep, window: int) -> int | None:
@@ -87,13 +125,18 @@ def keep_for(setup: Setup, room: Room, decision: Decision, before: Measure) -> K
     return Keep.tokens(tail)
 
 
-def turn_start_tail(setup: Setup, room: Room) -> int | None:
-    """With an automatic tail, the split may move back to a turn start only while the tail
-    stays within the room (the summary's share included): zrb's 70% of the trigger would keep
-    some 70k tokens of a long agent turn at 128k and leave too little to summarize."""
-    if setup.keep.kind != "auto":
+def turn_start_tail(setup: Setup, room: Room, budget: int | None) -> int | None:
+    """A tail fitted to ``budget`` tokens may reach back to a turn start a little beyond it
+    (less than the landing's tolerance): zrb's 70% of the trigger would keep some 70k tokens
+    of a long agent turn at 128k, leave too little to summarize and land far over the
+    target. ``None`` (zrb's share) for a tail the caller sized and kept as asked."""
+    if budget is None:
         return None
-    return room.target - room.fixed
+    return budget + int(TURN_START_SLACK * setup.window)
+
+
+TURN_START_SLACK = 0.04
+"""How far past its room a tail may reach to begin at a turn start, as a share of the window."""
 
 
 def summary_budget_for(run: Run, plan: SplitPlan) -> int:

@@ -14,16 +14,16 @@ never returned.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeAlias
 
 from synopsis.compaction.budgets import (
     keep_for,
     refill,
+    refill_cap,
     room_for,
     summary_budget_for,
-    turn_start_tail,
 )
 from synopsis.compaction.effects import (
     Effect,
@@ -32,6 +32,7 @@ from synopsis.compaction.effects import (
     SaveSession,
 )
 from synopsis.compaction.fitting import fitted, unreachable, verify
+from synopsis.compaction.landing import FILL_SLACK, land
 from synopsis.compaction.opening import open_run, previous_record
 from synopsis.compaction.output import output_items
 from synopsis.compaction.projection import recorded
@@ -39,6 +40,7 @@ from synopsis.compaction.result import CompactionResult, skip_event
 from synopsis.compaction.shrink import reduce_cheaply
 from synopsis.compaction.state import Ended, Ledger, Opened, Request, Run
 from synopsis.compaction.summarizing import drive, offload_ref
+from synopsis.compaction.telling import emergency_cause, off_target
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import (
     CompactionCompleted,
@@ -51,6 +53,7 @@ from synopsis.events import (
 from synopsis.messages import Message, Role, is_summary
 from synopsis.planning import (
     GovernorState,
+    Keep,
     check_savings,
     iter_passes,
     record_compaction,
@@ -59,7 +62,7 @@ from synopsis.planning import (
     turn_key,
 )
 from synopsis.stores import LAST_SUMMARY_CHARS, Compaction, SessionState
-from synopsis.summarizers import render
+from synopsis.summarizers import RuleBasedSummarizer, render
 from synopsis.validation import check_between_turns
 
 if TYPE_CHECKING:
@@ -67,7 +70,9 @@ if TYPE_CHECKING:
 
     from synopsis.compaction.prefix import Prefix
     from synopsis.compaction.setup import Setup
-    from synopsis.planning import Decision, Measure, PassResult
+    from synopsis.messages import Message
+    from synopsis.planning import Decision, Measure, PassResult, SplitPlan
+    from synopsis.summarizers import SummaryRecord
 
 __all__ = ["DEFAULT_SESSION", "Observer", "Request", "compaction"]
 
@@ -122,13 +127,17 @@ def _unreached(
     return _result(opened, opened.messages, compacted=False, decision=told, after=told.measure)
 
 
-def _nothing(decision: Decision) -> Decision:
-    return replace(
-        decision,
-        compact=False,
-        code="nothing-to-compact",
-        reason="nothing before the kept tail can be summarized",
+def _nothing(decision: Decision, *, held: str | None = None) -> Decision:
+    """A compaction that finds nothing to summarize; ``held`` describes the tail the caller
+    asked to keep verbatim when that tail holds everything that could be (outside an
+    emergency it is kept whole)."""
+    reason = (
+        f"the tail kept as asked ({held}) holds every message that could be summarized, and "
+        "outside an emergency it is kept verbatim"
+        if held is not None
+        else "nothing before the kept tail can be summarized"
     )
+    return replace(decision, compact=False, code="nothing-to-compact", reason=reason)
 
 
 def _skip_saving(
@@ -241,6 +250,7 @@ def _compacted_state(
         config=setup.governor,
         trigger=setup.trigger,
         rules_only=decision.rules_only,
+        paced=run.paced,
     )
     fell = [e for e in opened.events if isinstance(e, SummarizerFellBack)]
     if fell:
@@ -278,6 +288,107 @@ def _compacted_state(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One go at the passes: the run it wrote to, the history with its tail fitted, the first
+    pass's plan and what the passes made (``None`` when nothing was summarized), or the
+    decision to give up (``skip``)."""
+
+    run: Run
+    messages: tuple[Message, ...]
+    first: SplitPlan | None = None
+    passes: PassResult | None = None
+    skip: Decision | None = None
+    held: bool = False
+    """Whether the caller's tail was kept whole, as asked."""
+
+
+def _attempt(
+    run: Run,
+    current: tuple[Message, ...],
+    keep: Keep,
+    decision: Decision,
+    previous: SummaryRecord | None,
+) -> Generator[Effect, Outcome, _Attempt]:
+    """The tail fitted to its room (:mod:`.landing`), then the passes the planner proposes,
+    each summarized, unless the first frees too little to be worth it."""
+    opened, setup = run.opened, run.setup
+    emergency = decision.code == "emergency"
+    reduced = current
+    tail = land(run, current, keep, emergency=emergency, forced=decision.code == "forced")
+    current = tail.messages
+    steps = iter_passes(
+        current,
+        count=setup.counter.count_message,
+        overhead=run.overhead,
+        keep=tail.keep,
+        trigger=setup.trigger,
+        window=setup.window,
+        config=setup.governor,
+        protect=setup.protect,
+        turn_start_tail=tail.turn_start,
+        shrink_tail=emergency or setup.keep.kind == "auto",
+        hold=tail.hold,
+    )
+    step = next(steps, None)
+    first, cut = step if step is not None else (None, [])
+    if (
+        first is not None
+        and decision.code == "forced"
+        and not any(i < first.desired for i in first.summarize)
+    ):
+        first = None  # a manual compaction summarizes only what lies before the kept tail
+    if first is None:
+        steps.close()
+        if current == opened.messages:
+            held = setup.keep.describe() if tail.hold else None
+            return _Attempt(run, current, skip=_nothing(decision, held=held))
+        return _Attempt(run, current, held=tail.hold)  # the reductions alone made it smaller
+    checked = check_savings(
+        decision,
+        tokens_summarized=first.tokens_summarized,
+        summary_tokens=summary_budget_for(run, first),
+        config=setup.governor,
+    )
+    if not checked.compact and decision.measure.tokens > setup.limit:
+        checked = decision  # little is better than nothing once the answer has no room
+    if not checked.compact:
+        # Too little to summarize: what was made small to land the tail is not wanted
+        # either, but the cheap reductions may be worth keeping.
+        steps.close()
+        if reduced == opened.messages:
+            return _Attempt(run, reduced, skip=checked)
+        return _Attempt(run, reduced, first, held=tail.hold)
+    if setup.keep.kind != "auto" and first.boundary > first.desired:
+        run.ledger.give_way()  # an emergency's cut into the tail the caller asked for
+    passes = yield from drive(run, steps, first, cut, previous)
+    return _Attempt(run, current, first, passes, held=tail.hold)
+
+
+def _shortfall(attempt: _Attempt) -> int:
+    """How far under its target one pass of the rules landed, when the summary said all it
+    had (not cut to fit) and the automatic tail could have kept more: 0 otherwise, or when it
+    is within the landing's tolerance."""
+    run, passes = attempt.run, attempt.passes
+    setup = run.setup
+    if (
+        passes is None
+        or passes.passes != 1
+        or setup.keep.kind != "auto"
+        or not (run.rules_only or isinstance(setup.summarizer, RuleBasedSummarizer))
+        or any(r.truncated or r.model != setup.rules.model for r in run.ledger.records)
+    ):
+        return 0
+    gap = run.room.target - passes.measure.tokens
+    return gap if gap > FILL_SLACK * setup.window else 0
+
+
+def _summarized(attempt: _Attempt) -> bool:
+    """Whether the attempt's first pass summarized anything but an earlier summary."""
+    first = attempt.first
+    return first is not None and any(not is_summary(attempt.messages[i]) for i in first.summarize)
+
+
 def _compact(
     opened: Opened, decision: Decision, before: Measure, started: float
 ) -> Generator[Effect, Outcome, tuple[CompactionResult, Ended]]:
@@ -298,7 +409,16 @@ def _compact(
     )
     previous = yield from previous_record(opened)
     landing = decision.state.landing or setup.target_ratio
-    room = room_for(opened, overhead, current, landing)
+    # Only a history that holds the last compaction's summary grew from its output: the pace
+    # of a client that sends its whole history again cannot be told from its requests.
+    paced = any(is_summary(m) for m in opened.messages)
+    room = room_for(
+        opened,
+        overhead,
+        current,
+        landing,
+        refill_cap(setup, decision, before, paced=paced, landing=landing),
+    )
     run = Run(
         opened,
         Ledger(opened.session.offset),
@@ -306,50 +426,26 @@ def _compact(
         room,
         landing=landing,
         rules_only=decision.rules_only,
+        paced=paced,
     )
-    steps = iter_passes(
-        current,
-        count=counter.count_message,
-        overhead=overhead,
-        keep=keep_for(setup, room, decision, before),
-        trigger=setup.trigger,
-        window=setup.window,
-        config=setup.governor,
-        protect=setup.protect,
-        turn_start_tail=turn_start_tail(setup, room),
-        # A tail the caller sized is kept verbatim but in an emergency.
-        shrink_tail=decision.code == "emergency" or setup.keep.kind == "auto",
-    )
-    step = next(steps, None)
-    first, cut = step if step is not None else (None, [])
-    if (
-        first is not None
-        and decision.code == "forced"
-        and not any(i < first.desired for i in first.summarize)
-    ):
-        first = None  # a manual compaction summarizes only what lies before the kept tail
-    passes: PassResult | None = None
-    if first is None:
-        steps.close()
-        if current == opened.messages:
-            return (yield from _skip_saving(opened, _nothing(decision)))
-        # the reductions alone made it smaller
-    else:
-        checked = check_savings(
+    keep = keep_for(setup, room, decision, before)
+    attempt = yield from _attempt(run, current, keep, decision, previous)
+    if attempt.skip is not None:
+        return (yield from _skip_saving(opened, attempt.skip))
+    shortfall = _shortfall(attempt) if decision.code != "forced" else 0
+    if shortfall:
+        # The rule summary said all it had in less than its share: the tail takes the rest,
+        # and the rules, which cost nothing to run again, summarize the shorter cut.
+        again = yield from _attempt(
+            replace(run, ledger=Ledger(opened.session.offset)),
+            current,
+            Keep.tokens(int(keep.value) + shortfall),
             decision,
-            tokens_summarized=first.tokens_summarized,
-            summary_tokens=summary_budget_for(run, first),
-            config=setup.governor,
+            previous,
         )
-        if not checked.compact and before.tokens > limit:
-            checked = decision  # little is better than nothing once the answer has no room
-        if not checked.compact and current == opened.messages:
-            steps.close()
-            return (yield from _skip_saving(opened, checked))
-        if checked.compact:
-            passes = yield from drive(run, steps, first, cut, previous)
-        else:
-            steps.close()  # too little to summarize, but the reductions are worth keeping
+        if again.skip is None and again.passes is not None and _summarized(again):
+            attempt = again
+    run, current, first, passes = attempt.run, attempt.messages, attempt.first, attempt.passes
     kept, finished = yield from fitted(
         run, passes.messages if passes is not None else current, limit, previous
     )
@@ -393,6 +489,10 @@ def _compact(
             record_id=record.id if record is not None else "",
             duration=time.perf_counter() - started,
             tail_gave_way=ledger.gave_way and setup.keep.kind != "auto",
+            window=setup.window,
+            target_tokens=run.room.target,
+            off_target=off_target(run, after, current, first, held=attempt.held),
+            emergency=emergency_cause(run, decision, before, paced=run.paced),
         )
     )
     for event in ledger.notes:

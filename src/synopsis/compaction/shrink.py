@@ -25,12 +25,12 @@ from synopsis.summarizers import summarize_part
 from synopsis.summarizers.scanning import named_in
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Iterable, Sequence
 
     from synopsis.compaction.state import Opened, Run
     from synopsis.planning import Measure
 
-__all__ = ["keep_reduced", "reduce_cheaply", "thin", "trim"]
+__all__ = ["keep_reduced", "reduce_cheaply", "shrink_parts", "thin", "trim"]
 
 _MIN_TRIM_TOKENS = 64
 """Parts smaller than this are not worth a part summary, even as the last resort."""
@@ -121,6 +121,56 @@ def _smaller(opened: Opened, messages: Sequence[Message], i: int, j: int) -> Mes
         return replace(message, parts=tuple(parts))
     call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
     return summarize_part(message, j, summarizer=opened.setup.digester, call=call)
+
+
+_MIN_GAIN = 32
+"""A part made small must save at least this many tokens to be worth its original's place in
+the store."""
+
+
+def shrink_parts(
+    opened: Opened,
+    messages: tuple[Message, ...],
+    indices: Iterable[int],
+    need: int,
+    keep: Collection[int] = (),
+) -> tuple[Message, ...] | None:
+    """``messages`` with the largest parts of the messages at ``indices`` (but ``keep``) made
+    small, tool results first, then call arguments, then what the model wrote, then what a
+    person wrote, until ``need`` tokens are saved or nothing else can shrink; ``None`` when
+    nothing did. The originals stay with their messages for the store."""
+    count = opened.setup.counter.count_message
+    out = list(messages)
+    candidates = sorted(
+        (_rank(m, part), -_part_tokens(opened, part), i, j)
+        for i in indices
+        if i not in keep and (m := out[i]).role is not Role.SYSTEM and not is_summary(m)
+        for j, part in enumerate(m.parts)
+        if isinstance(part, TextPart | ToolCallPart | ToolResultPart)
+        and _part_tokens(opened, part) >= _MIN_TRIM_TOKENS
+    )
+    saved = 0
+    for _, _, i, j in candidates:
+        if saved >= need:
+            break
+        smaller = _smaller(opened, out, i, j)
+        gain = count(out[i]) - count(smaller) if smaller is not None else 0
+        if smaller is None or gain < _MIN_GAIN:
+            continue
+        opened.originals.adopt(out[i], smaller)
+        out[i] = smaller
+        saved += gain
+    return tuple(out) if saved else None
+
+
+def _rank(message: Message, part: TextPart | ToolCallPart | ToolResultPart) -> int:
+    """The order parts are made small in: a tool's output, its arguments, the model's words,
+    a person's."""
+    if isinstance(part, ToolResultPart):
+        return 0
+    if isinstance(part, ToolCallPart):
+        return 1
+    return 3 if is_person_message(message) else 2
 
 
 def trim(opened: Opened, messages: tuple[Message, ...], limit: int) -> tuple[Message, ...]:

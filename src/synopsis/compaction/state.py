@@ -226,6 +226,9 @@ class Run:
     rules_only: bool = False
     """The summarizer's breaker is open: the rules summarize (see
     :attr:`synopsis.planning.Decision.rules_only`)."""
+    paced: bool = False
+    """Whether the history grew from the last compaction's output (it holds that summary),
+    so that what came since tells how fast the session fills the room."""
 
     @property
     def setup(self) -> Setup:

@@ -138,6 +138,12 @@ class GovernorConfig:
     def default_trigger(self) -> Trigger:
         return Trigger.fraction(self.trigger_ratio)
 
+    @property
+    def paced_requests(self) -> int:
+        """How many requests after a compaction are counted: enough to tell a refill and the
+        pace a session grows at (see :func:`synopsis.compaction.budgets.refill_cap`)."""
+        return 3 * self.refill_requests
+
 
 _RETIRED = frozenset({"armed"})
 """Keys earlier versions saved and this one ignores: a session stored then still loads.
@@ -160,9 +166,9 @@ class GovernorState:
     tokens_after_last: int | None = None
     """The tokens the last compaction left: an emergency after it says how much came since."""
     requests: int = 0
-    """Requests since the last compaction (one per call whose history grew), counted until
-    they pass the refill breaker's window: only the first few matter, and a count that keeps
-    changing would be saved on every call."""
+    """Requests since the last compaction (one per call whose history grew), counted up to
+    ``GovernorConfig.paced_requests``: only the first few matter (to the refill breaker and
+    the pace of growth), and a count that kept changing would be saved on every call."""
     seen: int | None = None
     """The messages of the last request counted."""
     refills: int = 0
@@ -280,7 +286,7 @@ def decide(
 def _counted(state: GovernorState, measure: Measure, config: GovernorConfig) -> GovernorState:
     """``state`` with this request counted, when it is one more since the last compaction
     (its history grew) and the count still matters to the refill breaker."""
-    if state.length_after_last is None or state.requests > config.refill_requests:
+    if state.length_after_last is None or state.requests >= config.paced_requests:
         return state
     if measure.messages <= (state.seen if state.seen is not None else state.length_after_last):
         return state  # the same request again (a retry), or a shorter history
@@ -379,14 +385,20 @@ def record_compaction(
     config: GovernorConfig | None = None,
     trigger: Trigger | None = None,
     rules_only: bool = False,
+    paced: bool = True,
 ) -> tuple[GovernorState, bool]:
     """The state after a compaction that left ``after``, and whether it made no progress
     (still at or over the trigger). A compaction the rules made while the summarizer's
-    breaker was open (``rules_only``) does not close it: the summarizer was not tried."""
+    breaker was open (``rules_only``) does not close it: the summarizer was not tried.
+    ``paced`` says the history it compacted was the last compaction's output grown (it held
+    that summary), so that the requests counted since tell how soon the room was refilled: a
+    client that sends its whole uncompacted history compacts on every request by design."""
     config = config or GovernorConfig()
     trigger = trigger or config.default_trigger()
     stuck = trigger.fires(after)
-    refilled = state.length_after_last is not None and state.requests <= config.refill_requests
+    refilled = (
+        paced and state.length_after_last is not None and state.requests <= config.refill_requests
+    )
     new = replace(
         state,
         compactions=state.compactions + 1,

@@ -56,6 +56,7 @@ def iter_passes(
     protect: Protect | None = None,
     turn_start_tail: int | None = None,
     shrink_tail: bool = True,
+    hold: bool = False,
 ) -> Generator[PassStep, Sequence[Message], PassResult]:
     """The pass loop as a generator: it yields each pass's plan and cut, is sent back the
     message(s) that stand for the cut, and returns the :class:`PassResult`. The caller does
@@ -65,7 +66,8 @@ def iter_passes(
     (system prompt sent apart, tool definitions, framing); ``turn_start_tail`` is passed on
     to :func:`~synopsis.planning.split.plan_split`. With ``shrink_tail`` false the last
     attempt, with half the tail, is not made: a tail the caller asked to keep verbatim stays
-    whole outside an emergency.
+    whole outside an emergency; with ``hold`` no pass cuts into it either (see
+    :func:`~synopsis.planning.split.plan_split`).
     """
     current = tuple(messages)
     plans: list[SplitPlan] = []
@@ -96,6 +98,7 @@ def iter_passes(
             protect=protect,
             min_tail=config.min_tail_messages,
             turn_start_tail=turn_start_tail,
+            hold=hold,
         )
         if plan is None:
             break

@@ -66,11 +66,14 @@ def share_room(
     ceiling: int,
     threshold: int | None = None,
     tail: int | None = None,
+    cap: int | None = None,
 ) -> Room:
     """The room of a compaction in ``window`` whose output must stay within ``limit`` (the
     window less the answer's reserve). ``fixed`` counts the tokens no summary can save;
     ``threshold`` is the trigger's (default: the window); ``tail`` is the caller's own tail
-    size, if any (then the summary gets what it leaves)."""
+    size, if any (then the summary gets what it leaves); ``cap`` the most the target may be
+    (never under ``fixed``): a compaction that follows one whose room was filled within a
+    few requests aims low enough to leave room for as much again."""
     _check("target_ratio", target_ratio, 0, 1)
     _check("summary_ratio", summary_ratio, 0, 1)
     _check("reset_ratio", reset_ratio, 0, 1)
@@ -82,6 +85,8 @@ def share_room(
     # The share is of what the fixed part leaves under the aim, on top of it: a 10k-token
     # system prompt in a 32k window would otherwise leave the summary almost nothing.
     target = min(fixed + int(share * max(0, aim - fixed)), limit)
+    if cap is not None:
+        target = min(target, max(cap, fixed))
     free = max(0, target - fixed)
     if tail is None:
         summary = summary_budget(int(summary_ratio * free), floor=floor, ceiling=ceiling)

@@ -240,11 +240,14 @@ def plan_split(
     min_tail: int = 2,
     structure: Structure | None = None,
     turn_start_tail: int | None = None,
+    hold: bool = False,
 ) -> SplitPlan | None:
     """The plan for ``messages`` (with per-message token ``counts``), or ``None`` when nothing
     can be summarized without breaking a unit or keeping an orphaned result.
     ``turn_start_tail`` bounds the tail phase 1 may keep to reach a turn start (default: 70%
-    of ``threshold``, zrb's), for a caller whose tail has a budget of its own."""
+    of ``threshold``, zrb's), for a caller whose tail has a budget of its own. With ``hold``
+    the cut is never later than the boundary ``keep`` asks for: every message of the tail it
+    names is kept (``None`` when no safe boundary lies at or before it)."""
     if len(counts) != len(messages):
         raise ConfigurationError(
             f"counts has {len(counts)} entries for {len(messages)} messages; give one each"
@@ -272,6 +275,7 @@ def plan_split(
         min_tail,
         desired,
         TURN_START_SHARE * threshold if turn_start_tail is None else turn_start_tail,
+        hold,
     )
     chosen = search.run()
     if chosen is None:
@@ -310,6 +314,7 @@ class _Search:
     min_tail: int
     desired: int
     turn_start_tail: float
+    hold: bool = False
 
     def run(self) -> tuple[int, Phase] | None:
         s = self.structure
@@ -323,6 +328,8 @@ class _Search:
                 if b in s.turn_starts and s.is_safe(b):
                     return b, "turn-start"
             for b in range(max(desired, lo), hi + 1):
+                if self.hold and b > desired:
+                    break  # a later cut would summarize the tail that is held
                 if s.is_safe(b):
                     return b, "forward"
             for b in range(min(desired, hi + 1) - 1, lo - 1, -1):
@@ -339,7 +346,8 @@ class _Search:
         best: tuple[tuple[int, int, int], int] | None = None
         broken = 0
         dangling = set(s.dangling)
-        for b in range(self.start + 1, s.max_boundary + 1):
+        last = min(s.max_boundary, self.desired) if self.hold else s.max_boundary
+        for b in range(self.start + 1, last + 1):
             if b - 1 in dangling:
                 broken += 1
             if not s.is_safe(b):
