@@ -109,7 +109,8 @@ def test_the_cache_never_reads_more_than_the_request_holds() -> None:
 
 
 def _naive(requests: list[list[tuple[str, int]]], prices: Prices) -> list[RequestCost]:
-    out, previous = [], []
+    out: list[RequestCost] = []
+    previous: list[tuple[str, int]] = []
     for request in requests:
         same = 0
         while same < min(len(previous), len(request)) and previous[same][0] == request[same][0]:
