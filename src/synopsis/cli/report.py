@@ -6,9 +6,11 @@ import base64
 import html
 import io
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from synopsis.cli.common import UsageError
+from synopsis.cli.replay import BURST
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,12 +22,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SHOWN_CHARS",
+    "compactions_title",
+    "dollars",
     "figure",
     "plot",
     "plot_bytes",
     "plot_kind",
     "plot_title",
     "ranges",
+    "session_lines",
+    "share",
+    "since_text",
+    "spacing",
     "window_share",
     "write_html",
 ]
@@ -183,6 +191,103 @@ def window_share(report: ReplayReport, turn: Turn) -> float:
     return turn.tokens_after / report.window
 
 
+def spacing(report: ReplayReport) -> list[tuple[Turn, int | None]]:
+    """Each compaction with the requests since the one before (``None`` for the first)."""
+    out: list[tuple[Turn, int | None]] = []
+    before: Turn | None = None
+    for t in report.compactions:
+        out.append((t, None if before is None else t.index - before.index))
+        before = t
+    return out
+
+
+def since_text(since: int | None) -> str:
+    """``-`` for the first compaction, ``1 !`` for one in a burst, else the count."""
+    if since is None:
+        return "-"
+    return f"{since} !" if since <= BURST else str(since)
+
+
+def share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def dollars(*values: float) -> list[str]:
+    """Dollar amounts to compare, at one precision: cents from a dollar up, else tenths of a
+    cent."""
+    places = 2 if max(values, default=0.0) >= 1 else 4
+    return [f"${v:,.{places}f}" for v in values]
+
+
+def compactions_title(report: ReplayReport) -> str:
+    done, bursts = len(report.compactions), len(report.bursts)
+    return f"{done} compaction(s), {bursts} within two requests of the one before"
+
+
+def _landings(report: ReplayReport) -> str:
+    shares = sorted(report.landed(t) for t in report.compactions)
+    said = f"landed at {shares[0]:.1%} to {shares[-1]:.1%} of the window"
+    targets = sorted({t.target for t in report.compactions if t.target is not None})
+    if targets:
+        aimed = share(targets[0]) if len(targets) == 1 else f"{targets[0]:.1%} to {targets[-1]:.1%}"
+        said += f", aiming at {aimed}"
+    return said
+
+
+def _recallable(report: ReplayReport) -> str:
+    offloaded = sum(len(t.offloaded) for t in report.compactions)
+    recallable = sum(t.recallable or 0 for t in report.compactions)
+    return f"{recallable} of {offloaded}"
+
+
+def cost_lines(report: ReplayReport) -> list[str]:
+    """What the session's input cost with a prefix cache, with synopsis and without, at which
+    prices, and how much of it the cache read."""
+    with_, without, saved = dollars(
+        report.cost_with, report.cost_without, report.cost_without - report.cost_with
+    )
+    return [
+        f"input cost with a prefix cache: {with_} with synopsis, {without} without ({saved} saved)",
+        f"prices {report.prices.describe()}",
+        f"{report.cache_hits:,} of {len(report.turns):,} requests read a cached prefix, "
+        f"{report.cached_tokens:,} tokens in all",
+    ]
+
+
+def events_lines(report: ReplayReport) -> list[str]:
+    """What the compactions' events said went wrong, and where the refill breaker opened."""
+    out: list[str] = []
+    for t in report.turns:
+        if t.emergency:
+            out.append(f"turn {t.index}, an emergency: {t.emergency}")
+        if t.off_target:
+            out.append(f"turn {t.index}, off its target: {t.off_target}")
+        if t.breaker is not None:
+            out.append(
+                f"turn {t.index} opened the refill breaker: compactions land at "
+                f"{t.breaker:.0%} of the window from then on"
+            )
+    return out
+
+
+def session_lines(report: ReplayReport) -> list[str]:
+    """The session in a few lines: compactions, where they landed, tokens, cost, events."""
+    done = len(report.compactions)
+    out = [
+        f"{done} compaction(s), {len(report.bursts)} within two requests of the one before; "
+        f"{report.summarizer_calls} summarizer call(s)"
+    ]
+    if done:
+        out += [_landings(report), f"offloaded originals recallable: {_recallable(report)}"]
+    out += [
+        f"tokens sent: {report.tokens_with:,} with synopsis, {report.tokens_without:,} "
+        f"without ({report.saved_share:.1%} saved)",
+        *cost_lines(report),
+        *events_lines(report),
+    ]
+    return out
+
+
 def ranges(positions: Sequence[int]) -> str:
     """Sorted positions as runs: ``0-4, 7, 9-10``."""
     runs: list[list[int]] = []
@@ -205,11 +310,25 @@ def _totals(report: ReplayReport) -> list[tuple[str, str]]:
         ),
         ("items replayed", f"{len(report.turns):,} of {report.items:,}"),
         ("compactions", f"{len(report.compactions)}"),
+        ("within two requests of the one before", f"{len(report.bursts)}"),
         ("summarizer calls", f"{report.summarizer_calls}"),
         ("tokens sent with synopsis", f"{report.tokens_with:,}"),
         ("tokens sent without", f"{report.tokens_without:,}"),
         ("saved", f"{report.tokens_saved:,} tokens ({report.saved_share:.1%})"),
     ]
+    if report.compactions:
+        rows += [("landed", _landings(report)), ("recallable", _recallable(report))]
+    with_, without = dollars(report.cost_with, report.cost_without)
+    rows += [
+        ("prices per million input tokens", report.prices.describe()),
+        ("input cost with a prefix cache, with synopsis", with_),
+        ("input cost with a prefix cache, without", without),
+        (
+            "requests that read a cached prefix",
+            f"{report.cache_hits:,} of {len(report.turns):,} ({report.cached_tokens:,} tokens)",
+        ),
+    ]
+    rows += [("event", line) for line in events_lines(report)]
     if report.unreachable is not None:
         rows.append(("stopped at", report.unreachable))
     return rows
@@ -316,6 +435,10 @@ def _section(report: ReplayReport, t: Turn) -> str:
     also = (
         f", and {earlier} earlier {'summary' if earlier == 1 else 'summaries'}" if earlier else ""
     )
+    aim = "" if t.target is None else f", where it aimed at {t.target:.1%}"
+    told = "".join(
+        f'<p class="note">{e(line)}</p>' for line in events_lines(replace(report, turns=[t]))
+    )
     summary = (
         f"<pre>{e(t.summary)}</pre>"
         if t.summary is not None
@@ -326,7 +449,7 @@ def _section(report: ReplayReport, t: Turn) -> str:
         f"<h3>Turn {t.index} ({e(t.code)}): {t.tokens_before:,} → {t.tokens_after:,} tokens, "
         f"{t.messages_before} → {t.messages_after} messages</h3>"
         f"<p>{e(t.reason)}. The history after it fills {window_share(report, t):.1%} of the "
-        "window.</p>"
+        f"window{aim}. {e(_cache(t))}</p>{told}"
         f"<h4>Summarized: {t.messages_summarized} message(s){also}</h4>"
         '<p class="note">Numbered by their place in the history before this compaction.</p>'
         f"{summarized}<h4>Summary</h4>{summary}"
@@ -337,19 +460,30 @@ def _section(report: ReplayReport, t: Turn) -> str:
     )
 
 
+def _cache(t: Turn) -> str:
+    """What the request after the compaction read from a prefix cache, and its cost."""
+    return (
+        f"Its request repeats {t.cached_tokens:,} tokens of the one before, which a prefix "
+        f"cache reads; its input costs {dollars(t.cost)[0]}."
+    )
+
+
 def _table(report: ReplayReport) -> str:
     head = (
-        "<tr><th>turn</th><th>tokens before → after</th><th>window after</th>"
-        "<th>summarized</th><th>kept</th><th>recallable</th><th>reason</th></tr>"
+        "<tr><th>turn</th><th>requests since the one before</th><th>tokens before → after</th>"
+        "<th>window after</th><th>target</th><th>summarized</th><th>kept</th>"
+        "<th>recallable</th><th>cached prefix</th><th>input cost</th><th>reason</th></tr>"
     )
     rows = "".join(
         f'<tr><td class="n"><a href="#turn-{t.index}">{t.index}</a></td>'
+        f'<td class="n">{since_text(since)}</td>'
         f'<td class="n">{t.tokens_before:,} → {t.tokens_after:,}</td>'
-        f'<td class="n">{window_share(report, t):.1%}</td>'
+        f'<td class="n">{window_share(report, t):.1%}</td><td class="n">{share(t.target)}</td>'
         f'<td class="n">{t.messages_summarized}</td><td class="n">{t.messages_kept}</td>'
         f'<td class="n">{t.recallable} of {len(t.offloaded)}</td>'
+        f'<td class="n">{t.cached_tokens:,}</td><td class="n">{dollars(t.cost)[0]}</td>'
         f"<td>{html.escape(t.reason)}</td></tr>"
-        for t in report.compactions
+        for t, since in spacing(report)
     )
     return f"<table>{head}{rows}</table>"
 
