@@ -6,7 +6,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,9 +15,6 @@ from synopsis.cli import main
 from synopsis.cli.replay import replay
 from synopsis.cli.report import dollars
 from tests.cli.helpers import AIDER, CODEX, lines
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 def replayed(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -114,6 +112,12 @@ def test_the_demo_reads_at_80_columns(
         assert any(
             row.startswith(f"{turn.index} ") and row.endswith(f" {turn.code}") for row in rows
         ), turn.index
+    # docs/cli.md shows this output: every line it shows is a line of it.
+    page = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    shown = page.split("### What a replayed session cost", 1)[1].split("```text\n", 1)[1]
+    printed = {line.rstrip() for line in out.splitlines()}
+    for line in shown.split("```", 1)[0].splitlines():
+        assert line == "…" or line in printed, f"docs/cli.md: paste make demo's output: {line!r}"
 
 
 def costs(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
