@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.compare import scale
+from benchmarks.compare import scale, session_costs
 
 DECIDE_TARGET = 10.0
 """At 10k messages synopsis should decide at least this many times faster than any peer."""
@@ -338,55 +338,6 @@ def replay_table(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-COSTS_NOTE = (
-    "Within two requests: compactions that came two model requests or fewer after the one "
-    "before. Landed: the share of the window a compaction left, median (range). Input cost: "
-    "every request's input with a provider's prefix cache, each request's longest run of "
-    "whole messages shared with the one before read at the cached price and the rest written, "
-    "at list prices ({prices}; `synopsis.pricing`); cached: the share of the tokens sent read "
-    "from the cache. Nothing compacted: the whole history at every request, as a baseline "
-    "(over the window, so no provider would take it)."
-)
-
-
-def costs_note() -> str:
-    from benchmarks.compare.session_costs import PRICES  # noqa: PLC0415 - needs synopsis
-
-    return COSTS_NOTE.format(prices="; ".join(p.describe() for p in PRICES))
-
-
-def costs_table(rows: list[tuple[str, dict[str, Any]]], baseline: dict[str, Any]) -> list[str]:
-    """What a replayed session cost each system: one row per ``(label, figures)``, the
-    figures as :func:`benchmarks.compare.session_costs.Meter.as_json` gives them (with
-    ``compactions`` and ``tokens_sent``), then the session with nothing compacted."""
-    from benchmarks.compare.session_costs import cached_share, landed_text, usd  # noqa: PLC0415
-
-    lines = [
-        "| system | compactions | within two requests | landed | summarizer calls "
-        "| tokens sent | input cost, OpenAI | cached | input cost, Anthropic | cached |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    measured = [(label, r) for label, r in rows if "cost" in r]
-    if not measured:
-        return []  # results of a run from before the costs were measured
-    if "cost" in baseline:
-        measured.append(("nothing compacted", {**baseline, "compactions": 0}))
-    for label, r in measured:
-        openai, anthropic = r["cost"]["openai"], r["cost"]["anthropic"]
-        lines.append(
-            f"| {label} | {r['compactions']} | {r['bursts']} | {landed_text(r['landed'])} "
-            f"| {r['summarizer_calls']} | {r['tokens_sent']:,} | {usd(openai)} "
-            f"| {cached_share(openai)} | {usd(anthropic)} | {cached_share(anthropic)} |"
-        )
-    return lines
-
-
-def replay_costs_table(results: dict[str, Any]) -> list[str]:
-    replay = results["replay"]
-    rows = [(_labels(results)[name], r) for name, r in replay["systems"].items()]
-    return costs_table(rows, replay.get("uncompacted", {}))
-
-
 def memory_table(results: dict[str, Any]) -> list[str]:
     systems = results["speed"]["systems"]
     ours = systems.get("synopsis", {}).get("memory", {}).get("peak_mib")
@@ -441,12 +392,12 @@ def replay_retention_table(results: dict[str, Any], window: str) -> list[str]:
 
 
 def retention_costs_table(block: dict[str, Any]) -> list[str]:
-    """:func:`costs_table` for one window of the retention replay."""
+    """:func:`benchmarks.compare.session_costs.table` for one window of the retention replay."""
     rows = []
     for _, v in _variants(block, targets=False):
         label = v["label"] + (f" (default target {v['target']:g})" if v.get("default") else "")
         rows.append((label, v["totals"]))
-    return costs_table(rows, block.get("uncompacted", {}))
+    return session_costs.table(rows, block.get("uncompacted", {}))
 
 
 def tradeoff_table(results: dict[str, Any], window: str) -> list[str]:
@@ -526,7 +477,7 @@ def replay_retention_lines(results: dict[str, Any]) -> list[str]:
         f"summarizer); each peer on its non-LLM path with the same trigger, told to keep the "
         f"newest messages up to {r['peer_landing']:.0%} of the window with the system prompt "
         "(where synopsis's default lands). Over the window: requests larger than the window, "
-        "which a provider refuses. " + costs_note(),
+        "which a provider refuses. " + session_costs.note(),
         "",
     ]
     for window, block in r["by_window"].items():
@@ -628,8 +579,8 @@ def markdown(results: dict[str, Any]) -> str:
             *replay_table(results),
             "",
         ]
-        costs = replay_costs_table(results)
-        out += [*costs, "", costs_note(), ""] if costs else []
+        costs = session_costs.replay_table(results)
+        out += [*costs, "", session_costs.note(), ""] if costs else []
     if "scale" in results:
         out += [*scale.lines(results), ""]
     if "validity" in results:

@@ -19,6 +19,7 @@ calls itself, in a ``summaries`` attribute.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 from contextlib import contextmanager
@@ -40,8 +41,12 @@ holds."""
 BURST = 2
 """A compaction this many model requests or fewer after the one before came in a burst."""
 PRICES = (OPENAI, ANTHROPIC)
-_PRIMING = tokens([])
-"""What the counter adds to every request beyond its messages (the reply's priming)."""
+
+
+@functools.cache
+def _priming() -> int:
+    """What the counter adds to every request beyond its messages (the reply's priming)."""
+    return tokens([])
 
 
 def _key(item: dict[str, Any]) -> str:
@@ -70,7 +75,7 @@ class Meter:
         # from being reused by another.
         found = self._seen.get(id(item))
         if found is None or found[0] is not item:
-            found = (item, _key(item), tokens([item]) - _PRIMING)
+            found = (item, _key(item), tokens([item]) - _priming())
             self._seen[id(item)] = found
         return found[1], found[2]
 
@@ -184,3 +189,53 @@ def usd(cost: dict[str, Any]) -> str:
 
 def cached_share(cost: dict[str, Any]) -> str:
     return f"{cost['cached_tokens'] / cost['tokens']:.0%}" if cost["tokens"] else "–"
+
+
+# -- the report's tables ----------------------------------------------------------------------
+
+NOTE = (
+    "Within two requests: compactions that came two model requests or fewer after the one "
+    "before. Landed: the share of the window a compaction left, median (range). Input cost: "
+    "every request's input with a provider's prefix cache, each request's longest run of "
+    "whole messages shared with the one before read at the cached price and the rest written, "
+    "at list prices ({prices}; `synopsis.pricing`); cached: the share of the tokens sent read "
+    "from the cache. Nothing compacted: the whole history at every request, as a baseline "
+    "(over the window, so no provider would take it)."
+)
+
+
+def note() -> str:
+    """What the cost tables' columns mean, with the prices they are at."""
+    return NOTE.format(prices="; ".join(p.describe() for p in PRICES))
+
+
+def table(rows: list[tuple[str, dict[str, Any]]], baseline: dict[str, Any]) -> list[str]:
+    """What a replayed session cost each system: one row per ``(label, figures)``, the
+    figures as :meth:`Meter.as_json` gives them (with ``compactions`` and ``tokens_sent``),
+    then the session with nothing compacted; no table for results from before the costs were
+    measured."""
+    measured = [(label, r) for label, r in rows if "cost" in r]
+    if not measured:
+        return []
+    if "cost" in baseline:
+        measured.append(("nothing compacted", {**baseline, "compactions": 0}))
+    lines = [
+        "| system | compactions | within two requests | landed | summarizer calls "
+        "| tokens sent | input cost, OpenAI | cached | input cost, Anthropic | cached |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, r in measured:
+        openai, anthropic = r["cost"]["openai"], r["cost"]["anthropic"]
+        lines.append(
+            f"| {label} | {r['compactions']} | {r['bursts']} | {landed_text(r['landed'])} "
+            f"| {r['summarizer_calls']} | {r['tokens_sent']:,} | {usd(openai)} "
+            f"| {cached_share(openai)} | {usd(anthropic)} | {cached_share(anthropic)} |"
+        )
+    return lines
+
+
+def replay_table(results: dict[str, Any]) -> list[str]:
+    """:func:`table` for the replay part's session."""
+    replay = results["replay"]
+    rows = [(results["labels"][name], r) for name, r in replay["systems"].items()]
+    return table(rows, replay.get("uncompacted", {}))

@@ -191,9 +191,9 @@ def test_synopsis_counts_the_summaries_its_rules_wrote():
 
 
 def test_results_from_before_the_costs_show_no_cost_table():
-    assert report.costs_table([("old", {"compactions": 1})], {}) == []
+    assert sc.table([("old", {"compactions": 1})], {}) == []
     old = {"session": "s", "window": 1000, "systems": {"x": {"compactions": 1}}}
-    assert report.replay_costs_table({"replay": old, "labels": {"x": "x"}}) == []
+    assert sc.replay_table({"replay": old, "labels": {"x": "x"}}) == []
     assert sc.landed_text([]) == "–"
     assert sc.cached_share({"cached_tokens": 0, "tokens": 0}) == "–"
     assert sc.usd({"usd": 12.345}) == "$12.35"
@@ -204,7 +204,7 @@ def test_the_cost_table_of_a_peer(monkeypatch: pytest.MonkeyPatch):
     meter = sc.Meter(window=1000)
     meter.request(_items(3), tokens(_items(3)), compacted=True, calls=1)
     peer: dict[str, Any] = {"compactions": 1, "tokens_sent": tokens(_items(3)), **meter.as_json()}
-    lines = report.costs_table([("a peer", peer)], {})
+    lines = sc.table([("a peer", peer)], {})
     assert len(lines) == 3
     cells = [c.strip() for c in lines[2].split("|")[1:-1]]
     assert cells[:5] == ["a peer", "1", "0", sc.landed_text(peer["landed"]), "1"]

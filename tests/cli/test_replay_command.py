@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from synopsis.cli import main
+from synopsis.cli.figures import dollars
 from synopsis.cli.replay import replay
-from synopsis.cli.report import dollars
 from tests.cli.helpers import AIDER, CODEX, lines
 
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from synopsis.cli.common import UsageError
+from synopsis.cli.figures import dollars
 from synopsis.cli.replay import ReplayReport, Shown, Turn, replay
 from synopsis.cli.report import (
     SHOWN_CHARS,
-    dollars,
     figure,
     plot_bytes,
     plot_title,

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from synopsis.cli import figures
 from synopsis.cli import report as rendering
 from synopsis.cli.common import (
     HISTORY_FILE,
@@ -43,7 +44,7 @@ def _print(report: ReplayReport, path: str) -> None:
         highlight=False,
     )
     table = Table(
-        title=rendering.compactions_title(report),
+        title=figures.compactions_title(report),
         caption="since: requests since the compaction before (! two or fewer) · landed, "
         "target: the share of the window after it and the one it aimed at · summ/kept: "
         "messages summarized and kept",
@@ -54,18 +55,18 @@ def _print(report: ReplayReport, path: str) -> None:
     for col in ("turn", "since", "tokens", "landed", "target", "summ/kept"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("code", no_wrap=True)
-    for t, since in rendering.spacing(report):
+    for t, since in figures.spacing(report):
         table.add_row(
             str(t.index),
-            rendering.since_text(since),
+            figures.since_text(since),
             f"{t.tokens_before:,} → {t.tokens_after:,}",
             f"{report.landed(t):.1%}",
-            rendering.share(t.target),
+            figures.share(t.target),
             f"{t.messages_summarized}/{t.messages_kept}",
             t.code,
         )
     console.print(table)
-    for line in rendering.session_lines(report):
+    for line in figures.session_lines(report):
         console.print(line, highlight=False)
     if report.unreachable is not None:
         console.print(f"[red]stopped at {report.unreachable}[/]", highlight=False)
