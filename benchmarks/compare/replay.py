@@ -4,7 +4,12 @@ model request) the system gets the history as it stands and its answer becomes t
 the messages recorded after that are appended to it, as an agent loop would. A system whose
 compaction rewrites only the outgoing request and leaves the stored history whole (its
 ``persists`` is false) keeps the whole history and compacts again on the next request, as it
-does in production."""
+does in production.
+
+Beside the time per request, what the session cost each system
+(:mod:`benchmarks.compare.session_costs`): its compactions, those within two requests of the
+one before, where each landed, its summarizer calls, and every request's input priced with a
+provider's prefix cache; and the same session with nothing compacted, as a baseline."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare.judge import call_step, problems, tokens
+from benchmarks.compare.session_costs import Meter, counting_summaries, uncompacted
 from benchmarks.compare.systems import Budget, Items, System
 
 if TYPE_CHECKING:
@@ -30,22 +36,27 @@ def replay(system: System, items: Items) -> dict[str, Any]:
     times: list[float] = []
     compactions = invalid = sent_tokens = 0
     peak = 0
-    for item in items:
-        if item.get("role") == "assistant" and history:
-            native = system.native(history)
-            result, seconds = call_step(system, native, BUDGET)
-            times.append(seconds)
-            sent = history
-            if result is not None:
-                compactions += 1
-                sent = system.items(result)
-                if getattr(system, "persists", True):
-                    history = sent
-            size = tokens(sent)
-            sent_tokens += size
-            peak = max(peak, size)
-            invalid += bool(problems(sent, "openai"))
-        history = [*history, item]
+    meter = Meter(WINDOW)
+    with counting_summaries() as summaries:
+        for item in items:
+            if item.get("role") == "assistant" and history:
+                native = system.native(history)
+                calls = summaries()
+                result, seconds = call_step(system, native, BUDGET)
+                calls = summaries() - calls
+                times.append(seconds)
+                sent = history
+                if result is not None:
+                    compactions += 1
+                    sent = system.items(result)
+                    if getattr(system, "persists", True):
+                        history = sent
+                size = tokens(sent)
+                sent_tokens += size
+                peak = max(peak, size)
+                invalid += bool(problems(sent, "openai"))
+                meter.request(sent, size, compacted=result is not None, calls=calls)
+            history = [*history, item]
     return {
         "requests": len(times),
         "compactions": compactions,
@@ -55,6 +66,7 @@ def replay(system: System, items: Items) -> dict[str, Any]:
         "tokens_sent": sent_tokens,
         "largest_request": peak,
         "invalid_requests": invalid,
+        **meter.as_json(),
     }
 
 
@@ -62,7 +74,12 @@ def run(
     systems: Sequence[System], transcripts: dict[str, Items], progress: Callable[[str], None]
 ) -> dict[str, Any]:
     items = transcripts[SESSION]
-    out: dict[str, Any] = {"session": SESSION, "window": WINDOW, "systems": {}}
+    out: dict[str, Any] = {
+        "session": SESSION,
+        "window": WINDOW,
+        "uncompacted": uncompacted(items, WINDOW),
+        "systems": {},
+    }
     for system in systems:
         try:
             out["systems"][system.name] = replay(system, items)

@@ -26,7 +26,10 @@ nothing of any compared system:
   removed part's requests and assistant messages.
 
 Shares are pooled: of everything removed at every compaction of every session, the share
-present. Tokens sent are the o200k tokens of every request over the session.
+present. Tokens sent are the o200k tokens of every request over the session. Beside them,
+what the sessions cost each system (:mod:`benchmarks.compare.session_costs`): compactions
+within two requests of the one before, where each landed, summarizer calls, and the input
+priced with a provider's prefix cache, with the sessions sent whole as a baseline.
 
 Who runs, and how
     synopsis: ``synopsis.Compactor(context_window=W, model="gpt-4o", summarizer="rules",
@@ -61,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.compare import anchors
 from benchmarks.compare.inputs import leading_system, observation_sessions
 from benchmarks.compare.judge import call_step, tokens
+from benchmarks.compare.session_costs import Meter, counting_summaries, merged, uncompacted
 from benchmarks.compare.systems import Budget, Items, System
 
 if TYPE_CHECKING:
@@ -199,6 +203,8 @@ class Tally:
     """What was lost at least once, by measure, in the order first lost (for a reader)."""
     first_missed_at: list[int] = field(default_factory=list)
     """Compactions (1-based) whose output lacks the first request's first line."""
+    spent: list[dict[str, Any]] = field(default_factory=list)
+    """What each session cost (:meth:`benchmarks.compare.session_costs.Meter.as_json`)."""
 
     def add(self, measure: str, kept: int, found: int) -> None:
         self.counts[measure][0] += kept
@@ -218,6 +224,7 @@ class Tally:
         self.tokens_sent += other.tokens_sent
         self.largest = max(self.largest, other.largest)
         self.over_window += other.over_window
+        self.spent += other.spent
         for m in MEASURES:
             self.add(m, *other.counts[m])
 
@@ -231,6 +238,7 @@ class Tally:
             **{m: list(self.counts[m]) for m in MEASURES},
             **{f"missed_{m}": v[:MISSED_SHOWN] for m, v in self.missed.items()},
             "first_missed_at": self.first_missed_at[:MISSED_SHOWN],
+            **merged(self.spent),
         }
 
 
@@ -270,21 +278,27 @@ def replay_session(system: System, session: Session, budget: Budget) -> Tally:
     tally = Tally()
     history: Items = []
     persists = getattr(system, "persists", True)
-    for index, item in enumerate(session.items):
-        if item.get("role") == "assistant" and history:
-            result, _ = call_step(system, system.native(history), budget)
-            sent = history
-            if result is not None:
-                sent = system.items(result)
-                measure(tally, session, history, sent, index)
-                if persists:
-                    history = sent
-            size = tokens(sent)
-            tally.requests_made += 1
-            tally.tokens_sent += size
-            tally.largest = max(tally.largest, size)
-            tally.over_window += size > budget.window
-        history = [*history, item]
+    meter = Meter(budget.window)
+    with counting_summaries() as summaries:
+        for index, item in enumerate(session.items):
+            if item.get("role") == "assistant" and history:
+                before = summaries() + getattr(system, "summaries", 0)
+                result, _ = call_step(system, system.native(history), budget)
+                calls = summaries() + getattr(system, "summaries", 0) - before
+                sent = history
+                if result is not None:
+                    sent = system.items(result)
+                    measure(tally, session, history, sent, index)
+                    if persists:
+                        history = sent
+                size = tokens(sent)
+                tally.requests_made += 1
+                tally.tokens_sent += size
+                tally.largest = max(tally.largest, size)
+                tally.over_window += size > budget.window
+                meter.request(sent, size, compacted=result is not None, calls=calls)
+            history = [*history, item]
+    tally.spent.append(meter.as_json())
     return tally
 
 
@@ -303,6 +317,8 @@ class SynopsisReplay:
         self.target = target
         self.label = f"synopsis {version('synopsis')} Compactor"
         self._compactor: Any = None
+        self.summaries = 0
+        """Compactions that wrote a summary: the rule-based summarizer's calls."""
 
     def compactor(self, window: int) -> Any:
         import synopsis  # noqa: PLC0415 - the library under test, imported once it is needed
@@ -326,6 +342,7 @@ class SynopsisReplay:
 
     def step(self, history: Any, budget: Budget) -> Any | None:
         result = self.compactor(budget.window).compact(history, format="openai")
+        self.summaries += result.compacted and result.record is not None
         return list(result.messages) if result.compacted else None
 
     def items(self, history: Any) -> Items:
@@ -459,10 +476,12 @@ def run(
                 f"replay-retention {window:,}: {peer.name} done in "
                 f"{time.perf_counter() - started:.0f} s"
             )
+        whole = [uncompacted(s.items, window) for s in fit]
         out["by_window"][str(window)] = {
             "sessions": [s.name for s in fit],
             "left_out": left_out,
             "variants": variants,
+            "uncompacted": {"tokens_sent": sum(w["tokens_sent"] for w in whole), **merged(whole)},
         }
     return out
 

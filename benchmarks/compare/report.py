@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.compare import scale
+from benchmarks.compare import scale, session_costs
 
 DECIDE_TARGET = 10.0
 """At 10k messages synopsis should decide at least this many times faster than any peer."""
@@ -391,6 +391,15 @@ def replay_retention_table(results: dict[str, Any], window: str) -> list[str]:
     return lines
 
 
+def retention_costs_table(block: dict[str, Any]) -> list[str]:
+    """:func:`benchmarks.compare.session_costs.table` for one window of the retention replay."""
+    rows = []
+    for _, v in _variants(block, targets=False):
+        label = v["label"] + (f" (default target {v['target']:g})" if v.get("default") else "")
+        rows.append((label, v["totals"]))
+    return session_costs.table(rows, block.get("uncompacted", {}))
+
+
 def tradeoff_table(results: dict[str, Any], window: str) -> list[str]:
     """synopsis at each target and each peer: retention against tokens sent and compactions."""
     from benchmarks.compare.replay_retention import retained  # noqa: PLC0415
@@ -468,7 +477,7 @@ def replay_retention_lines(results: dict[str, Any]) -> list[str]:
         f"summarizer); each peer on its non-LLM path with the same trigger, told to keep the "
         f"newest messages up to {r['peer_landing']:.0%} of the window with the system prompt "
         "(where synopsis's default lands). Over the window: requests larger than the window, "
-        "which a provider refuses.",
+        "which a provider refuses. " + session_costs.note(),
         "",
     ]
     for window, block in r["by_window"].items():
@@ -493,6 +502,9 @@ def replay_retention_lines(results: dict[str, Any]) -> list[str]:
                 f"- synopsis missed in {name}: " + "; ".join(f"`{t[:80]}`" for t in texts[:3])
             )
         out.append("")
+        costs = retention_costs_table(block)
+        if costs:
+            out += ["What the sessions cost each system, pooled:", "", *costs, ""]
     out += [
         "## Retention against cost",
         "",
@@ -567,6 +579,8 @@ def markdown(results: dict[str, Any]) -> str:
             *replay_table(results),
             "",
         ]
+        costs = session_costs.replay_table(results)
+        out += [*costs, "", session_costs.note(), ""] if costs else []
     if "scale" in results:
         out += [*scale.lines(results), ""]
     if "validity" in results:

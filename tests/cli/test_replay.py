@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import synopsis
-from synopsis.cli.replay import ReplayReport, _align, _parts, _Without, replay
+from synopsis.cli.replay import ReplayReport, _align, _parts, replay
+from synopsis.cli.replay_requests import Uncompacted
 from synopsis.cli.report import write_html
 from synopsis.compaction import Compactor
 from synopsis.formats import FormatName, decode, encode
@@ -21,6 +22,7 @@ from synopsis.messages import (
     ToolCallPart,
     ToolResultPart,
 )
+from synopsis.pricing import OPENAI
 from tests.cli.helpers import TRANSCRIPTS, lines
 
 if TYPE_CHECKING:
@@ -129,6 +131,18 @@ def test_json_round_trip(codex: ReplayReport) -> None:
         assert out["offloaded"] == list(turn.offloaded)
         assert out["positions"] == list(turn.positions)
         assert out["recallable"] == turn.recallable
+        assert out["cached_tokens"] == turn.cached_tokens
+        assert out["cost"] == turn.cost
+    assert data["bursts"] == len(codex.bursts)
+    assert data["burst_turns"] == [t.index for t in codex.bursts]
+    assert data["landed"] == [round(t.tokens_after / 32000, 4) for t in codex.compactions]
+    assert data["targets"] == [t.target for t in codex.compactions]
+    assert data["breakers"] == []
+    assert data["prices"] == {"name": "openai", "input": 1.25, "cached": 0.125, "write_premium": 0}
+    assert data["cost_with"] == round(sum(t.cost for t in codex.turns), 6)
+    assert data["cost_without"] == round(sum(t.cost_without for t in codex.turns), 6)
+    assert data["cached_tokens"] == sum(t.cached_tokens for t in codex.turns)
+    assert data["cache_hits"] == sum(1 for t in codex.turns if t.cached_tokens)
 
 
 def test_one_long_turn_still_fits_past_the_per_turn_cap() -> None:
@@ -359,7 +373,7 @@ def test_the_tokens_without_synopsis_are_each_prefix_counted_afresh(fmt: FormatN
     items = load("openhands-ponylang-ponyc-4593.jsonl")[:40]
     wire = encode(decode(items, "openai").messages, fmt)
     setup = Compactor(model="gpt-4o", environ={}).setup
-    running = _Without(setup, wire.messages, fmt, wire.system)
+    running = Uncompacted(setup, wire.messages, fmt, wire.system, OPENAI)
     for n in range(1, len(wire.messages) + 1):
         prefix = decode(list(wire.messages[:n]), fmt, system=wire.system).messages
-        assert running.tokens(n) == setup.counter.count_messages(prefix), n
+        assert running.send(n)[0] == setup.counter.count_messages(prefix), n

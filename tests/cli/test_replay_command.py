@@ -6,16 +6,15 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from synopsis.cli import main
+from synopsis.cli.figures import dollars
 from synopsis.cli.replay import replay
 from tests.cli.helpers import AIDER, CODEX, lines
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 def replayed(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -62,24 +61,117 @@ def test_text_report_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     # The plot's title names the file and the tokens saved (the SVG keeps each text in a comment).
     said = f"aider-census.jsonl — gpt-4o, 1,500-token window: {report.saved_share:.1%} of tokens"
     assert said in svg.read_text()
-    title = f"{len(report.compactions)} compaction(s)"
-    assert title in [line.strip() for line in out.splitlines()]
-    header = ("turn", "tokens", "window", "summarized", "kept", "recallable", "reason")
-    assert " ┃ ".join(header) in re.sub(r" +", " ", out)
+    title = f"{len(report.compactions)} compaction(s), {len(report.bursts)} within two requests"
+    assert any(line.strip().startswith(title) for line in out.splitlines())
+    header = ("turn", "since", "tokens", "landed", "target", "summ/kept", "code")
+    assert " ".join(header) in re.sub(r" +", " ", out)
     for turn in report.compactions:
         row = (
-            f"{turn.tokens_before:,} → {turn.tokens_after:,} │ "
-            f"{turn.tokens_after / report.window:.1%} │ {turn.messages_summarized} │ "
-            f"{turn.messages_kept} │ {turn.recallable} of {len(turn.offloaded)} │"
+            f"{turn.index} ",
+            f"{turn.tokens_before:,} → {turn.tokens_after:,} "
+            f"{turn.tokens_after / report.window:.1%} "
+            f"{'-' if turn.target is None else f'{turn.target:.1%}'} "
+            f"{turn.messages_summarized}/{turn.messages_kept} {turn.code}",
         )
-        assert re.sub(r" +", " ", row) in re.sub(r" +", " ", out)
-    totals = (
-        f"{len(report.compactions)} compaction(s), {report.summarizer_calls} summarizer call(s); "
-        f"tokens sent over the session: {report.tokens_with:,} with synopsis, "
-        f"{report.tokens_without:,} without ({report.tokens_saved:,} saved, "
-        f"{report.saved_share:.1%})"
+        assert any(
+            re.sub(r" +", " ", line).strip().startswith(row[0])
+            and row[1] in re.sub(r" +", " ", line)
+            for line in out.splitlines()
+        ), row
+    said = " ".join(out.split())
+    assert (
+        f"{len(report.compactions)} compaction(s), {len(report.bursts)} within two requests of "
+        f"the one before; {report.summarizer_calls} summarizer call(s)"
+    ) in said
+    assert (
+        f"tokens sent: {report.tokens_with:,} with synopsis, {report.tokens_without:,} without "
+        f"({report.saved_share:.1%} saved)"
+    ) in said
+    with_, without, saved = dollars(
+        report.cost_with, report.cost_without, report.cost_without - report.cost_with
     )
-    assert totals in " ".join(out.split())
+    assert (
+        f"input cost with a prefix cache: {with_} with synopsis, {without} without ({saved} saved)"
+    ) in said
+    assert "prices openai: $1.25/M input, $0.125/M cached" in said
+    hits = sum(1 for t in report.turns if t.cached_tokens)
+    cached = sum(t.cached_tokens for t in report.turns)
+    assert f"{hits} of {len(report.turns)} requests read a cached prefix, {cached:,} tokens" in said
+
+
+def test_the_demo_reads_at_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What make demo prints: each compaction on one line of at most 80 characters."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out = replayed(capsys, str(CODEX), "--model", "gpt-5", "--window", "32000")
+    report = replay(lines(CODEX), model="gpt-5", context_window=32000)
+    assert max(map(len, out.splitlines())) <= 80
+    rows = [re.sub(r" +", " ", line).strip() for line in out.splitlines()]
+    for turn in report.compactions:
+        assert any(
+            row.startswith(f"{turn.index} ") and row.endswith(f" {turn.code}") for row in rows
+        ), turn.index
+    # docs/cli.md shows this output: every line it shows is a line of it.
+    page = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    shown = page.split("### What a replayed session cost", 1)[1].split("```text\n", 1)[1]
+    printed = {line.rstrip() for line in out.splitlines()}
+    for line in shown.split("```", 1)[0].splitlines():
+        assert line == "…" or line in printed, f"docs/cli.md: paste make demo's output: {line!r}"
+
+
+def costs(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    out = replayed(capsys, str(AIDER), "--window", "1500", "--json", *args)
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def test_prices_are_options_with_a_preset_for_each_provider(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    openai = costs(capsys)
+    assert openai["prices"] == {
+        "name": "openai",
+        "input": 1.25,
+        "cached": 0.125,
+        "write_premium": 0.0,
+    }
+    claude = costs(capsys, "--model", "claude-sonnet-4-5")
+    assert claude["prices"]["name"] == "anthropic"
+    assert (
+        costs(capsys, "--model", "claude-sonnet-4-5", "--prices", "openai")["prices"]
+        == (openai["prices"])
+    )
+    given = costs(capsys, "--prices", "anthropic", "--input-price", "5", "--cached-price", "0.5")
+    assert given["prices"] == {
+        "name": "anthropic, as given", "input": 5.0, "cached": 0.5, "write_premium": 0.75
+    }  # fmt: skip
+    # The same requests: what each one reads from the cache does not depend on the prices.
+    assert [t["cached_tokens"] for t in given["turns"]] == [
+        t["cached_tokens"] for t in openai["turns"]
+    ]
+    for turn in given["turns"]:
+        written = turn["tokens_after"] - turn["cached_tokens"]
+        expected = (turn["cached_tokens"] * 0.5 + written * 5.75) / 1e6
+        assert turn["cost"] == pytest.approx(expected)
+    assert given["cost_with"] == pytest.approx(sum(t["cost"] for t in given["turns"]), abs=1e-6)
+    free = costs(capsys, "--input-price", "0", "--cached-price", "0")
+    assert free["cost_with"] == free["cost_without"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--prices", "gemini"], "argument --prices: invalid choice: 'gemini'"),
+        (["--input-price", "cheap"], "argument --input-price: expected dollars, got 'cheap'"),
+        (["--write-premium", "-1"], "argument --write-premium: expected dollars, 0 or more"),
+        (["--cached-price", "nan"], "argument --cached-price: expected dollars, 0 or more"),
+    ],
+)
+def test_a_bad_price_is_one_line(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert message in one_line_error(capsys, str(AIDER), *args)
 
 
 def test_message_text_is_escaped_in_the_html(

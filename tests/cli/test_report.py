@@ -4,6 +4,7 @@ what it summarized, the summary, what it kept, and where the originals can be re
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import re
 import sys
@@ -13,8 +14,16 @@ import numpy as np
 import pytest
 
 from synopsis.cli.common import UsageError
+from synopsis.cli.figures import dollars
 from synopsis.cli.replay import ReplayReport, Shown, Turn, replay
-from synopsis.cli.report import SHOWN_CHARS, figure, plot_bytes, plot_title, ranges, write_html
+from synopsis.cli.report import (
+    SHOWN_CHARS,
+    figure,
+    plot_bytes,
+    plot_title,
+    ranges,
+    write_html,
+)
 from tests.cli.helpers import TRANSCRIPTS, lines
 
 if TYPE_CHECKING:
@@ -44,6 +53,12 @@ def section(page: str, index: int) -> dict[str, str]:
     return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 
+def intro(page: str, index: int) -> str:
+    """What compaction ``index``'s section says before the messages it summarized."""
+    start = page.index(f'<section class="compaction" id="turn-{index}">')
+    return page[start : page.index("<h4>Summarized", start)]
+
+
 def first_text(message: Shown) -> str:
     return next(text for _, text in message.parts if text.strip())
 
@@ -58,14 +73,29 @@ def test_a_section_per_compaction_and_the_totals(demo: tuple[ReplayReport, str])
     assert f"<td>{report.tokens_with:,}</td>" in page
     assert f"<td>{report.tokens_without:,}</td>" in page
     assert f"({report.saved_share:.1%})" in page
+    bursts = [b.index - a.index for a, b in itertools.pairwise(done) if b.index - a.index <= 2]
+    assert f"<tr><th>within two requests of the one before</th><td>{len(bursts)}</td>" in page
+    with_, without = dollars(report.cost_with, report.cost_without)
+    assert f"<tr><th>input cost with a prefix cache, with synopsis</th><td>{with_}</td>" in page
+    assert f"<tr><th>input cost with a prefix cache, without</th><td>{without}</td>" in page
+    assert "<td>openai: $1.25/M input, $0.125/M cached</td>" in page
+    hits = sum(1 for t in report.turns if t.cached_tokens)
+    assert f"<td>{hits:,} of {len(report.turns):,} (" in page
+    before = None
     for turn in done:
         share = f"{turn.tokens_after / report.window:.1%}"
+        since = "-" if before is None else turn.index - before
+        since = f"{since} !" if isinstance(since, int) and since <= 2 else str(since)
+        before = turn.index
+        target = "-" if turn.target is None else f"{turn.target:.1%}"
         row = (
-            f'<a href="#turn-{turn.index}">{turn.index}</a></td>'
+            f'<a href="#turn-{turn.index}">{turn.index}</a></td><td class="n">{since}</td>'
             f'<td class="n">{turn.tokens_before:,} → {turn.tokens_after:,}</td>'
-            f'<td class="n">{share}</td><td class="n">{turn.messages_summarized}</td>'
+            f'<td class="n">{share}</td><td class="n">{target}</td>'
+            f'<td class="n">{turn.messages_summarized}</td>'
             f'<td class="n">{turn.messages_kept}</td>'
             f'<td class="n">{turn.recallable} of {len(turn.offloaded)}</td>'
+            f'<td class="n">{turn.cached_tokens:,}</td><td class="n">{dollars(turn.cost)[0]}</td>'
             f"<td>{html.escape(turn.reason)}</td>"
         )
         assert row in page
@@ -213,6 +243,44 @@ def test_edge_cases_of_a_compaction(tmp_path: Path) -> None:
     assert "Nothing was offloaded" in section(page, 2)["Recall"]
     assert "over &lt;the&gt; trigger" in page
     assert "<the>" not in page
+
+
+def test_dollars_share_one_precision() -> None:
+    assert dollars(0.5728, 1.7126) == ["$0.57", "$1.71"]
+    assert dollars(0.05728, 0.17126) == ["$0.0573", "$0.1713"]
+    assert dollars(1234.5) == ["$1,234.50"]
+    assert dollars() == []
+
+
+def test_what_the_events_said_is_shown(tmp_path: Path) -> None:
+    report = ReplayReport(model=None, window=1000, reserve=100, trigger_tokens=800, items=30)
+    report.turns = [
+        turn(10, target=0.5, cached_tokens=120, cost=0.25),
+        turn(11, emergency="one new message of 700 tokens, larger than the room left"),
+        turn(13, off_target="a protected head of 600 tokens, larger than the room"),
+        turn(20, breaker=0.4, target=0.4),
+    ]
+    assert [t.index for t in report.bursts] == [11, 13]
+    page_path = tmp_path / "events.html"
+    write_html(report, page_path, title="events")
+    page = page_path.read_text()
+    assert "<tr><th>within two requests of the one before</th><td>2</td></tr>" in page
+    assert "landed at 30.0% to 30.0% of the window, aiming at 40.0% to 50.0%" in page
+    first = intro(page, 10)
+    assert "fills 30.0% of the window, where it aimed at 50.0%." in first
+    assert "repeats 120 tokens of the one before" in first
+    assert "its input costs $0.2500." in first
+    said = {
+        11: "turn 11, an emergency: one new message of 700 tokens, larger than the room left",
+        13: "turn 13, off its target: a protected head of 600 tokens, larger than the room",
+        20: "turn 20 opened the refill breaker: compactions land at 40% of the window from then on",
+    }
+    for index, line in said.items():
+        assert f'<p class="note">{line}</p>' in intro(page, index)
+        assert f"<tr><th>event</th><td>{line}</td></tr>" in page
+    assert '<td class="n">1 !</td>' in page
+    assert '<td class="n">2 !</td>' in page
+    assert '<td class="n">7</td>' in page
 
 
 def test_plot_without_compactions_or_token_trigger(tmp_path: Path) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from difflib import SequenceMatcher
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, cast
 
+from synopsis.cli.replay_requests import Sent, Uncompacted
 from synopsis.compaction import Compactor
-from synopsis.compaction.incremental import additive
 from synopsis.errors import BudgetUnreachableError
+from synopsis.events import CompactionCompleted, RefillBreakerOpened
 from synopsis.formats import body_system, decode, wire_items
 from synopsis.messages import (
     MediaPart,
@@ -21,6 +23,7 @@ from synopsis.messages import (
     content_hash,
     is_summary,
 )
+from synopsis.pricing import OPENAI, Prices
 from synopsis.summarizers import render
 
 if TYPE_CHECKING:
@@ -28,11 +31,15 @@ if TYPE_CHECKING:
 
     from synopsis.compaction import CompactionResult, SystemPrompt
     from synopsis.compaction.setup import Setup
+    from synopsis.events import Event
     from synopsis.formats import FormatName
 
 __all__ = ["ReplayReport", "Shown", "Turn", "replay"]
 
 SESSION = "replay"
+BURST = 2
+"""A compaction this many turns or fewer after the one before came in a burst: the room the
+one before left was filled again almost at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +74,14 @@ class Turn:
     A turn that compacted has ``summarized`` (the messages it replaced, an earlier summary
     among them), ``kept`` (every message of the new history but the summary), and the store
     reference of the originals it offloaded: ``session_id``, their ``offloaded`` ids and
-    store ``positions``, and how many of them the store gave back (``recallable``)."""
+    store ``positions``, and how many of them the store gave back (``recallable``).
+
+    Every turn is a request a provider's prefix cache prices (:mod:`synopsis.pricing`):
+    ``cached_tokens`` of it repeat the start of the request before, and it costs ``cost``
+    dollars of input (``cost_without`` for the transcript's request sent as it is). A
+    compaction's event says where it aimed (``target``, a share of the window), what kept it
+    from landing near that (``off_target``) or made it urgent (``emergency``); ``breaker`` is
+    where compactions land from this turn on, when it opened the refill breaker."""
 
     index: int
     tokens_before: int
@@ -85,6 +99,13 @@ class Turn:
     offloaded: tuple[str, ...] = ()
     positions: tuple[int, ...] = ()
     recallable: int | None = None
+    cached_tokens: int = 0
+    cost: float = 0.0
+    cost_without: float = 0.0
+    target: float | None = None
+    off_target: str = ""
+    emergency: str = ""
+    breaker: float | None = None
 
     @property
     def messages_summarized(self) -> int:
@@ -126,10 +147,47 @@ class ReplayReport:
     window_error: BudgetUnreachableError | None = None
     """The error that stopped the replay when the system prompt alone took all the window
     leaves after the reserve: no turn could fit, so the turns before it prove nothing."""
+    prices: Prices = OPENAI
+    """What the turns' costs are priced at."""
 
     @property
     def compactions(self) -> list[Turn]:
         return [t for t in self.turns if t.compacted]
+
+    @property
+    def bursts(self) -> list[Turn]:
+        """The compactions that came within :data:`BURST` requests of the one before."""
+        done = self.compactions
+        return [t for before, t in pairwise(done) if t.index - before.index <= BURST]
+
+    def landed(self, turn: Turn) -> float:
+        """The share of the window the history fills after ``turn``."""
+        return turn.tokens_after / self.window
+
+    @property
+    def breakers(self) -> list[Turn]:
+        """The turns that opened the refill breaker."""
+        return [t for t in self.turns if t.breaker is not None]
+
+    @property
+    def cost_with(self) -> float:
+        """Dollars of input over the session with synopsis, with a prefix cache."""
+        return sum(t.cost for t in self.turns)
+
+    @property
+    def cost_without(self) -> float:
+        """Dollars of input for the transcript sent as it is, with the same cache."""
+        return sum(t.cost_without for t in self.turns)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Tokens the cache read over the session with synopsis."""
+        return sum(t.cached_tokens for t in self.turns)
+
+    @property
+    def cache_hits(self) -> int:
+        """Requests with synopsis that read part of themselves from the cache."""
+        return sum(1 for t in self.turns if t.cached_tokens)
 
     @property
     def summarizer_calls(self) -> int:
@@ -174,6 +232,21 @@ class ReplayReport:
             "tokens_without": self.tokens_without,
             "tokens_saved": self.tokens_saved,
             "saved_share": round(self.saved_share, 4),
+            "bursts": len(self.bursts),
+            "burst_turns": [t.index for t in self.bursts],
+            "landed": [round(self.landed(t), 4) for t in self.compactions],
+            "targets": [t.target for t in self.compactions],
+            "breakers": [t.index for t in self.breakers],
+            "prices": {
+                "name": self.prices.name,
+                "input": self.prices.input,
+                "cached": self.prices.cached,
+                "write_premium": self.prices.write_premium,
+            },
+            "cost_with": round(self.cost_with, 6),
+            "cost_without": round(self.cost_without, 6),
+            "cached_tokens": self.cached_tokens,
+            "cache_hits": self.cache_hits,
             "turns": [t.to_json() for t in self.turns],
         }
 
@@ -311,31 +384,19 @@ def _system_alone(setup: Setup, history: list[Any], fmt: FormatName, system: obj
     return prompt >= setup.limit
 
 
-class _Without:
-    """The tokens of the transcript's first ``n`` items sent as they are, turn after turn,
-    in time linear in the transcript: the whole is decoded once and, where each item is one
-    message and the counter's total is a sum over messages, each turn adds the new
-    message's count. Otherwise each prefix is decoded and counted again."""
-
-    def __init__(self, setup: Setup, wire: Sequence[Any], fmt: FormatName, system: object) -> None:
-        self.setup, self.wire, self.fmt, self.system = setup, wire, fmt, system
-        self.messages = decode(list(wire), fmt, system=system).messages
-        self.lead = len(self.messages) - len(wire)
-        # OpenAI and Anthropic items decode one message each (after a system prompt kept
-        # apart), whatever follows them: a prefix's messages are the whole's first ones.
-        self.running = additive(setup.counter) and fmt in ("openai", "anthropic")
-        self.done = 0
-        self.total = setup.counter.count_messages(self.messages[: self.lead])
-
-    def tokens(self, n: int) -> int:
-        if not self.running:
-            raw = decode(list(self.wire[:n]), self.fmt, system=self.system).messages
-            return int(self.setup.counter.count_messages(raw))
-        count = self.setup.counter.count_message
-        for message in self.messages[self.lead + self.done : self.lead + n]:
-            self.total += count(message)
-        self.done = n
-        return int(self.total)
+def _told(events: Sequence[Event]) -> dict[str, Any]:
+    """What a turn's events say of its compaction and of the refill breaker: the fields of
+    :class:`Turn` they fill. A share of the window is left unset where the event does not know
+    the window."""
+    told: dict[str, Any] = {}
+    for event in events:
+        if isinstance(event, CompactionCompleted):
+            told.update(off_target=event.off_target, emergency=event.emergency)
+            if event.window and event.target_tokens:
+                told["target"] = event.target
+        elif isinstance(event, RefillBreakerOpened):
+            told["breaker"] = event.landing
+    return told
 
 
 def replay(
@@ -343,6 +404,7 @@ def replay(
     *,
     fmt: FormatName | None = None,
     system: SystemPrompt = None,
+    prices: Prices = OPENAI,
     progress: Callable[[int, int], None] | None = None,
     **compactor_options: Any,  # noqa: ANN401 - Compactor validates each option
 ) -> ReplayReport:
@@ -352,10 +414,11 @@ def replay(
 
     Each turn appends the next item to the history, compacts it, and carries the result on as
     the next history. The report says, turn by turn, how many tokens went out with synopsis
-    and how many would have gone out without it; each turn that compacted also says which
-    messages it summarized, which it kept, and where the store keeps the originals it
-    replaced. ``progress(done, total)`` is called after each turn. A history that cannot be
-    made to fit ends the replay, recorded in the report."""
+    and how many would have gone out without it, and what each request cost at ``prices``
+    with a provider's prefix cache; each turn that compacted also says which messages it
+    summarized, which it kept, and where the store keeps the originals it replaced, and what
+    its events say of where it aimed. ``progress(done, total)`` is called after each turn. A
+    history that cannot be made to fit ends the replay, recorded in the report."""
     compactor_options.setdefault("store", "memory")
     compactor_options.setdefault("session_id", SESSION)
     compactor = Compactor(**compactor_options)
@@ -370,12 +433,14 @@ def replay(
         reserve=setup.reserve,
         trigger_tokens=setup.trigger.token_threshold(setup.window),
         items=len(wire),
+        prices=prices,
     )
     history: list[Any] = []
-    without_synopsis = _Without(setup, wire, fmt, prompt)
+    whole = Uncompacted(setup, wire, fmt, prompt, prices)
+    sent = Sent(setup, fmt, prices, whole)
     for index, item in enumerate(wire):
         history.append(item)
-        without = without_synopsis.tokens(index + 1)
+        without, cost_without = whole.send(index + 1)
         try:
             # The prompt is JSON read from the file or handed back by compact: compact checks it.
             result = compactor.compact(history, system=cast("SystemPrompt", prompt), format=fmt)
@@ -385,6 +450,8 @@ def replay(
                 report.window_error = error
             break
         record = result.record if result.compacted else None
+        after = result.system if result.system is not None else prompt
+        request = sent.send(index, result, after)
         turn = Turn(
             index=index,
             tokens_before=result.tokens_before,
@@ -396,13 +463,17 @@ def replay(
             code=result.code,
             reason=result.reason,
             summary=render(record) if record is not None else None,
+            cached_tokens=request.shared,
+            cost=request.cost,
+            cost_without=cost_without.cost,
+            **_told(result.events),
         )
         # Only a compaction pays for the detail: most turns skip, and they must stay cheap.
         if result.compacted:
             turn = _detailed(turn, compactor, result, history, fmt=fmt, system=prompt)
         report.turns.append(turn)
         history = list(result.messages)
-        prompt = result.system if result.system is not None else prompt
+        prompt = after
         if progress is not None:
             progress(index + 1, len(wire))
     return report

@@ -6,9 +6,19 @@ import base64
 import html
 import io
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from synopsis.cli.common import UsageError
+from synopsis.cli.figures import (
+    dollars,
+    events_lines,
+    landings,
+    recallable,
+    share,
+    since_text,
+    spacing,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -205,11 +215,25 @@ def _totals(report: ReplayReport) -> list[tuple[str, str]]:
         ),
         ("items replayed", f"{len(report.turns):,} of {report.items:,}"),
         ("compactions", f"{len(report.compactions)}"),
+        ("within two requests of the one before", f"{len(report.bursts)}"),
         ("summarizer calls", f"{report.summarizer_calls}"),
         ("tokens sent with synopsis", f"{report.tokens_with:,}"),
         ("tokens sent without", f"{report.tokens_without:,}"),
         ("saved", f"{report.tokens_saved:,} tokens ({report.saved_share:.1%})"),
     ]
+    if report.compactions:
+        rows += [("landed", landings(report)), ("recallable", recallable(report))]
+    with_, without = dollars(report.cost_with, report.cost_without)
+    rows += [
+        ("prices per million input tokens", report.prices.describe()),
+        ("input cost with a prefix cache, with synopsis", with_),
+        ("input cost with a prefix cache, without", without),
+        (
+            "requests that read a cached prefix",
+            f"{report.cache_hits:,} of {len(report.turns):,} ({report.cached_tokens:,} tokens)",
+        ),
+    ]
+    rows += [("event", line) for line in events_lines(report)]
     if report.unreachable is not None:
         rows.append(("stopped at", report.unreachable))
     return rows
@@ -316,6 +340,10 @@ def _section(report: ReplayReport, t: Turn) -> str:
     also = (
         f", and {earlier} earlier {'summary' if earlier == 1 else 'summaries'}" if earlier else ""
     )
+    aim = "" if t.target is None else f", where it aimed at {t.target:.1%}"
+    told = "".join(
+        f'<p class="note">{e(line)}</p>' for line in events_lines(replace(report, turns=[t]))
+    )
     summary = (
         f"<pre>{e(t.summary)}</pre>"
         if t.summary is not None
@@ -326,7 +354,7 @@ def _section(report: ReplayReport, t: Turn) -> str:
         f"<h3>Turn {t.index} ({e(t.code)}): {t.tokens_before:,} → {t.tokens_after:,} tokens, "
         f"{t.messages_before} → {t.messages_after} messages</h3>"
         f"<p>{e(t.reason)}. The history after it fills {window_share(report, t):.1%} of the "
-        "window.</p>"
+        f"window{aim}. {e(_cache(t))}</p>{told}"
         f"<h4>Summarized: {t.messages_summarized} message(s){also}</h4>"
         '<p class="note">Numbered by their place in the history before this compaction.</p>'
         f"{summarized}<h4>Summary</h4>{summary}"
@@ -337,19 +365,30 @@ def _section(report: ReplayReport, t: Turn) -> str:
     )
 
 
+def _cache(t: Turn) -> str:
+    """What the request after the compaction read from a prefix cache, and its cost."""
+    return (
+        f"Its request repeats {t.cached_tokens:,} tokens of the one before, which a prefix "
+        f"cache reads; its input costs {dollars(t.cost)[0]}."
+    )
+
+
 def _table(report: ReplayReport) -> str:
     head = (
-        "<tr><th>turn</th><th>tokens before → after</th><th>window after</th>"
-        "<th>summarized</th><th>kept</th><th>recallable</th><th>reason</th></tr>"
+        "<tr><th>turn</th><th>requests since the one before</th><th>tokens before → after</th>"
+        "<th>window after</th><th>target</th><th>summarized</th><th>kept</th>"
+        "<th>recallable</th><th>cached prefix</th><th>input cost</th><th>reason</th></tr>"
     )
     rows = "".join(
         f'<tr><td class="n"><a href="#turn-{t.index}">{t.index}</a></td>'
+        f'<td class="n">{since_text(since)}</td>'
         f'<td class="n">{t.tokens_before:,} → {t.tokens_after:,}</td>'
-        f'<td class="n">{window_share(report, t):.1%}</td>'
+        f'<td class="n">{window_share(report, t):.1%}</td><td class="n">{share(t.target)}</td>'
         f'<td class="n">{t.messages_summarized}</td><td class="n">{t.messages_kept}</td>'
         f'<td class="n">{t.recallable} of {len(t.offloaded)}</td>'
+        f'<td class="n">{t.cached_tokens:,}</td><td class="n">{dollars(t.cost)[0]}</td>'
         f"<td>{html.escape(t.reason)}</td></tr>"
-        for t in report.compactions
+        for t, since in spacing(report)
     )
     return f"<table>{head}{rows}</table>"
 
