@@ -142,8 +142,9 @@ def test_the_replay_part_measures_what_the_session_cost_synopsis():
     played = replay_part.run([SynopsisSystem("fake")], transcripts, lambda _: None)
     ours = played["systems"]["synopsis"]
     assert ours["compactions"] > 0
-    # Every compaction of synopsis with the fake summarizer asked it for one summary.
-    assert ours["summarizer_calls"] == ours["compactions"]
+    # A compaction asks the fake summarizer for one summary at most: one that only made a
+    # tool's large output small to land its tail asks for none.
+    assert 0 < ours["summarizer_calls"] <= ours["compactions"]
     assert len(ours["landed"]) == ours["compactions"]
     assert all(0 < share <= 1 for share in ours["landed"])
     assert ours["cost"]["openai"]["tokens"] == ours["tokens_sent"]

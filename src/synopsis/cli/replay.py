@@ -23,6 +23,7 @@ from synopsis.messages import (
     content_hash,
     is_summary,
 )
+from synopsis.planning.reductions import SUMMARY_MARKER, TruncateArgs
 from synopsis.pricing import OPENAI, Prices
 from synopsis.summarizers import render
 
@@ -283,6 +284,19 @@ def _align(before: Sequence[Message], after: Sequence[Message]) -> tuple[list[in
     new = [content_hash(m) for m in after]
     replaced: list[int] = []
     kept: dict[int, int] = {}
+    # The tail after the last summary is the end of the history, message for message, some
+    # made small: anchored there first, equal messages elsewhere (a repeated "continue")
+    # cannot pair a kept one with one that was summarized.
+    marks = [j for j, m in enumerate(after) if is_summary(m)]
+    if marks:
+        start = marks[-1] + 1
+        lead = len(before) - (len(after) - start)
+        if lead >= 0 and all(
+            old[lead + k] == new[j] or _made_small(before[lead + k], after[j])
+            for k, j in enumerate(range(start, len(after)))
+        ):
+            kept.update({j: lead + k for k, j in enumerate(range(start, len(after)))})
+            old, new = old[:lead], new[:start]
     matcher = SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -300,6 +314,22 @@ def _align(before: Sequence[Message], after: Sequence[Message]) -> tuple[list[in
         taken = set(kept.values())
         replaced += [i for i in olds if i not in taken]
     return replaced, kept
+
+
+_TRUNCATED = TruncateArgs().marker
+
+
+def _made_small(original: Message, message: Message) -> bool:
+    """Whether ``message`` is ``original`` with a part made small (a digest, cut arguments)."""
+    return (
+        message.role is original.role
+        and len(message.parts) == len(original.parts)
+        and any(
+            (isinstance(p, TextPart | ToolResultPart) and p.text.startswith(SUMMARY_MARKER))
+            or (isinstance(p, ToolCallPart) and _TRUNCATED in p.arguments_text)
+            for p in message.parts
+        )
+    )
 
 
 def _detailed(
