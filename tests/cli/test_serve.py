@@ -171,6 +171,14 @@ def test_a_model_window_reaches_the_proxy() -> None:
     assert sys.modules["synopsis.proxy.app"] is not None
 
 
+@pytest.mark.parametrize(("flags", "told"), [([], "raise"), (["--forward-unreachable"], "return")])
+def test_forward_unreachable_reaches_the_compactors(flags: list[str], told: str) -> None:
+    app = app_for(build_parser().parse_args(["serve", *flags]))
+    compactors = app.state.proxy.compactors
+    assert compactors.for_model("gpt-4o").setup.on_unreachable == told
+    compactors.close()
+
+
 def test_without_the_proxy_extra_the_command_names_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

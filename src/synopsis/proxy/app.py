@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as Endpoint
 
-from synopsis.errors import ConversationError
+from synopsis.errors import BudgetUnreachableError, ConversationError
 from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
@@ -262,6 +262,12 @@ async def _exchange(exchange: Exchange, departure: Departure, raw: bytes) -> Res
     except ConversationError as error:
         state.metrics.errors.labels("bad_request").inc()
         return json_error(api, 400, f"synopsis cannot read this history: {error}")
+    except BudgetUnreachableError as error:
+        # The upstream would refuse it as it is: said here, in its own shape, at no cost.
+        # (--forward-unreachable sends it on unchanged instead.)
+        state.metrics.errors.labels("budget_unreachable").inc()
+        exchange.line.error = f"budget unreachable: {error}"[:300]
+        return json_error(api, 400, f"synopsis cannot fit this request into the window: {error}")
     except ClientGone:
         raise
     except Exception as error:  # fail closed: compact() re-raised it

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from synopsis.errors import ConversationError
+from synopsis.errors import BudgetUnreachableError, ConversationError
 from synopsis.proxy.logs import Line
 from synopsis.proxy.relay import ClientGone
 
@@ -54,7 +54,8 @@ class Exchange:
         self, departure: Departure, body: dict[str, Any], *, force: bool = False
     ) -> None:
         """Compact the body's history (``self.result``); a failure other than an unreadable
-        history leaves ``self.result`` None (fail open) or raises (fail closed)."""
+        history, or one no compaction can fit, leaves ``self.result`` None (fail open) or
+        raises (fail closed)."""
         state, route = self.state, self.route
         items = self.items
         if items is None:
@@ -72,7 +73,7 @@ class Exchange:
                     force=force,
                 )
             )
-        except (ClientGone, ConversationError):
+        except (ClientGone, ConversationError, BudgetUnreachableError):
             raise
         except Exception as error:
             kind = type(error).__name__
