@@ -11,7 +11,7 @@ from synopsis.compaction.rebuild import summary_for
 from synopsis.errors import ConfigurationError
 from synopsis.messages import Role, is_person_message, is_summary
 from synopsis.planning import Keep
-from synopsis.planning.room import Room, share_room, summary_budget
+from synopsis.planning.room import Room, lower_tail, share_room, summary_budget
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -24,11 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_SUMMARY_TOKENS",
-    "REFILL_FLOOR",
     "keep_for",
     "refill",
     "refill_cap",
     "room_for",
+    "shorten",
     "squeeze",
     "summary_budget_for",
     "summary_index",
@@ -47,8 +47,10 @@ def room_for(
     cap: int | None = None,
 ) -> Room:
     """How this compaction shares out the window (:mod:`synopsis.planning.room`), from the
-    tokens no summary saves: the ``overhead`` and the messages protected at the head;
-    ``landing`` is the target ratio it aims at, ``cap`` the most its target may be."""
+    tokens no summary saves: the ``overhead`` and the messages protected at the head.
+    ``landing`` is the target ratio the session aims at (lower than the configured one once
+    the refill breaker lowered it: then the summary's share is lowered too), and ``cap`` the
+    most the target may be for the session's pace (met by a shorter tail alone)."""
     setup = opened.setup
     protect = setup.protect
     head = 0
@@ -60,7 +62,7 @@ def room_for(
             head += setup.counter.count_message(message)
             first_user = False
     keep = setup.keep
-    return share_room(
+    room = share_room(
         window=setup.window,
         limit=setup.limit,
         threshold=setup.trigger.token_threshold(setup.window),
@@ -71,25 +73,19 @@ def room_for(
         floor=setup.min_summary_tokens,
         ceiling=setup.max_summary_tokens,
         tail=_tail_tokens(keep, setup.window),
-        cap=cap,
     )
+    if cap is None or keep.kind != "auto":
+        return room
+    return lower_tail(room, cap)
 
 
-REFILL_FLOOR = 0.25
-"""A compaction that makes room for the session's pace aims no lower than this share of the
-window for that reason, or half the session's landing when the refill breaker lowered it."""
-
-
-def refill_cap(
-    setup: Setup, decision: Decision, before: Measure, *, paced: bool, landing: float
-) -> int | None:
+def refill_cap(setup: Setup, decision: Decision, before: Measure, *, paced: bool) -> int | None:
     """The most a compaction may aim at so that the room it leaves holds ``refill_requests``
-    more requests at the pace the session grew since the last compaction (at least
-    :data:`REFILL_FLOOR` of the window, or half the ``landing`` ratio the session aims at when
-    that is lower): a session that filled the last room within a few
-    requests would otherwise compact again as soon. ``None`` with no pace to go by (no
-    compaction yet, more requests since than are counted, or a history that is not the last
-    compaction's output grown: ``paced`` false)."""
+    more requests at the pace the session grew since the last compaction: a session that
+    filled the last room within a few requests would otherwise compact again as soon (a
+    shorter tail makes the room; see :func:`~synopsis.planning.room.lower_tail`). ``None``
+    with no pace to go by (no compaction yet, more requests since than are counted, or a
+    history that is not the last compaction's output grown: ``paced`` false)."""
     state = decision.state
     config = setup.governor
     if (
@@ -100,8 +96,7 @@ def refill_cap(
     ):
         return None
     pace = -(-max(0, before.tokens - state.tokens_after_last) // state.requests)
-    floor = min(REFILL_FLOOR, landing / 2)
-    return max(setup.limit - config.refill_requests * pace, int(floor * setup.window))
+    return setup.limit - config.refill_requests * pace
 
 
 def _tail_tokens(keep: Keep, window: int) -> int | None:
@@ -235,6 +230,47 @@ def squeeze(
             return (*kept[:index], message, *kept[index + 1 :])
         # Cuts come in steps: what fits a little less may be the same record.
         budget = min(budget, run.setup.rules.measure(record)) - excess
+    return kept
+
+
+def shorten(
+    run: Run,
+    kept: tuple[Message, ...],
+    over: int,
+    previous: SummaryRecord,
+    *,
+    offload_ref: str | None,
+) -> tuple[Message, ...]:
+    """``kept`` with the session's summary (``previous``, which this compaction kept as it
+    was) written again by the rules, ``over`` tokens shorter and more, as this compaction's
+    record: the last resort when the summary is all there is left to shorten. Nothing changes
+    when there is no such summary in ``kept`` or not even the frame would fit."""
+    index = next((i for i, m in enumerate(kept) if is_summary(m)), None)
+    if index is None:
+        return kept
+    setup, opened = run.setup, run.opened
+    count = setup.counter.count_message
+    allowed = count(kept[index]) - over
+    budget = allowed - _SQUEEZE_MARGIN
+    while budget > 0:
+        try:
+            record = setup.rules.summarize(
+                (), previous=previous, instructions=opened.request.instructions, max_tokens=budget
+            )
+        except ConfigurationError:
+            break  # not even the frame fits
+        message = summary_for(
+            record,
+            profile=setup.profile_for(opened.format),
+            role=setup.summary_role,
+            style=setup.summary_style,
+            offload_ref=offload_ref,
+        )
+        excess = count(message) - allowed
+        if excess <= 0:
+            run.ledger.record(record, message, (), previous, budget)
+            return (*kept[:index], message, *kept[index + 1 :])
+        budget = min(budget, setup.rules.measure(record)) - excess
     return kept
 
 

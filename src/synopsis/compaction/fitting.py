@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias
 
-from synopsis.compaction.budgets import squeeze, summary_index
+from synopsis.compaction.budgets import shorten, squeeze, summary_index
 from synopsis.compaction.rebuild import finish
 from synopsis.compaction.shrink import keep_reduced, thin, trim
 from synopsis.compaction.summarizing import last_pass, offload_ref
@@ -62,10 +62,12 @@ def verify(
     kept: tuple[Message, ...],
     limit: int,
     finished: _Rebuilt | None = None,
+    previous: SummaryRecord | None = None,
 ) -> tuple[tuple[Message, ...], Measure]:
     """The rebuilt history and its size, once it is valid for the provider and fits
     ``limit`` (trimmed when it must be); otherwise the error that says why not.
-    ``finished`` is :func:`finish` of ``kept``, when the caller has it already."""
+    ``finished`` is :func:`finish` of ``kept``, when the caller has it already; ``previous``
+    the session's summary, which may be written again shorter as the last resort."""
     setup, opened = run.setup, run.opened
     profile = setup.profile_for(opened.format)
     if profile.thinking_rules:
@@ -81,6 +83,9 @@ def verify(
     index = summary_index(run.ledger, kept)
     if over > 0 and index is not None:
         kept = squeeze(run, kept, index, over, offload_ref=offload_ref(run))
+        final, fixes = finish(kept, profile, role=setup.summary_role)
+    elif over > 0 and previous is not None:
+        kept = shorten(run, kept, over, previous, offload_ref=offload_ref(run))
         final, fixes = finish(kept, profile, role=setup.summary_role)
     run.ledger.fix(fixes)
     keep_reduced(run, kept)

@@ -417,7 +417,7 @@ def _compact(
         overhead,
         current,
         landing,
-        refill_cap(setup, decision, before, paced=paced, landing=landing),
+        refill_cap(setup, decision, before, paced=paced),
     )
     run = Run(
         opened,
@@ -452,7 +452,7 @@ def _compact(
     profile = setup.profile_for(opened.format)
     final, after = refill(
         run,
-        *verify(run, kept, limit, finished),
+        *verify(run, kept, limit, finished, previous),
         min(limit, before.tokens - 1),
         offload_ref=offload_ref(run),
         valid=lambda history: not check_between_turns(history, profile),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from synopsis.errors import ConfigurationError
 
-__all__ = ["Room", "share_room", "summary_budget"]
+__all__ = ["Room", "lower_tail", "share_room", "summary_budget"]
 
 _BELOW_AIM = 0.9
 
@@ -66,14 +66,11 @@ def share_room(
     ceiling: int,
     threshold: int | None = None,
     tail: int | None = None,
-    cap: int | None = None,
 ) -> Room:
     """The room of a compaction in ``window`` whose output must stay within ``limit`` (the
     window less the answer's reserve). ``fixed`` counts the tokens no summary can save;
     ``threshold`` is the trigger's (default: the window); ``tail`` is the caller's own tail
-    size, if any (then the summary gets what it leaves); ``cap`` the most the target may be
-    (never under ``fixed``): a compaction that follows one whose room was filled within a
-    few requests aims low enough to leave room for as much again."""
+    size, if any (then the summary gets what it leaves)."""
     _check("target_ratio", target_ratio, 0, 1)
     _check("summary_ratio", summary_ratio, 0, 1)
     _check("reset_ratio", reset_ratio, 0, 1)
@@ -85,8 +82,6 @@ def share_room(
     # The share is of what the fixed part leaves under the aim, on top of it: a 10k-token
     # system prompt in a 32k window would otherwise leave the summary almost nothing.
     target = min(fixed + int(share * max(0, aim - fixed)), limit)
-    if cap is not None:
-        target = min(target, max(cap, fixed))
     free = max(0, target - fixed)
     if tail is None:
         summary = summary_budget(int(summary_ratio * free), floor=floor, ceiling=ceiling)
@@ -97,3 +92,13 @@ def share_room(
         max(free - tail, int(summary_ratio * free)), floor=floor, ceiling=ceiling
     )
     return Room(target, fixed, summary, tail)
+
+
+def lower_tail(room: Room, ceiling: int) -> Room:
+    """``room`` aiming no higher than ``ceiling``, by a shorter verbatim tail alone: the
+    summary keeps its share (what a session carries forward of what it summarized), and the
+    tail goes no lower than nothing."""
+    tail = max(0, min(room.tail, ceiling - room.fixed - room.summary))
+    if tail == room.tail:
+        return room
+    return Room(room.fixed + room.summary + tail, room.fixed, room.summary, tail)
