@@ -38,9 +38,9 @@ _EXTENSIONS = (
 )
 # A path: absolute, home- or dot-relative with at least one separator, or any name.ext with a
 # known extension (``src/app.py``, ``setup.py``). Bare ``a/b`` without either is left out:
-# prose is full of ``and/or``.
+# prose is full of ``and/or``; so is the ``/tag>`` of a closing tag.
 PATH = re.compile(
-    r"(?<![\w/.~-])(?:"
+    r"(?<![\w/.~<-])(?:"
     r"(?:~|\.{1,2})?/(?:[\w@+.-]+/)*[\w@+.-]+"
     r"|(?:[\w@+.-]+/)*[\w@+-][\w@+.-]*\.(?:" + _EXTENSIONS + r")"
     r")(?![\w/-])",
