@@ -27,7 +27,7 @@ _MARKER = re.compile(
     r"|should(?:n't| not)?|no longer|make sure|ensure|required|forbidden|not allowed|"
     r"rule|constraint|preference|no more than|at most|at least|stop)\b"
     # "Do not …" tells someone what not to do; "I don't remember …" says no rule.
-    r"|(?:^|[,;:(]\s*|\b(?:please|and|but|so|you|we|just)\s+)(?:do not|don't|dont)\b",
+    r"|(?:^[\"'\u201c]?|[,;:(]\s*|\b(?:please|and|but|so|you|we|just)\s+)(?:do not|don't|dont)\b",
     re.IGNORECASE,
 )
 _PROMISE = re.compile(
@@ -120,8 +120,12 @@ _CODE_LINE = re.compile(
     r"^\d+[:→\t]"  # a numbered line of a file
     r"|^[\w.]+\s*(?:[-+*/]?=|\(|\[)"  # an assignment or a call
     r"|^(?:def|class|import|from|return|if|for|while|elif|else|try|except|raise)\b.*[:(]"
-    r"|^[\'\"`]"  # a quoted string
+    # a string literal: quoted and followed by code's punctuation, or one quoted word (a
+    # sentence a person put in quotes is still theirs)
+    r"|^[\'\"`](?:[^\'\"`\n]*[\'\"`]\s*[:,;)\]}]|\S*[\'\"`]\s*$)"
 )
+_BULLET = re.compile(r"^(?:[-*\u2022]\s+)+")
+"""A list item's marker (not the ``**`` of a bold opening)."""
 _CUT = re.compile(r"… \[cut [\d,]+ characters\]\Z")
 _SAME_SUBJECT = 0.5
 _SUPERSEDED = "[superseded, see constraints]"
@@ -132,7 +136,7 @@ def _sentences(text: str) -> list[str]:
     ("1463:    msg = '… must be …'") state no rule of the person's."""
     out = []
     for raw in _SENTENCE.split(text):
-        sentence = raw.strip().lstrip("-*• ").strip()
+        sentence = _BULLET.sub("", raw.strip()).strip()
         if len(sentence) > 3 and not _CODE_LINE.match(sentence):
             out.append(sentence)
     return out
