@@ -149,6 +149,19 @@ def test_a_first_message_that_repeats_the_request_goes_first_among_requests() ->
     assert cuts[-1] == ("primary_request", 0, True)
 
 
+def test_a_first_message_longer_than_the_request_it_opens_goes_before_the_paths() -> None:
+    # Shown beside the request it repeats the head of: it costs, and says nothing new.
+    request = "Fix the parser in src/app/x.py."
+    d = draft(
+        primary_request=(request,),
+        user_messages=(f"{request} It breaks on empty input.", "second"),
+        files_and_code=("Seen: build/log.txt",),
+    )
+    cuts = order(d)
+    assert cuts.index(("user_messages", 0, True)) < cuts.index(("files_and_code", 0, True))
+    assert ("user_messages", 0, False) not in cuts  # dropped, never shortened
+
+
 def test_a_dropped_duplicate_request_stays_dropped() -> None:
     request = "Fix the parser. " + "x" * 400
     d = draft(primary_request=(request,), user_messages=(request, "second"))

@@ -127,6 +127,12 @@ def test_a_reference_flagged_as_an_error_is_a_failure() -> None:
     assert record.key_points[0].startswith("[❌ bash: Command: pytest")
 
 
+def test_output_that_only_looks_like_a_reference_is_read_as_it_is() -> None:
+    fake = f"{DUPLICATE_MARKER} '\\N{{no such name}}'; 12 characters] and more"
+    record = BIG.summarize(exchange("c1", "bash", {"command": "cat notes"}, fake))
+    assert record.key_points == ("[✓ bash: Command: cat notes | Output: 1 lines]",)
+
+
 CALLS = st.lists(st.tuples(st.sampled_from(["pytest", "ruff check", "ls"]), st.booleans()))
 GROUP = re.compile(r"^\[(\S+) bash(?: x(\d+))?")
 

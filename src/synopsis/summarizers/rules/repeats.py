@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from synopsis.messages import ToolResultPart
@@ -33,15 +33,13 @@ _REFERENCE = re.compile(
 _COUNT = re.compile(r"^\[(?P<mark>\S+) (?P<tool>[^\s:\]]+)(?: x(?P<times>\d+)(?:, all failed)?)?")
 
 
+@dataclass(frozen=True, slots=True)
 class Reference:
     """What a deduplication note says: the call whose result it repeats, and that result's
     size in characters when the note gives it."""
 
-    __slots__ = ("call_id", "chars")
-
-    def __init__(self, call_id: str, chars: int | None) -> None:
-        self.call_id = call_id
-        self.chars = chars
+    call_id: str
+    chars: int | None
 
 
 def reference_in(text: str) -> Reference | None:
@@ -49,7 +47,10 @@ def reference_in(text: str) -> Reference | None:
     found = _REFERENCE.match(text)
     if found is None:
         return None
-    call_id = ast.literal_eval(found.group("id"))
+    try:
+        call_id = ast.literal_eval(found.group("id"))
+    except (ValueError, SyntaxError):  # a tool's own output that only looks like a note
+        return None
     size = found.group("size")
     return Reference(str(call_id), int(size.replace(",", "")) if size else None)
 
