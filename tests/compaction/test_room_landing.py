@@ -243,13 +243,14 @@ def test_a_tail_given_as_a_share_of_the_window_sizes_it_too() -> None:
 
 
 def test_a_refill_that_would_not_fit_leaves_the_first_summary() -> None:
-    # Half the window reserved for the answer (and a few tokens more): the target is the
+    # Half the window reserved for the answer (and some tokens more): the target is the
     # whole of what is left, and a summary written again to fill it comes out a few tokens
-    # over (its framing): refused.
+    # over (its framing): refused. (Whether it does depends on how close each rule summary
+    # comes to its budget: the reserve is one where the second comes closer than the first.)
     items = load_items(next(p for p in TRANSCRIPTS if "claudecode-cli-spec-main" in p.name))
     share = synopsis.count_tokens(items) // 4
     rules = Budgets()
-    reserve = share // 2 + 16
+    reserve = share // 2 + 70
     result = one_shot(
         "claudecode-cli-spec-main", 4, rules, summary_ratio=0.3, reserve_output_tokens=reserve
     )

@@ -20,7 +20,7 @@ from synopsis.summarizers import (
     Usage,
     summary_schema,
 )
-from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_KEY_POINTS
+from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_KEY_POINTS, MAX_LIST_ITEMS
 from tests.summarizers.helpers import coding_session
 
 SCHEMA_FILE = Path(synopsis.summarizers.__file__).with_name("summary.schema.json")
@@ -107,11 +107,13 @@ def test_key_points_are_capped() -> None:
         SummaryRecord(key_points=("x",) * (MAX_KEY_POINTS + 1))
 
 
-def test_facet_lists_are_capped() -> None:
+def test_lists_are_capped_far_above_any_budget() -> None:
+    # The token budget decides what a summary keeps; the cap only bounds a runaway record.
+    assert Sections(user_messages=("r",) * (MAX_FACET_ITEMS + 1)).user_messages
     with pytest.raises(ValidationError):
-        Entities(files=("a.py",) * (MAX_FACET_ITEMS + 1))
+        Entities(files=("a.py",) * (MAX_LIST_ITEMS + 1))
     with pytest.raises(ValidationError):
-        Facets(decisions=("d",) * (MAX_FACET_ITEMS + 1))
+        Facets(decisions=("d",) * (MAX_LIST_ITEMS + 1))
 
 
 @pytest.mark.parametrize(

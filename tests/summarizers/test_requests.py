@@ -42,6 +42,20 @@ def rules(requests: Requests) -> list[str]:
         ("Please fix the failing test in src/app.py.", []),
         ("- \n* \n", []),  # bullets without words
         ("", []),
+        # A bold opening is no bullet: the sentence is kept as the person wrote it.
+        (
+            "- **Fix**: kept only `id`, never the rest.",
+            ["**Fix**: kept only `id`, never the rest."],
+        ),
+        # An instruction the person put in quotes is theirs; a string literal is code.
+        ('"don\'t add notes, just track the id"', ['"don\'t add notes, just track the id"']),
+        ('    "name": "must be unique",\n    "must be positive",\n    \'only\'', []),
+        ("1463:    msg = 'x must be y'\nlimit = only(3)", []),
+        ("I'll make sure to keep it concise and professional.", []),
+        (
+            "We will ensure it ships, and never on a Friday.",
+            ["We will ensure it ships, and never on a Friday."],
+        ),
     ],
 )
 def test_constraint_sentences_are_the_rules_a_text_states(text: str, expected: list[str]) -> None:

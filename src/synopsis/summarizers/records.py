@@ -2,8 +2,10 @@
 
 Pydantic models (not dataclasses like the message model) because the JSON schema an LLM must
 fill is generated from them, and a record read back from a store or an LLM is validated the
-same way. Every list is a tuple with a cap: an LLM (or a runaway rule) cannot make a record
-explode, and a frozen record cannot be edited behind the store's back.
+same way. Every list is a tuple with a cap: a runaway answer or store entry cannot make a record
+explode, and a frozen record cannot be edited behind the store's back. The cap of a list is far
+above what any summary budget holds (the token budget decides what a summary keeps, not a
+count); an LLM's answer is clipped to the smaller caps below before it is read.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_FACET_ITEMS",
     "MAX_KEY_POINTS",
+    "MAX_LIST_ITEMS",
     "MAX_SECTION_ITEMS",
     "ActionItem",
     "Coverage",
@@ -37,7 +40,12 @@ __all__ = [
 MAX_KEY_POINTS = 30
 """At most 30 key points: more stop being key."""
 MAX_FACET_ITEMS = 50
+"""The most items of one facet an LLM's answer is read with (a sanity cap on a model)."""
 MAX_SECTION_ITEMS = 50
+"""The most items of one section an LLM's answer is read with (a sanity cap on a model)."""
+MAX_LIST_ITEMS = 100_000
+"""The most items any list of a record holds: each costs at least a token, so no summary
+budget comes near it, and a record read back from a store or a model stays bounded."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -54,8 +62,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-FacetList = Annotated[tuple[str, ...], Field(max_length=MAX_FACET_ITEMS)]
-SectionList = Annotated[tuple[str, ...], Field(max_length=MAX_SECTION_ITEMS)]
+FacetList = Annotated[tuple[str, ...], Field(max_length=MAX_LIST_ITEMS)]
+SectionList = Annotated[tuple[str, ...], Field(max_length=MAX_LIST_ITEMS)]
 Count = Annotated[int, Field(ge=0)]
 
 
@@ -88,7 +96,7 @@ class Facets(BaseModel):
 
     participants: FacetList = ()
     decisions: FacetList = ()
-    action_items: Annotated[tuple[ActionItem, ...], Field(max_length=MAX_FACET_ITEMS)] = ()
+    action_items: Annotated[tuple[ActionItem, ...], Field(max_length=MAX_LIST_ITEMS)] = ()
     unresolved: FacetList = ()
     entities: Entities = Field(default_factory=Entities)
 

@@ -27,9 +27,16 @@ _MARKER = re.compile(
     r"|should(?:n't| not)?|no longer|make sure|ensure|required|forbidden|not allowed|"
     r"rule|constraint|preference|no more than|at most|at least|stop)\b"
     # "Do not …" tells someone what not to do; "I don't remember …" says no rule.
-    r"|(?:^|[,;:(]\s*|\b(?:please|and|but|so|you|we|just)\s+)(?:do not|don't|dont)\b",
+    r"|(?:^[\"'\u201c]?|[,;:(]\s*|\b(?:please|and|but|so|you|we|just)\s+)(?:do not|don't|dont)\b",
     re.IGNORECASE,
 )
+_PROMISE = re.compile(
+    r"\b(?:I|we)(?:['\u2019]ll| will|['\u2019]m going to| am going to|['\u2019]re going to"
+    r"| are going to)\s+(?:(?:always|also|just)\s+)?(?:make sure|ensure)\b",
+    re.IGNORECASE,
+)
+"""A speaker's promise ("I'll make sure to keep it short"): a commitment of theirs, not a rule
+they set; the rest of the sentence may still state one ("… never to push to main")."""
 _CORRECTION = re.compile(
     r"\b(?:instead|actually|rather|correction|changed?|no longer|not anymore|from now on|"
     r"now|switch(?:ed)? to|update[ds]?|was)\b",
@@ -44,8 +51,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`*-])|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_/.-]*[A-Za-z]|[A-Za-z]")
 _VALUE = re.compile(
     # A figure standing alone ("port 8080", "$500", "90%"), not the digits of a name
-    # ("module1.py", "v2"): a different name is a different thing, not a new value.
-    r"(?<![\w.])[$€£]?\d[\d,]*(?:\.\d+)*%?(?![\w])"
+    # ("module1.py", "v2"): a different name is a different thing, not a new value. Read
+    # whole, its separators in and a comma after it out ("8080," is 8080).
+    r"(?<![\w.,])[$€£]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)*%?(?![\w])"
     r"|`[^`]+`|\"[^\"]+\"|'[^']+'|\b[A-Z][A-Z0-9_]{2,}\b"
 )
 _STOP = frozenset(
@@ -112,8 +120,12 @@ _CODE_LINE = re.compile(
     r"^\d+[:→\t]"  # a numbered line of a file
     r"|^[\w.]+\s*(?:[-+*/]?=|\(|\[)"  # an assignment or a call
     r"|^(?:def|class|import|from|return|if|for|while|elif|else|try|except|raise)\b.*[:(]"
-    r"|^[\'\"`]"  # a quoted string
+    # a string literal: quoted and followed by code's punctuation, or one quoted word (a
+    # sentence a person put in quotes is still theirs)
+    r"|^[\'\"`](?:[^\'\"`\n]*[\'\"`]\s*[:,;)\]}]|\S*[\'\"`]\s*$)"
 )
+_BULLET = re.compile(r"^(?:[-*\u2022]\s+)+")
+"""A list item's marker (not the ``**`` of a bold opening)."""
 _CUT = re.compile(r"… \[cut [\d,]+ characters\]\Z")
 _SAME_SUBJECT = 0.5
 _SUPERSEDED = "[superseded, see constraints]"
@@ -124,7 +136,7 @@ def _sentences(text: str) -> list[str]:
     ("1463:    msg = '… must be …'") state no rule of the person's."""
     out = []
     for raw in _SENTENCE.split(text):
-        sentence = raw.strip().lstrip("-*• ").strip()
+        sentence = _BULLET.sub("", raw.strip()).strip()
         if len(sentence) > 3 and not _CODE_LINE.match(sentence):
             out.append(sentence)
     return out
@@ -182,7 +194,11 @@ def _stated_rules(text: str) -> list[str]:
     the rest that state a rule, a preference or a correction."""
     lines = _rule_lines(text)
     rest = "\n".join(line for line in text.splitlines() if line.strip() not in lines)
-    return [*lines, *(s for s in _sentences(rest) if _MARKER.search(s))]
+    return [*lines, *(s for s in _sentences(rest) if _states_rule(s))]
+
+
+def _states_rule(sentence: str) -> bool:
+    return _MARKER.search(_PROMISE.sub(" ", sentence)) is not None
 
 
 def constraint_sentences(text: str) -> list[str]:
@@ -300,7 +316,7 @@ class Requests:
     def _statements(self) -> None:
         for index in range(self._scanned, len(self.requests)):
             for sentence in _sentences(_CUT.sub("", self.requests[index])):
-                if _VALUE.search(sentence) and not _MARKER.search(sentence):
+                if _VALUE.search(sentence) and not _states_rule(sentence):
                     serial = self._serial = self._serial + 1
                     statement = Constraint.of(sentence)
                     self._stated[serial] = (index, statement)
@@ -386,7 +402,7 @@ class Requests:
             self._add(bounded(line, _SENTENCE_CHARS), earlier)
         rest = "\n".join(line for line in text.splitlines() if line.strip() not in lines)
         for sentence in _sentences(rest):
-            if _MARKER.search(sentence) or self._corrects(sentence, earlier):
+            if _states_rule(sentence) or self._corrects(sentence, earlier):
                 self._add(bounded(sentence, _SENTENCE_CHARS), earlier)
 
     def extend(self, later: Requests) -> None:

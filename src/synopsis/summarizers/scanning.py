@@ -38,9 +38,9 @@ _EXTENSIONS = (
 )
 # A path: absolute, home- or dot-relative with at least one separator, or any name.ext with a
 # known extension (``src/app.py``, ``setup.py``). Bare ``a/b`` without either is left out:
-# prose is full of ``and/or``.
+# prose is full of ``and/or``; so is the ``/tag>`` of a closing tag.
 PATH = re.compile(
-    r"(?<![\w/.~-])(?:"
+    r"(?<![\w/.~<-])(?:"
     r"(?:~|\.{1,2})?/(?:[\w@+.-]+/)*[\w@+.-]+"
     r"|(?:[\w@+.-]+/)*[\w@+-][\w@+.-]*\.(?:" + _EXTENSIONS + r")"
     r")(?![\w/-])",
@@ -57,12 +57,41 @@ VERSION = re.compile(
     r"|\b(?:python|node(?:js)?|go|java|ruby|rust|php|typescript|version|release)\s?\d+(?:\.\d+)+\b",
     re.IGNORECASE,
 )
+NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"
+"""A number read whole: its thousands separators (``400,000``) and decimals (``2.5``), never a
+comma or a period after it (``2,017,`` is ``2,017``)."""
+_SCALE = r"(?:\s?(?:k|K|M|bn|B|thousand|million|billion|trillion)(?![\w]))?"
+_CURRENCY_CODE = r"(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|dollars?|euros?|pounds?|cents?)"
+_UNIT = (
+    r"%|ms|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
+    r"KB|MB|GB|TB|KiB|MiB|GiB|TiB|kB|Mb|Gb|px|pt|em|rem|°[CF]|[kK]m|m|cm|mm|kg|g|lbs?|mi|"
+    r"tokens|lines|bytes|chars|characters|requests|rps|qps|x"
+)
+_ENDS = r"(?![\w]|[.,:/]\d)"
+"""Where a figure ends: not inside a word, a version or an address (``10.0.0.1``), but before
+a sentence's period or comma, or the dash of a range (``1,000-2,000``)."""
 _FIGURE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
-    r"|[$€£]\s?\d[\d,]*(?:\.\d+)?"
-    r"|(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:%|ms|s|KB|MB|GB|TB|tokens|lines|bytes)(?!\w)"
-    r"|#\d+\b"
-    r"|(?<![\w.:/-])\d{3,}(?:\.\d+)?(?![\w.:/-])"
+    r"|(?:[$€£¥₹]|\b"
+    + _CURRENCY_CODE
+    + r"\s?)\s?"
+    + NUMBER
+    + _SCALE
+    + _ENDS
+    + r"|(?<![\w.,])"
+    + NUMBER
+    + _SCALE
+    + r"\s?"
+    + _CURRENCY_CODE
+    + r"\b"
+    + r"|(?<![\w.,])"
+    + NUMBER
+    + r"\s?(?:"
+    + _UNIT
+    + r")(?!\w)"
+    + r"|#\d+\b"
+    + r"|(?<![\w.,:/-])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{3,})(?:\.\d+)?"
+    + _ENDS
 )
 
 # Failure is judged on evidence, never on a word: outputs are full of "error" that reports

@@ -60,13 +60,15 @@ def test_least_important_first() -> None:
     assert at(("problem_solving", 0, True)) < at(("narrative", 0, False))
     assert at(("narrative", 0, False)) < at(("narrative", 0, True))
     # Entities the sections already say go first, newest first (the first are carried
-    # anchors); then the failed calls; then figures, URLs and identifiers (f); then
+    # anchors); then the failed calls; then long messages of the person's are shortened;
+    # then figures, URLs and identifiers (f) with the paths a tool only showed; then
     # decisions and the plan (e), failures (d) and the files (c).
     assert at(("narrative", 0, True)) < at(("entities.files", 1, True))
     assert at(("entities.files", 1, True)) < at(("entities.files", 0, True))
     sequence = [
         ("entities.files", 0, True),
         ("key_points", 1, True),
+        ("user_messages", 0, False),
         ("entities.numbers", 0, True),
         ("decisions", 0, True),
         ("current_work", 0, True),
@@ -80,12 +82,11 @@ def test_least_important_first() -> None:
         ("narrative", 1, True),
     ]
     assert [at(cut) for cut in sequence] == sorted(at(cut) for cut in sequence)
-    # The person's words last: requests shortened, then dropped oldest first, constraints
-    # (the preference "Use tabs." before the older prohibition), and the first request at
-    # the very end.
+    # The person's words last: constraints shortened, requests dropped oldest first,
+    # constraints (the preference "Use tabs." before the older prohibition), and the first
+    # request at the very end.
     people = [
         ("narrative", 1, True),
-        ("user_messages", 0, False),
         ("constraints", 0, False),
         ("user_messages", 0, True),
         ("primary_request", 0, False),
@@ -96,37 +97,46 @@ def test_least_important_first() -> None:
     ]
     assert [at(cut) for cut in people] == sorted(at(cut) for cut in people)
     assert cuts[-1] == ("primary_request", 0, True)
-    # Short items are never "shortened", and a fold that saves nothing is no cut.
+    # Short items are never "shortened".
     assert ("user_messages", 1, False) not in cuts
     assert ("constraints", 1, False) not in cuts
     assert ("files_and_code", 1, False) not in cuts
 
 
-def test_a_file_line_loses_its_notes_then_is_folded_then_dropped() -> None:
+def test_a_file_line_loses_its_notes_then_its_paths_one_at_a_time() -> None:
     replacements = [r for key, i, r in plan_cuts(FULL) if key == "files_and_code" and i == 0]
-    assert replacements == [
-        "Edited: src/app/x.py; src/app/y.py",
-        "Edited: src/app/{x.py, y.py} (folded)",
-        None,
-    ]
+    assert replacements == ["Edited: src/app/x.py; src/app/y.py", "Edited: src/app/y.py", None]
 
 
-def test_paths_only_a_tool_showed_go_before_identifiers_and_found_ones_after_the_plan() -> None:
+def test_paths_a_tool_showed_go_with_identifiers_the_longest_first_then_the_plan() -> None:
     d = draft(
-        files_and_code=("Edited: a.py", "Searched: b.py", "Named: c.py", "Seen: d.py"),
-        entities_symbols=("parse_config",),
+        files_and_code=(
+            "Edited: a.py",
+            "Searched: b.py",
+            "Named: c.py; docs",
+            "Seen: build/out/d.py; src/a.py",
+            "Read: pkg/src/a.py",
+        ),
+        entities_symbols=("parse_config", "x_y"),
         next_step=("n",),
     )
-    cuts = order(d)
-    sequence = [
-        ("files_and_code", 3, True),  # seen in a listing
-        ("entities.symbols", 0, True),  # (f)
-        ("next_step", 0, True),  # (e)
-        ("files_and_code", 1, True),  # found by a search
-        ("files_and_code", 2, True),  # named
-        ("files_and_code", 0, True),  # edited
+    cuts = plan_cuts(d)
+    lines = [(key, r) for key, _, r in cuts if key in ("files_and_code", "entities.symbols")]
+    assert lines == [
+        ("files_and_code", "Seen: build/out/d.py"),  # src/a.py: still in pkg/src/a.py
+        ("files_and_code", "Named: c.py"),  # docs names no file
+        ("files_and_code", None),  # build/out/d.py: the longest of the rest
+        ("entities.symbols", None),  # parse_config
+        ("entities.symbols", None),  # x_y
+        ("files_and_code", None),  # found by a search
+        ("files_and_code", None),  # named
+        ("files_and_code", None),  # read
+        ("files_and_code", None),  # edited
     ]
-    assert [cuts.index(cut) for cut in sequence] == sorted(cuts.index(cut) for cut in sequence)
+    order = [(key, i) for key, i, _ in cuts]
+    assert order.index(("entities.symbols", 1)) < order.index(("next_step", 0))
+    assert order.index(("next_step", 0)) < order.index(("files_and_code", 1))
+    assert [i for key, i, r in cuts if key == "files_and_code" and r is None] == [3, 1, 2, 4, 0]
 
 
 def test_a_first_message_that_repeats_the_request_goes_first_among_requests() -> None:
@@ -137,6 +147,19 @@ def test_a_first_message_that_repeats_the_request_goes_first_among_requests() ->
     assert cuts[0] == ("user_messages", 0, True)
     assert cuts.index(("user_messages", 1, True)) < cuts.index(("primary_request", 0, True))
     assert cuts[-1] == ("primary_request", 0, True)
+
+
+def test_a_first_message_longer_than_the_request_it_opens_goes_before_the_paths() -> None:
+    # Shown beside the request it repeats the head of: it costs, and says nothing new.
+    request = "Fix the parser in src/app/x.py."
+    d = draft(
+        primary_request=(request,),
+        user_messages=(f"{request} It breaks on empty input.", "second"),
+        files_and_code=("Seen: build/log.txt",),
+    )
+    cuts = order(d)
+    assert cuts.index(("user_messages", 0, True)) < cuts.index(("files_and_code", 0, True))
+    assert ("user_messages", 0, False) not in cuts  # dropped, never shortened
 
 
 def test_a_dropped_duplicate_request_stays_dropped() -> None:

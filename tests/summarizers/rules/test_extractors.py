@@ -71,7 +71,8 @@ def test_a_failed_read_is_an_error_with_its_message() -> None:
 def test_a_read_without_a_result_is_pending() -> None:
     facts = run("cat", {"path": "a.md"}, None)
     assert facts.status == "pending"
-    assert facts.key_point == "[✓ cat: File: a.md | no result yet]"
+    # "…": no outcome yet; a ✓ would claim a success the part never saw.
+    assert facts.key_point == "[… cat: File: a.md | no result yet]"
     assert facts.notes == ()
 
 
@@ -335,7 +336,7 @@ def test_generic_extractor_on_garbage() -> None:
     assert located.files == ("a.bin",)
     assert located.urls == ("https://s3.example/x",)
     assert located.status == "pending"
-    assert generic_extractor(ToolExchange("x", {})).key_point == "[✓ x: no result yet]"
+    assert generic_extractor(ToolExchange("x", {})).key_point == "[… x: no result yet]"
     assert ToolFacts("t", "success").key_point == "[✓ t]"
 
 

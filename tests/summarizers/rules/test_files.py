@@ -1,5 +1,5 @@
-"""The files a summary lists: one line per action, merged across records, folded under a
-tight budget."""
+"""The files a summary lists: one line per action, merged across records, thinned a path at a
+time under a tight budget."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import pytest
 from synopsis.summarizers.rules.files import (
     ACTIONS,
     bare_line,
+    entries_of,
     file_lines,
-    fold_line,
     merge_file_lines,
     parse_file_line,
+    without,
 )
 
 
@@ -129,29 +130,22 @@ def test_parse_file_line_reads_its_own_lines() -> None:
     assert parse_file_line("Seen: ") == ("Seen", [])
 
 
-def test_fold_line_writes_a_shared_directory_once_without_notes() -> None:
-    line = (
-        "Edited: src/app/models.py [written (10 lines)]; src/app/views.py [read (3 lines)]; "
-        "README.md [written (2 lines)]; src/app/models.py [read (9 lines)]"
-    )
-    folded = fold_line(line)
-    assert folded == "Edited: src/app/{models.py, views.py}, README.md (folded)"
-    assert len(folded) < len(line)
-    assert fold_line("Read: a/x.py [read (1 lines)]; b/y.py [read (2 lines)]") == (
-        "Read: a/x.py, b/y.py (folded)"
-    )
-    assert fold_line("Read: x.py [read (1 lines)]; y.py [read (2 lines)]") == (
-        "Read: {x.py, y.py} (folded)"
-    )
+def test_without_drops_entries_and_keeps_the_rest_bare_and_whole() -> None:
+    line = "Read: src/app/x.py [read (3 lines, python)]; src/app/y.py; docs/z.md [read]"
+    assert without(line, set()) == "Read: src/app/x.py; src/app/y.py; docs/z.md"
+    assert without(line, {0, 2}) == "Read: src/app/y.py"
+    assert without(line, {0, 1, 2}) is None
+    # A line of other wording is one entry: kept whole, or dropped whole.
+    assert without("Refactored the auth module", set()) == "Refactored the auth module"
+    assert without("Refactored the auth module", {0}) is None
 
 
-def test_fold_line_leaves_what_it_cannot_shorten() -> None:
-    # Folding only saves when there are notes or shared directories to write once.
-    assert fold_line("Named: README.md") == "Named: README.md"
-    assert fold_line("Named: docs/a.md; src/b.py") == "Named: docs/a.md; src/b.py"
-    assert fold_line("Refactored the whole auth module") == "Refactored the whole auth module"
-    folded = fold_line("Read: a/x.py [read (1 lines)]; a/y.py [read (1 lines)]")
-    assert fold_line(folded) == folded
+def test_entries_of_reads_paths_without_their_notes() -> None:
+    assert entries_of("Edited: a.py [written (1 lines)]; b/c.py") == ("Edited", ["a.py", "b/c.py"])
+    assert entries_of("Edited: src/{a.py, b.py} (folded)") == (
+        "",
+        ["Edited: src/{a.py, b.py} (folded)"],
+    )
 
 
 def test_a_directory_a_deeper_listed_path_lies_in_is_not_listed_on_its_own() -> None:

@@ -223,3 +223,48 @@ def test_a_rule_corrected_within_one_part_leaves_its_request() -> None:
     )
     assert record.sections.constraints == ("Actually, always indent with 4 spaces.",)
     assert record.sections.user_messages[0] == "[superseded, see constraints]"
+
+
+STARS = "I need 300 stars to reach the gold level."
+CORRECTION = "Actually, I need 120 stars to reach the gold level, not 300."
+
+
+def test_a_correction_of_a_value_stated_in_an_earlier_part_replaces_it() -> None:
+    first = SUMMARIZER.summarize([user(STARS), say("Great, 300 stars it is.")])
+    chat = [user("How many do I have now?"), say("You have 50."), user(CORRECTION), say("Noted.")]
+    second = SUMMARIZER.summarize(chat, previous=first)
+    alone = SUMMARIZER.summarize([user(STARS), say("Great, 300 stars it is."), *chat])
+    for record in (second, alone):
+        assert record.sections.constraints == (CORRECTION,)
+        assert STARS not in record.sections.user_messages
+        assert "[superseded, see constraints]" in record.sections.user_messages
+
+
+def test_a_promise_is_not_a_constraint() -> None:
+    record = SUMMARIZER.summarize(
+        [
+            user("Write the cover letter. I'll make sure to send it before Friday."),
+            say("I'll make sure to keep it concise and professional."),
+            user("We will ensure the names are right. Never mention my old employer."),
+        ]
+    )
+    assert record.sections.constraints == ("Never mention my old employer.",)
+
+
+def test_every_constraint_is_kept_while_the_budget_allows() -> None:
+    history: list[Message] = [user("Tidy the repository.")]
+    for i in range(80):
+        history += [user(f"Never touch src/legacy/mod{i}.py."), say("OK.")]
+    rules = tuple(f"Never touch src/legacy/mod{i}.py." for i in range(80))
+    whole = SUMMARIZER.summarize(history)
+    assert whole.sections.constraints == rules
+    assert not whole.truncated
+    small = RuleBasedSummarizer(max_summary_tokens=400)
+    cut = small.summarize(history)
+    assert cut.truncated
+    assert small.measure(cut) <= 400
+    # The newest outlast the oldest, and the first request stays.
+    kept = cut.sections.constraints
+    assert 0 < len(kept) < len(rules)
+    assert kept == rules[len(rules) - len(kept) :]
+    assert cut.sections.primary_request == ("Tidy the repository.",)

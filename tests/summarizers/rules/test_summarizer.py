@@ -22,7 +22,7 @@ from synopsis.summarizers import (
     render,
     summary_message,
 )
-from synopsis.summarizers.records import MAX_KEY_POINTS, MAX_SECTION_ITEMS
+from synopsis.summarizers.records import MAX_KEY_POINTS
 from synopsis.summarizers.rules.digest import LATEST_USER
 from tests.summarizers.helpers import (
     call,
@@ -285,23 +285,40 @@ def test_key_points_keep_failures_when_capped() -> None:
     assert len(BIG.summarize(all_failing).key_points) == MAX_KEY_POINTS
 
 
-def test_user_messages_keep_the_first_and_the_latest_when_capped() -> None:
+def test_every_request_is_kept_while_the_budget_allows() -> None:
     history: list[Message] = []
-    for i in range(MAX_SECTION_ITEMS + 5):
+    for i in range(120):
         history += [user(f"request {i}"), say(f"answer {i}")]
-    users = BIG.summarize(history).sections.user_messages
-    assert len(users) == MAX_SECTION_ITEMS
-    assert users[0] == "request 0"
-    assert users[1] == "request 6"
+    record = BIG.summarize(history)
+    assert record.sections.user_messages == tuple(f"request {i}" for i in range(120))
+    assert not record.truncated
 
 
-def test_flagged_requests_outlast_the_cap() -> None:
+@pytest.mark.parametrize("budget", [300, 600, 1200])
+def test_under_a_small_budget_the_first_and_the_newest_requests_stay(budget: int) -> None:
+    history: list[Message] = []
+    for i in range(400):
+        history += [user(f"request {i}"), say(f"answer {i}")]
+    summarizer = RuleBasedSummarizer(max_summary_tokens=budget)
+    record = summarizer.summarize(history)
+    assert record.truncated
+    assert summarizer.measure(record) <= budget
+    assert record.sections.primary_request == ("request 0",)
+    kept = [int(m.split()[1]) for m in record.sections.user_messages]
+    assert kept[-1] == 399
+    assert kept[1:] == list(range(400 - len(kept) + 1, 400))  # the newest, none skipped
+
+
+def test_flagged_requests_outlast_the_others() -> None:
     history: list[Message] = [user("request 0"), user("FACT: the codename is LANTERN.")]
-    for i in range(1, MAX_SECTION_ITEMS + 5):
+    for i in range(1, 200):
         history += [user(f"request {i}"), say(f"answer {i}")]
-    users = BIG.summarize(history).sections.user_messages
-    assert len(users) == MAX_SECTION_ITEMS
-    assert users[:3] == ("request 0", "FACT: the codename is LANTERN.", "request 7")
+    record = RuleBasedSummarizer(max_summary_tokens=600).summarize(history)
+    users = record.sections.user_messages
+    assert record.truncated
+    assert "request 1" not in users
+    assert record.sections.primary_request == ("request 0",)
+    assert users[0] == "FACT: the codename is LANTERN."
 
 
 def test_the_previous_record_is_merged() -> None:

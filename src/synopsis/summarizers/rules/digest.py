@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from synopsis.messages import (
@@ -32,6 +32,7 @@ from synopsis.summarizers.rules.extractors import (
     generic_extractor,
     search_extractor,
 )
+from synopsis.summarizers.rules.repeats import Originals, group_points, reference_in, repeated
 from synopsis.summarizers.scanning import (
     bounded,
     dedupe,
@@ -91,6 +92,8 @@ class Digest:
     participants: list[str] = field(default_factory=list)
     tools: Counter[str] = field(default_factory=Counter)
     failed: int = 0
+    repeated: int = 0
+    """Calls whose result repeats one summarized before this part (its outcome is there)."""
     key_points: list[str] = field(default_factory=list)
     files: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -98,7 +101,9 @@ class Digest:
     user_messages: list[str] = field(default_factory=list)
     requests: Requests = field(default_factory=Requests)
     """What people asked for and the rules they set (tool observations sent as user turns
-    are not among them)."""
+    are not among them), after those of earlier parts when the walk was given them."""
+    people: int = 0
+    """The person's messages in this part."""
     named_files: list[str] = field(default_factory=list)
     """Paths people or the model named in their own words or in a call's short arguments."""
     seen_files: list[str] = field(default_factory=list)
@@ -216,9 +221,15 @@ class _Walker:
             result="\n".join(r.text for r in results) if results else None,
             is_error=any(r.is_error for r in results),
         )
+        extractor = find_extractor(name, self.extractors)
+        refs = [ref for r in results if (ref := reference_in(r.text)) is not None]
+        if results and not exchange.is_error and len(refs) == len(results):
+            # A result repeating one an earlier summary covered: not a one-line success.
+            facts = _facts(extractor, replace(exchange, result=None))
+            self.record(name, repeated(facts, refs[0]))
+            return
         if exchange.result:
             self.seen(exchange.result)
-        extractor = find_extractor(name, self.extractors)
         facts = _facts(extractor, exchange)
         self.record(name, facts, searched=extractor is search_extractor)
 
@@ -240,7 +251,9 @@ class _Walker:
             out.plan_steps = list(facts.plan)
         key = (facts.tool, facts.target or "")
         target = f" `{bounded(facts.target, 80)}`" if facts.target else ""
-        if facts.status == "error":
+        if facts.status == "repeated":
+            out.repeated += 1
+        elif facts.status == "error":
             out.failed += 1
             text = f"{facts.tool}{target}: {facts.errors[0] if facts.errors else 'failed'}"
             _, times = self.failures.get(text, (key, 0))
@@ -252,6 +265,7 @@ class _Walker:
             self.last_ok[key] = True
 
     def finish(self) -> None:
+        self.out.key_points = group_points(self.out.key_points)
         for text, (key, times) in self.failures.items():
             repeated = f" ({times} times)" if times > 1 else ""
             fixed = ""
@@ -287,6 +301,7 @@ class _Walker:
             return
         if self.out.first_request is None:
             self.out.first_request = text
+        self.out.people += 1
         self.out.user_messages.append(bounded(text, self.user_chars))
         self.out.requests.add_request(text, self.user_chars)
         self.out.scan(text, concepts=True)
@@ -301,12 +316,22 @@ class _Walker:
 
 
 def digest(
-    messages: Sequence[Message], extractors: Mapping[str, Extractor], user_chars: int
+    messages: Sequence[Message],
+    extractors: Mapping[str, Extractor],
+    user_chars: int,
+    *,
+    requests: Requests | None = None,
 ) -> Digest:
+    """What ``messages`` hold; their requests added to ``requests`` (earlier parts' requests
+    and constraints) when given, so that a correction of an earlier part's value is read as
+    one."""
     walker = _Walker(extractors, user_chars)
     out = walker.out
+    if requests is not None:
+        out.requests = requests
     out.messages = len(messages)
     pairing = pair_tool_calls(messages)
+    originals = Originals(messages)
     orphans = set(pairing.orphans)
     for mi, message in enumerate(messages):
         out.roles[message.role.value] += 1
@@ -321,9 +346,12 @@ def digest(
             walker.assistant(message)
         for pi, part in enumerate(message.parts):
             if isinstance(part, ToolCallPart):
-                results = [pairing.result_part(messages, r) for r in pairing.result_of[(mi, pi)]]
+                results = [
+                    originals.resolve(pairing.result_part(messages, r), r[0])
+                    for r in pairing.result_of[(mi, pi)]
+                ]
                 walker.exchange(part.name, part.arguments, results)
             elif isinstance(part, ToolResultPart) and (mi, pi) in orphans:
-                walker.exchange(part.name or "unknown_tool", "", [part])
+                walker.exchange(part.name or "unknown_tool", "", [originals.resolve(part, mi)])
     walker.finish()
     return out

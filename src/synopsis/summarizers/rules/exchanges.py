@@ -31,7 +31,10 @@ __all__ = [
     "with_error",
 ]
 
-Status = Literal["success", "error", "partial", "pending"]
+Status = Literal["success", "error", "partial", "pending", "repeated"]
+"""``partial``: it worked and found nothing; ``pending``: no result in the part; ``repeated``:
+its result repeats one summarized before, whose outcome that summary gives."""
+_MARKS = {"error": "❌", "pending": "…", "repeated": "="}
 
 PATH_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path")
 ERROR_CHARS = 500  # an error line is kept verbatim, but a minified line can be megabytes
@@ -87,7 +90,7 @@ class ToolFacts:
 
     @property
     def key_point(self) -> str:
-        mark = "❌" if self.status == "error" else "✓"
+        mark = _MARKS.get(self.status, "✓")
         body = " | ".join(self.facts)
         return f"[{mark} {self.tool}: {body}]" if body else f"[{mark} {self.tool}]"
 

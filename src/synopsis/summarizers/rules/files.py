@@ -1,9 +1,11 @@
 """Files a summarized part touched, grouped by what was done to them.
 
-One line per action (edited, read, searched, named), each path with a short note. Under a
-tight budget a line is folded instead: paths that share a directory are written once under
-it (``src/app/{models.py, views.py}``), so a hundred paths cost little. A path is listed under
-its strongest action only: a file that was read and then edited is an edited file.
+One line per action (edited, read, searched, named, seen), each path with a short note. Under
+a tight budget the notes go first, then paths one at a time (see
+:mod:`synopsis.summarizers.rules.budget`); a path is always written out in full, so that it is
+found as it was written. A path is listed under its strongest action only: a file that was read
+and then edited is an edited file. Lines an older summary folded (``src/app/{a.py, b.py}
+(folded)``) are carried as they are.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from synopsis.summarizers.scanning import dedupe
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["ACTIONS", "bare_line", "file_lines", "fold_line", "merge_file_lines", "parse_file_line"]
+__all__ = [
+    "ACTIONS",
+    "bare_line",
+    "entries_of",
+    "file_lines",
+    "merge_file_lines",
+    "parse_file_line",
+    "without",
+]
 
 ACTIONS = ("Edited", "Read", "Searched", "Named", "Seen")
 """Strongest first: ``Named`` is a path people or the model wrote, ``Seen`` one that only a
@@ -147,23 +157,20 @@ def bare_line(line: str) -> str:
     return _render(action, [_path(e) for e in entries])
 
 
-def fold_line(line: str) -> str:
-    """``line`` with its notes dropped and paths under a shared directory written once; the
-    line itself when that would not make it shorter (a fold is a cut: it must save)."""
+def without(line: str, dropped: set[int]) -> str | None:
+    """``line`` bare, without its entries at ``dropped``; ``None`` once none is left (a line
+    :func:`parse_file_line` cannot read is one entry)."""
     parsed = parse_file_line(line)
     if parsed is None:
-        return line
+        return None if 0 in dropped else line
     action, entries = parsed
-    groups: dict[str, list[str]] = {}
-    for entry in entries:
-        directory, slash, name = _path(entry).rpartition("/")
-        groups.setdefault(directory + slash, []).append(name)
-    parts = []
-    for directory, names in groups.items():
-        unique = dedupe(names)
-        if len(unique) == 1:
-            parts.append(directory + unique[0])
-        else:
-            parts.append(f"{directory}{{{', '.join(unique)}}}")
-    folded = f"{action}: {', '.join(parts)}{_FOLD_NOTE}"
-    return folded if len(folded) < len(line) else line
+    kept = [_path(e) for i, e in enumerate(entries) if i not in dropped]
+    return _render(action, kept) if kept else None
+
+
+def entries_of(line: str) -> tuple[str, list[str]]:
+    """``(action, paths)`` of a file line; a line of other wording is one entry, itself."""
+    parsed = parse_file_line(line)
+    if parsed is None:
+        return "", [line]
+    return parsed[0], [_path(e) for e in parsed[1]]

@@ -17,13 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from synopsis.errors import ConfigurationError
 from synopsis.summarizers._options import history, utc_now, whole_number
-from synopsis.summarizers.records import (
-    MAX_FACET_ITEMS,
-    MAX_KEY_POINTS,
-    MAX_SECTION_ITEMS,
-    Covers,
-    SummaryRecord,
-)
+from synopsis.summarizers.records import MAX_KEY_POINTS, MAX_LIST_ITEMS, Covers, SummaryRecord
 from synopsis.summarizers.render import render
 from synopsis.summarizers.requests import Constraint, Requests, flagged
 from synopsis.summarizers.rules.budget import ENTITY_KEYS, Draft, fit
@@ -31,6 +25,7 @@ from synopsis.summarizers.rules.digest import Digest, digest
 from synopsis.summarizers.rules.drafts import record_from, record_lists
 from synopsis.summarizers.rules.extractors import DEFAULT_EXTRACTORS
 from synopsis.summarizers.rules.files import file_lines, merge_file_lines
+from synopsis.summarizers.rules.repeats import group_points
 from synopsis.summarizers.scanning import bounded, dedupe
 from synopsis.tokens import counter_for_model
 
@@ -126,8 +121,10 @@ class RuleBasedSummarizer:
         del instructions
         budget = self.budget(max_tokens)
         messages = history(messages)
-        found = digest(messages, self.extractors, self.user_message_chars)
-        draft = _draft(found, previous, self.user_message_chars)
+        found = digest(
+            messages, self.extractors, self.user_message_chars, requests=_carried(previous)
+        )
+        draft, dropped = _draft(found, previous, self.user_message_chars, budget)
         covers = Covers.of(messages)
         depth = previous.depth + 1 if previous else 0
         parent = previous.id if previous else None
@@ -145,7 +142,7 @@ class RuleBasedSummarizer:
             base["id"] = hashlib.sha256(key.encode()).hexdigest()[:32]
 
         def build(content: Draft, truncated: bool) -> SummaryRecord:
-            return record_from(content, base, truncated)
+            return record_from(content, base, truncated or dropped)
 
         record = fit(draft, build, self.measure, budget)
         return record.model_copy(update={"tokens_out": self.counter.count_text(render(record))})
@@ -165,7 +162,7 @@ class RuleBasedSummarizer:
 
 
 def _narrative(found: Digest) -> str:
-    people = len(found.requests.requests)
+    people = found.people
     text = (
         f"{_plural(found.messages, 'message')} ({people} from people, "
         f"{found.roles.get('assistant', 0)} from the assistant)"
@@ -175,6 +172,8 @@ def _narrative(found: Digest) -> str:
         top = ", ".join(f"{name} x{n}" for name, n in found.tools.most_common(5))
         more = ", …" if len(found.tools) > 5 else ""
         failed = f", {found.failed} failed" if found.failed else ""
+        if found.repeated:
+            failed += f", {found.repeated} repeating a result summarized before"
         text += f"; {_plural(calls, 'tool call')} ({top}{more}){failed}"
     return text + "."
 
@@ -207,24 +206,29 @@ def _file_notes(found: Digest) -> dict[str, list[str]]:
     return notes
 
 
-def _requests(
-    found: Digest, previous: SummaryRecord | None, user_chars: int
-) -> tuple[list[str], list[str], list[str], frozenset[str]]:
-    """The primary request, the constraints, every request (all the person's messages, the first
-    among them) and the values now stale, the previous record's carried forward and updated: a
-    constraint the new part corrects is replaced, and the sentence that stated the old value
-    leaves the requests too."""
-    merged = Requests()
-    primary: list[str] = []
+def _carried(previous: SummaryRecord | None) -> Requests:
+    """The requests and constraints a previous record carries, for the new part's to follow:
+    its constraints first (said before any of its requests it still quotes), then its
+    requests, read for the values they state."""
+    carried = Requests()
     if previous is not None:
         for text in previous.sections.constraints:
-            merged.add_constraint(text)
-        merged.requests = list(previous.sections.user_messages)
-        primary = list(previous.sections.primary_request[:1])
-    # The part's constraints come from the requests' whole text, not the bounded copies.
-    merged.extend(found.requests)
-    if not primary and found.first_request is not None and found.requests.requests:
-        primary = [found.requests.requests[0]]
+            carried.add_constraint(text)
+        carried.requests = list(previous.sections.user_messages)
+    return carried
+
+
+def _requests(
+    found: Digest, previous: SummaryRecord | None
+) -> tuple[list[str], list[str], list[str], frozenset[str]]:
+    """The primary request, the constraints, every request (all the person's messages, the first
+    among them) and the values now stale, the previous record's carried forward and updated
+    (``found.requests`` follow the previous record's): a constraint the new part corrects is
+    replaced, and the sentence that stated the old value leaves the requests too."""
+    merged = found.requests
+    primary = list(previous.sections.primary_request[:1]) if previous is not None else []
+    if not primary and found.people:
+        primary = [merged.requests[len(merged.requests) - found.people]]
     for old in merged.superseded:
         primary = [p.replace(old, "[superseded, see constraints]") for p in primary]
     constraints = [c.text for c in merged.constraints]
@@ -268,7 +272,11 @@ def _participants(found: Digest) -> list[str]:
     return [p for p in found.participants if "(" in p]
 
 
-def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Draft:
+def _draft(
+    found: Digest, previous: SummaryRecord | None, user_chars: int, budget: int
+) -> tuple[Draft, bool]:
+    """The content of the record, every list within what ``budget`` could show, and whether
+    that dropped anything."""
     narrative: list[str] = []
     if previous is not None:
         narrative += [_tail(previous.narrative)] if previous.narrative else []
@@ -279,7 +287,7 @@ def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Dr
         narrative.append(f"An earlier summary opened this part:\n{quoted}")
     narrative.append(("Then " if previous else "Earlier: ") + _narrative(found))
     prev_lists = record_lists(previous) if previous else None
-    primary, constraints, requests, stale = _requests(found, previous, user_chars)
+    primary, constraints, requests, stale = _requests(found, previous)
     errors, unresolved = _failures(found, prev_lists)
     pending = found.pending
     current = [bounded(found.assistant_texts[-1], 400)] if found.assistant_texts else []
@@ -316,7 +324,8 @@ def _draft(found: Digest, previous: SummaryRecord | None, user_chars: int) -> Dr
         new[key] = [v for v in new[key] if v.lower() not in stale]
     new["files_and_code"] = files
     new["narrative"] = narrative
-    return Draft(_capped(new))
+    lists, dropped = _bounded(new, budget)
+    return Draft(lists), dropped
 
 
 _UPDATED = frozenset(
@@ -345,30 +354,38 @@ def _merge(old: Mapping[str, list[Any]], new: Mapping[str, list[Any]]) -> dict[s
     return out
 
 
-def _capped(lists: dict[str, list[Any]]) -> dict[str, tuple[Any, ...]]:
-    """Every list within its cap: anchors (entities) and file lines keep their first entries,
-    histories (errors, reasoning, decisions) their latest; requests keep the first and the
-    newest."""
+def _bounded(lists: dict[str, list[Any]], budget: int) -> tuple[dict[str, tuple[Any, ...]], bool]:
+    """Every list within what ``budget`` could ever show (each item costs at least a token,
+    so more items than the budget has tokens cannot all fit) and the record's cap, and
+    whether that dropped anything: anchors and file lines keep their first entries, histories
+    (errors, reasoning, decisions) their latest, requests the first and the newest. The key
+    points are a log of at most ``MAX_KEY_POINTS`` calls whatever the budget."""
+    most = min(budget, MAX_LIST_ITEMS)
     out: dict[str, tuple[Any, ...]] = {}
+    dropped = False
     for key, items in lists.items():
         if key == "key_points":
-            kept = _key_points(items)
-        elif key in ("user_messages", "constraints"):
-            kept = _users(items)
-        elif key.startswith("entities.") or key in ("key_concepts", "participants"):
-            kept = items[:MAX_FACET_ITEMS]
-        elif key == "files_and_code":
-            kept = items[:MAX_SECTION_ITEMS]  # strongest actions first
+            out[key] = tuple(_key_points(group_points(items)))
+            continue
+        if key in ("user_messages", "constraints"):
+            kept = _users(items, most)
+        elif key.startswith("entities.") or key in (
+            "key_concepts",
+            "participants",
+            "files_and_code",
+        ):
+            kept = items[:most]
         else:
-            kept = items[-MAX_SECTION_ITEMS:]
+            kept = items[-most:]
+        dropped = dropped or len(kept) < len(items)
         out[key] = tuple(kept)
-    return out
+    return out, dropped
 
 
-def _users(messages: list[str]) -> list[str]:
-    """Within the cap: the first, then the oldest of the rest go, those a person flagged
+def _users(messages: list[str], most: int) -> list[str]:
+    """At most ``most``: the first, then the oldest of the rest go, those a person flagged
     with a label (``FACT: …``) after all the others."""
-    excess = len(messages) - MAX_SECTION_ITEMS
+    excess = len(messages) - most
     if excess <= 0:
         return messages
     rest = range(1, len(messages))
