@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import synopsis
 from synopsis.compaction.rebuild import finish
 from synopsis.errors import (
     BudgetUnreachableError,
     ConversationError,
 )
 from synopsis.formats import decode, message_from_json
-from synopsis.messages import Message, Role, TextPart, is_summary
+from synopsis.messages import Message, Role, TextPart, is_summary, is_summary_text
+from synopsis.planning.reductions import SUMMARY_MARKER
 from synopsis.stores import MemoryStore
 from synopsis.testing import ScriptedSummarizer
 from tests.compaction.helpers import (
@@ -195,3 +197,82 @@ def test_saved_tokens_is_what_the_compaction_freed() -> None:
     assert result.saved_tokens == result.tokens_before - result.tokens_after > 0
     skipped = run(make(), AIDER[:4])
     assert skipped.saved_tokens == 0
+
+
+# -- the last resorts once nothing else can be cut ----------------------------------------------
+
+
+def _lint_session() -> tuple[synopsis.Compactor, list[Any]]:
+    """A session at 8,000 tokens whose system prompt takes over half the window, compacted
+    once: its history is the system prompt, the task, the session's summary and a short tail."""
+
+    def lint(turn: int) -> list[Any]:
+        text = "\n".join(
+            f"src/pkg_{turn}/mod_{i}.py:{i}: error E{i}{turn} undefined name value_{i}_{turn}"
+            for i in range(40)
+        )
+        return [call(f"c{turn}", arguments=f'{{"cmd": "lint {turn}"}}'), tool(f"c{turn}", text)]
+
+    items: list[Any] = [
+        {"role": "system", "content": "You are a careful agent. " * 700},
+        {"role": "user", "content": "Fix every undefined name in src."},
+    ]
+    for turn in range(4):
+        items += lint(turn)
+    compactor = synopsis.Compactor(
+        model="gpt-4o", context_window=8_000, store="memory", session_id="s", environ={}
+    )
+    history: list[Any] = []
+    for item in items:
+        history.append(item)
+        history = list(compactor.compact(history).messages)
+    assert any(is_summary_text(str(m.get("content"))) for m in history)
+    return compactor, history[:3]
+
+
+def _stats(n: int, *first: Any) -> list[Any]:
+    """One turn of ``n`` parallel calls whose results are each too short to be made smaller
+    (after the results ``first``, answering calls of their own ids): a unit that can be
+    neither cut nor trimmed but for those."""
+    ids = [r["tool_call_id"] for r in first] + [f"p{k}" for k in range(n)]
+    calls = [
+        {"id": i, "type": "function", "function": {"name": "stat", "arguments": "{}"}}
+        for i in ids
+    ]
+    results = [
+        tool(f"p{k}", f"src/f{k}.py: 120 lines, modified today, owner dev{k}, mode 0644")
+        for k in range(n)
+    ]
+    return [{"role": "assistant", "content": None, "tool_calls": calls}, *first, *results]
+
+
+def test_the_sessions_summary_is_written_again_shorter_when_nothing_else_can_give() -> None:
+    compactor, head = _lint_session()
+    before = compactor.compact([*head]).tokens_after  # the history as it stands
+    result = compactor.compact([*head, *_stats(60)])
+    assert result.compacted
+    assert result.tokens_after <= compactor.setup.limit
+    record = result.record
+    assert record is not None
+    assert record.parent_id is not None  # the session's summary, written again shorter
+    summary = next(m for m in result.messages if str(m["content"]).startswith("<synopsis-summary"))
+    old = next(m for m in head if str(m["content"]).startswith("<synopsis-summary"))
+    assert len(summary["content"]) < len(old["content"])
+    assert before < result.tokens_before
+    # Past what even the shortest summary leaves, it says so.
+    with pytest.raises(BudgetUnreachableError, match="even at their smallest"):
+        compactor.compact([*head, *_stats(75)])
+
+
+def test_a_digest_kept_from_an_earlier_compaction_is_cut_to_its_first_half_as_a_last_resort() -> (
+    None
+):
+    compactor, head = _lint_session()
+    lines = "\n".join(f"Named: src/pkg/mod_{i}.py (error E{i})" for i in range(60))
+    digest = tool("d1", f"{SUMMARY_MARKER} Earlier: 1 message.\n{lines}")
+    result = compactor.compact([*head, *_stats(30, digest)])
+    assert result.tokens_after <= compactor.setup.limit
+    (kept,) = [m for m in result.messages if m.get("tool_call_id") == "d1"]
+    assert kept["content"].startswith(SUMMARY_MARKER)
+    assert kept["content"].endswith("the rest of this digest was cut to fit the window]")
+    assert len(kept["content"]) < len(digest["content"]) * 0.6

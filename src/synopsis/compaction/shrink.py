@@ -20,7 +20,7 @@ from synopsis.messages import (
     is_summary,
 )
 from synopsis.planning import TruncateArgs, reduce
-from synopsis.planning.reductions import truncate_call
+from synopsis.planning.reductions import SUMMARY_MARKER, truncate_call
 from synopsis.summarizers import summarize_part
 from synopsis.summarizers.scanning import named_in
 
@@ -119,8 +119,34 @@ def _smaller(opened: Opened, messages: Sequence[Message], i: int, j: int) -> Mes
         parts = list(message.parts)
         parts[j] = cut
         return replace(message, parts=tuple(parts))
+    if isinstance(part, TextPart | ToolResultPart) and part.text.startswith(SUMMARY_MARKER):
+        # Already a digest (its original is in the store): only its first half can stay.
+        return _halved(message, j)
     call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
     return summarize_part(message, j, summarizer=opened.setup.digester, call=call)
+
+
+_SHORTENED = "\n[… the rest of this digest was cut to fit the window]"
+
+
+def _halved(message: Message, j: int) -> Message | None:
+    """``message`` with the digest in part ``j`` cut to its first half, at a line's end;
+    ``None`` when it has one line or was cut so already."""
+    part = message.parts[j]
+    assert isinstance(part, TextPart | ToolResultPart)
+    text = part.text
+    end = text.rfind("\n", 0, len(text) // 2)
+    if end <= 0 or text.endswith(_SHORTENED):
+        return None
+    shorter = text[:end] + _SHORTENED
+    new = (
+        replace(part, text=shorter)
+        if isinstance(part, TextPart)
+        else replace(part, content=shorter)
+    )
+    parts = list(message.parts)
+    parts[j] = new
+    return replace(message, parts=tuple(parts))
 
 
 _MIN_GAIN = 32
