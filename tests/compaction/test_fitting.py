@@ -236,8 +236,7 @@ def _stats(n: int, *first: Any) -> list[Any]:
     neither cut nor trimmed but for those."""
     ids = [r["tool_call_id"] for r in first] + [f"p{k}" for k in range(n)]
     calls = [
-        {"id": i, "type": "function", "function": {"name": "stat", "arguments": "{}"}}
-        for i in ids
+        {"id": i, "type": "function", "function": {"name": "stat", "arguments": "{}"}} for i in ids
     ]
     results = [
         tool(f"p{k}", f"src/f{k}.py: 120 lines, modified today, owner dev{k}, mode 0644")
