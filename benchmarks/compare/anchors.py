@@ -200,3 +200,19 @@ def retained(anchors: dict[str, set[str]], output: Items) -> dict[str, int]:
     """How many of each kind of anchor occur in ``output``."""
     text = squash("\n".join(text_of(i) for i in output))
     return {kind: sum(1 for a in anchors[kind] if squash(a) in text) for kind in KINDS}
+
+
+def message_key(item: dict[str, Any]) -> str:
+    """What makes two messages the same, word for word: role, text, tool calls (id, name,
+    arguments) and the call a result answers. Content ``None`` and ``""`` are the same text,
+    and a list of text parts is its joined text, as the systems' conversions hand them back."""
+    calls = [
+        (
+            c.get("id"),
+            (c.get("function") or {}).get("name"),
+            (c.get("function") or {}).get("arguments"),
+        )
+        for c in item.get("tool_calls") or ()
+    ]
+    text = text_of({"content": item.get("content")})
+    return json.dumps([item.get("role"), text, calls, item.get("tool_call_id")])

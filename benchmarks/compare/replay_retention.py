@@ -53,7 +53,6 @@ stays over it whatever is compacted. It is left out of that window's numbers for
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -62,6 +61,7 @@ from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare import anchors
+from benchmarks.compare.anchors import message_key
 from benchmarks.compare.inputs import leading_system, observation_sessions
 from benchmarks.compare.judge import call_step, tokens
 from benchmarks.compare.session_costs import Meter, counting_summaries, merged, uncompacted
@@ -111,22 +111,6 @@ def constraints(text: str) -> list[str]:
             if _CONSTRAINT.search(squashed) and squashed not in out:
                 out.append(squashed)
     return out
-
-
-def message_key(item: dict[str, Any]) -> str:
-    """What makes two messages the same, word for word: role, text, tool calls (id, name,
-    arguments) and the call a result answers. Content ``None`` and ``""`` are the same text,
-    and a list of text parts is its joined text, as the systems' conversions hand them back."""
-    calls = [
-        (
-            c.get("id"),
-            (c.get("function") or {}).get("name"),
-            (c.get("function") or {}).get("arguments"),
-        )
-        for c in item.get("tool_calls") or ()
-    ]
-    text = anchors.text_of({"content": item.get("content")})
-    return json.dumps([item.get("role"), text, calls, item.get("tool_call_id")])
 
 
 def removed(before: Items, after: Items) -> Items:

@@ -6,7 +6,7 @@ prefix cache at OpenAI's and at Anthropic's list prices (:mod:`synopsis.pricing`
 request's longest run of whole messages shared with the one before is read from the cache,
 the rest written).
 
-Messages are compared by :func:`benchmarks.compare.replay_retention.message_key` (role, text,
+Messages are compared by :func:`benchmarks.compare.anchors.message_key` (role, text,
 tool calls, the call a result answers), so that a system whose conversion gives ``None`` for
 ``""`` is not charged for it; sizes are o200k tokens, as every part of the benchmark measures.
 
@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare import systems
+from benchmarks.compare.anchors import message_key
 from benchmarks.compare.judge import tokens
 from synopsis.pricing import ANTHROPIC, OPENAI, PrefixCache
 
@@ -49,13 +50,6 @@ def _priming() -> int:
     return tokens([])
 
 
-def _key(item: dict[str, Any]) -> str:
-    # Imported here: replay_retention imports this module.
-    from benchmarks.compare.replay_retention import message_key  # noqa: PLC0415
-
-    return message_key(item)
-
-
 class Meter:
     """One system's model requests over one session, with what each compaction did."""
 
@@ -75,7 +69,7 @@ class Meter:
         # from being reused by another.
         found = self._seen.get(id(item))
         if found is None or found[0] is not item:
-            found = (item, _key(item), tokens([item]) - _priming())
+            found = (item, message_key(item), tokens([item]) - _priming())
             self._seen[id(item)] = found
         return found[1], found[2]
 

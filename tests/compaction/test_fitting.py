@@ -258,9 +258,9 @@ def test_the_sessions_summary_is_written_again_shorter_when_nothing_else_can_giv
     old = next(m for m in head if str(m["content"]).startswith("<synopsis-summary"))
     assert len(summary["content"]) < len(old["content"])
     assert before < result.tokens_before
-    # Past what even the shortest summary leaves, it says so.
+    # Past what even the shortest summary leaves (not even its frame fits), it says so.
     with pytest.raises(BudgetUnreachableError, match="even at their smallest"):
-        compactor.compact([*head, *_stats(75)])
+        compactor.compact([*head, *_stats(67)])
 
 
 def test_a_digest_kept_from_an_earlier_compaction_is_cut_to_its_first_half_as_a_last_resort() -> (

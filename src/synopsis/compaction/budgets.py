@@ -236,18 +236,16 @@ def squeeze(
 def shorten(
     run: Run,
     kept: tuple[Message, ...],
+    index: int,
     over: int,
     previous: SummaryRecord,
     *,
     offload_ref: str | None,
 ) -> tuple[Message, ...]:
-    """``kept`` with the session's summary (``previous``, which this compaction kept as it
-    was) written again by the rules, ``over`` tokens shorter and more, as this compaction's
-    record: the last resort when the summary is all there is left to shorten. Nothing changes
-    when there is no such summary in ``kept`` or not even the frame would fit."""
-    index = next((i for i, m in enumerate(kept) if is_summary(m)), None)
-    if index is None:
-        return kept
+    """``kept`` with the session's summary at ``index`` (``previous``'s, which this compaction
+    kept as it was) written again by the rules, ``over`` tokens shorter and more, as this
+    compaction's record: the last resort when the summary is all there is left to shorten.
+    Nothing changes when not even its frame would fit."""
     setup, opened = run.setup, run.opened
     count = setup.counter.count_message
     allowed = count(kept[index]) - over

@@ -12,6 +12,7 @@ from synopsis.compaction.rebuild import finish
 from synopsis.compaction.shrink import keep_reduced, thin, trim
 from synopsis.compaction.summarizing import last_pass, offload_ref
 from synopsis.errors import BudgetUnreachableError, ConversationError
+from synopsis.messages import is_summary
 from synopsis.validation import check_between_turns
 
 if TYPE_CHECKING:
@@ -84,8 +85,8 @@ def verify(
     if over > 0 and index is not None:
         kept = squeeze(run, kept, index, over, offload_ref=offload_ref(run))
         final, fixes = finish(kept, profile, role=setup.summary_role)
-    elif over > 0 and previous is not None:
-        kept = shorten(run, kept, over, previous, offload_ref=offload_ref(run))
+    elif over > 0 and previous is not None and (at := _summary_at(kept)) is not None:
+        kept = shorten(run, kept, at, over, previous, offload_ref=offload_ref(run))
         final, fixes = finish(kept, profile, role=setup.summary_role)
     run.ledger.fix(fixes)
     keep_reduced(run, kept)
@@ -101,6 +102,11 @@ def verify(
             rule=left[0].rule,
         )
     return final, after
+
+
+def _summary_at(messages: tuple[Message, ...]) -> int | None:
+    """Where the (session's) summary stands in ``messages``, if one does."""
+    return next((i for i, m in enumerate(messages) if is_summary(m)), None)
 
 
 def fitted(

@@ -107,9 +107,12 @@ def _part_tokens(opened: Opened, part: TextPart | ToolCallPart | ToolResultPart)
     return opened.setup.counter.count_text(text)
 
 
-def _smaller(opened: Opened, messages: Sequence[Message], i: int, j: int) -> Message | None:
+def _smaller(
+    opened: Opened, messages: Sequence[Message], i: int, j: int, *, last_resort: bool = False
+) -> Message | None:
     """Message ``i`` with part ``j`` made small: call arguments truncated (the JSON stays
-    valid), a result or a text summarized on its own; ``None`` when it cannot shrink."""
+    valid), a result or a text summarized on its own, and as the ``last_resort`` a digest
+    made earlier cut to its first half; ``None`` when it cannot shrink."""
     message = messages[i]
     part = message.parts[j]
     if isinstance(part, ToolCallPart):
@@ -119,7 +122,11 @@ def _smaller(opened: Opened, messages: Sequence[Message], i: int, j: int) -> Mes
         parts = list(message.parts)
         parts[j] = cut
         return replace(message, parts=tuple(parts))
-    if isinstance(part, TextPart | ToolResultPart) and part.text.startswith(SUMMARY_MARKER):
+    if (
+        last_resort
+        and isinstance(part, TextPart | ToolResultPart)
+        and part.text.startswith(SUMMARY_MARKER)
+    ):
         # Already a digest (its original is in the store): only its first half can stay.
         return _halved(message, j)
     call = _call_for(messages[:i], part.call_id) if isinstance(part, ToolResultPart) else None
@@ -218,7 +225,7 @@ def trim(opened: Opened, messages: tuple[Message, ...], limit: int) -> tuple[Mes
     for _, _, i, j in candidates:
         if opened.measure(out).tokens <= limit:
             break
-        smaller = _smaller(opened, out, i, j)
+        smaller = _smaller(opened, out, i, j, last_resort=True)
         count = opened.setup.counter.count_message
         if smaller is not None and count(smaller) < count(out[i]):
             opened.originals.adopt(out[i], smaller)

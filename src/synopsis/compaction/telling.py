@@ -95,15 +95,14 @@ def off_target(
             )
         if held:
             return f"{share}: the tail kept as asked ({setup.keep.describe()}) is that large"
-        if first is not None:
-            largest = _largest_unit(current[first.boundary :], count)
-            if largest[0] > room.tail:
-                size, index = largest
-                return (
-                    f"{share}: a unit kept whole (from message {first.boundary + index}, "
-                    f"{size:,} tokens) is larger than the {room.tail:,} the target leaves the "
-                    "tail, even with its large parts made small"
-                )
+        start = first.boundary if first is not None else 0
+        size, index = _largest_unit(current[start:], count)
+        if size > room.tail:
+            return (
+                f"{share}: a unit kept whole (from message {start + index}, {size:,} tokens) "
+                f"is larger than the {room.tail:,} the target leaves the tail, even with its "
+                "large parts made small"
+            )
         return f"{share}: the summary and the kept messages could not be made smaller"
     records = run.ledger.records
     if (

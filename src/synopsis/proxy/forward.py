@@ -12,6 +12,7 @@ import orjson
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
+from synopsis.errors import BudgetUnreachableError
 from synopsis.proxy.errors import Api, error_body, fitting_window, is_overflow
 from synopsis.proxy.exchange import unchanged
 from synopsis.proxy.relay import forwarded_headers, relayed, returned_headers, usage
@@ -185,7 +186,14 @@ async def _retry(
     if fits is not None and state.compactors.learn_window(exchange.model, fits):
         exchange.headers["x-synopsis-window"] = str(state.compactors.window(exchange.model))
     # The first pass read this history, so a forced one does too.
-    await exchange.compact(departure, body, force=True)
+    try:
+        await exchange.compact(departure, body, force=True)
+    except BudgetUnreachableError as unfit:
+        # The window the upstream named is too small for what must be kept: its own refusal
+        # says so best, as it came.
+        exchange.result = None
+        exchange.headers["x-synopsis-failed-open"] = type(unfit).__name__
+        exchange.line.error = f"budget unreachable: {unfit}"[:300]
     result, items = exchange.result, exchange.items
     # Failed, or nothing left to cut (the client's own history back): sending again could
     # only be refused again, so the client gets the refusal as it came.
