@@ -123,6 +123,8 @@ def remember(ended: Ended, before: Measure) -> Memo | None:
     """The memo of a call that skipped, or of one that compacted (see
     :func:`_after_compaction`), when the next call may take the fast path from it."""
     opened = ended.opened
+    if ended.raised:
+        return None
     if ended.final is not None:
         return _after_compaction(ended, ended.final)
     setup, request = opened.setup, opened.request

@@ -223,7 +223,11 @@ def compaction(
             # Not the summarizer's failure, and no wait mends it: the breaker does not count
             # it, and every call over the window says so again (cheaply: it is found before
             # anything is summarized when what cannot shrink is too large).
-            yield from _save(opened, decision.state)
+            session = yield from _save(opened, decision.state)
+            if observe is not None:
+                # What this call decoded still serves the next one (it decodes only what is
+                # appended); no skip is remembered from a call that did not return.
+                observe(Ended(opened, session, raised=True), before)
             if setup.on_unreachable == "return":
                 return _unreached(opened, decision, error)
         elif not isinstance(error, StoreError):

@@ -243,3 +243,5 @@ class Ended:
     opened: Opened
     session: SessionState
     final: tuple[Message, ...] | None = None
+    raised: bool = False
+    """The call ended in an unreachable budget: nothing to remember but what it decoded."""
