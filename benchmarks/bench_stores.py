@@ -30,7 +30,7 @@ Messages are the bundled transcripts (``examples/transcripts``), read and repeat
    PostgreSQL store: what the store's part of a request costs when nothing is compacted.
 4. The proxy: ``synopsis serve`` in processes of its own, one replica with a SQLite file (the
    baseline), then one and two replicas with ``--store postgresql://...`` on one database, in
-   front of ``bench_proxy``'s upstream (a bare ASGI app that answers at once). Conversations
+   front of the benchmarks' upstream (a bare ASGI app that answers at once). Conversations
    grow as an agent's do (each request resends the session with the assistant's next turn and
    its tool results appended) with a window small enough that some requests compact; the
    client keeps a bounded number of requests in flight, one at a time per conversation. Two
@@ -93,7 +93,8 @@ import orjson
 import psycopg
 
 import synopsis
-from benchmarks.bench_proxy import CHECK_HEADER, Child, answer_text, quantile
+from benchmarks._harness import Child, quantile
+from benchmarks._upstream import CHECK_HEADER, answer_text
 from benchmarks.compare.inputs import build_history, load_transcripts
 from synopsis import Compactor, RuleBasedSummarizer
 from synopsis.stores import (
@@ -1372,7 +1373,7 @@ def run(
         for s in loaded.stores.values():
             s.close()
     runs: list[ProxyRun] = []
-    child = Child("upstream")
+    child = Child("benchmarks._upstream", name="upstream")
     with child as upstream_url:
         upstream_pid = child.process.pid
         for config in CONFIGS:

@@ -12,11 +12,10 @@ import platform
 import sys
 import time
 import warnings
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from benchmarks._harness import now, versions
 from benchmarks.compare import (
     registry,
     replay,
@@ -51,13 +50,8 @@ PACKAGES = (
 
 
 def _versions() -> dict[str, str]:
-    out = {}
-    for name in PACKAGES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    found = versions(*PACKAGES)
+    return {name: found.get(name, "not installed") for name in PACKAGES}
 
 
 def _verdict(met: bool | None) -> str:
@@ -177,7 +171,7 @@ def main() -> None:
     systems = [registry.create(n) for n in names]
     results: dict[str, Any] = {
         "meta": {
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "date": now(),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
             "python": platform.python_version(),
             "command": "make bench"

@@ -8,14 +8,13 @@ The replay is linear in the transcript when the 100k run takes at most ten times
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks._harness import synopsis_command
 from benchmarks.compare.inputs import build_history
 
 if TYPE_CHECKING:
@@ -32,18 +31,12 @@ LIMIT = 3_600.0
 """Seconds a replay may run before it is stopped and reported as a lower bound."""
 
 
-def command() -> list[str]:
-    """The ``synopsis`` command of the environment running the bench."""
-    found = shutil.which("synopsis", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-m", "synopsis.cli"]
-
-
 def replay_once(items: Items, limit: float = LIMIT) -> dict[str, Any]:
     """One ``synopsis replay`` of ``items``: its wall time and what its report says."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "history.jsonl"
         path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
-        args = [*command(), "replay", str(path), "--model", MODEL, "--window", str(WINDOW)]
+        args = [*synopsis_command(), "replay", str(path), "--model", MODEL, "--window", str(WINDOW)]
         started = time.perf_counter()
         try:
             done = subprocess.run(
