@@ -24,6 +24,7 @@ from benchmarks.compare import (
     retention,
     scale,
     speed,
+    speed_report,
     tradeoff_plot,
     validity,
 )
@@ -242,7 +243,7 @@ def main() -> None:
                 f"no matplotlib here, so no {plot.name}: draw it from compare.json with "
                 "`.venv/bin/python -m benchmarks.compare.tradeoff_plot`"
             )
-    verdict, _ = report.decide_verdict(results) if "speed" in parts else ("", None)
+    verdict, _ = speed_report.decide_verdict(results) if "speed" in parts else ("", None)
     shown = args.out.resolve()
     if shown.is_relative_to(Path.cwd()):
         shown = shown.relative_to(Path.cwd())
