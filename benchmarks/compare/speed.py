@@ -7,10 +7,14 @@ the child, the first one (cold: nothing of the system ran in the process before 
 import and the conversion of the history to its own objects, so its tokenizer, caches and lazy
 imports are paid there) reported apart from the others (warm: their median and their best). The
 history's size in tokens, which the budget is made from, is counted by the parent process, so
-that no counter a system shares with the harness is warm before its first call. Each cell says
-how loaded the machine was (the one-minute load average when the child began and ended) and
-the peak memory of its calls (how far the process's resident set, at its highest, rose above
-what it held before the first call: the system's own allocations, native ones included).
+that no counter a system shares with the harness is warm before its first call. A full garbage
+collection precedes each call, untimed: the collector's work during a call is the call's own,
+not what the harness or the call before left behind. Each cell says the CPU time of its calls
+besides their wall time (other processes on a busy machine add to the wall time, not to the
+CPU time), how loaded the machine was (the one-minute load average when the child began and
+ended) and the peak memory of its calls (how far the process's resident set, at its highest,
+rose above what it held before the first call: the system's own allocations, native ones
+included).
 
 Modes:
 
@@ -32,6 +36,7 @@ A call still running after ``LIMIT`` seconds is stopped and reported as a lower 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -39,6 +44,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +134,7 @@ def measure(
     system = create(name)
     budget = budget_for(mode, tokens)
     samples: list[float] = []
+    cpu: list[float] = []
     compacted = 0
     history = list(items)
     native = system.native(history)
@@ -139,7 +146,10 @@ def measure(
                     history = [*history, next_item(transcripts, k)]
                 del native  # one copy of the history at a time, as the baseline had
                 native = system.native(history)
+            gc.collect()  # no call pays for the garbage of the harness or of the call before
+            started = time.process_time()
             result, seconds = call_step(system, native, budget, limit)
+            cpu.append(time.process_time() - started)
             samples.append(seconds)
             compacted += result is not None
     except OutOfTime:
@@ -151,6 +161,8 @@ def measure(
         "cold_ms": samples[0] * 1e3,
         "median_ms": statistics.median(warm) * 1e3,
         "min_ms": min(warm) * 1e3,
+        "cold_cpu_ms": cpu[0] * 1e3,
+        "median_cpu_ms": statistics.median(cpu[1:]) * 1e3,
         "calls": len(warm),
         "compacted": compacted,
         "peak_mib": peak() / 2**20,
@@ -191,7 +203,8 @@ def _shown(cell: dict[str, Any]) -> str:
         return json.dumps(cell)
     return (
         f"first {cell['cold_ms']:,.2f} ms, then {cell['median_ms']:,.2f} ms "
-        f"(best {cell['min_ms']:,.2f}), peak {cell['peak_mib']:,.1f} MiB, load "
+        f"(best {cell['min_ms']:,.2f}; CPU {cell['cold_cpu_ms']:,.2f} and "
+        f"{cell['median_cpu_ms']:,.2f}), peak {cell['peak_mib']:,.1f} MiB, load "
         + " to ".join(f"{x:.1f}" for x in cell["load"])
     )
 

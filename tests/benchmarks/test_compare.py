@@ -487,6 +487,7 @@ def test_a_run_measures_the_ways_of_calling_synopsis_only_beside_synopsis(monkey
         return {"timeout": 60.0} if size == 1_000 else dict(timed)
 
     timed = {"cold_ms": 3.0, "median_ms": 1.5, "min_ms": 1.25, "peak_mib": 2.0, "load": [0.5, 1]}
+    timed |= {"cold_cpu_ms": 2.5, "median_cpu_ms": 1.0}
     monkeypatch.setattr(speed, "in_child", in_child)
     monkeypatch.setattr(speed, "build_history", lambda _, size: [{}] * size)
     monkeypatch.setattr(speed, "size_tokens", len)
@@ -496,7 +497,9 @@ def test_a_run_measures_the_ways_of_calling_synopsis_only_beside_synopsis(monkey
         "skipped": "a smaller size ran out of time"
     }
     stopped = {"timeout": 60.0}
-    shown_cell = "first 3.00 ms, then 1.50 ms (best 1.25), peak 2.0 MiB, load 0.5 to 1.0"
+    shown_cell = (
+        "first 3.00 ms, then 1.50 ms (best 1.25; CPU 2.50 and 1.00), peak 2.0 MiB, load 0.5 to 1.0"
+    )
     for key, name, what in speed.VARIANTS:
         # a variant measures every size: one that runs out of time at 1k is no reason to stop
         assert out[key] == {"100": timed, "1000": stopped, "10000": timed, "100000": timed}
@@ -538,7 +541,7 @@ def test_the_replay_command_is_timed_on_a_file_and_judged_linear(transcripts, mo
     found = scale.replay_once(build_history(transcripts, 300))
     assert found["messages"] == 300
     assert found["seconds"] > 0
-    assert 0 < found["cpu_seconds"]
+    assert found["cpu_seconds"] > 0
     assert found["peak_mib"] > 10  # an interpreter with synopsis imported, at least
     assert len(found["load"]) == 2
     assert found["completed"] is True
@@ -579,7 +582,8 @@ def test_the_replay_command_is_timed_on_a_file_and_judged_linear(transcripts, mo
 
 def test_one_compaction_at_100k_is_judged_warm_and_cold_and_against_10k():
     def timed(warm: float, cold: float, peak: float, load: float = 0.5) -> dict[str, Any]:
-        return {"median_ms": warm, "cold_ms": cold, "peak_mib": peak, "load": [load, load]}
+        cpu = {"median_cpu_ms": warm * 0.9, "cold_cpu_ms": cold * 0.9}
+        return {"median_ms": warm, "cold_ms": cold, "peak_mib": peak, "load": [load, load], **cpu}
 
     results: dict[str, Any] = {
         "meta": META,
@@ -601,16 +605,24 @@ def test_one_compaction_at_100k_is_judged_warm_and_cold_and_against_10k():
     }
     lines = speed_report.large_verdicts(results)
     assert lines[0] == (
-        "- one compaction at 100,000 messages, warm (median): synopsis 1,000 ms, peak 50 MiB; "
-        "the fastest peer (peer b) 1,200 ms, peak 30 MiB: 0.83× its time (target: no slower: met)"
+        "- one compaction at 100,000 messages, warm (median): synopsis 1,000 ms (900 ms of CPU, "
+        "peak 50 MiB); the fastest peer (peer b) 1,200 ms (1,080 ms of CPU, peak 30 MiB): 0.83× "
+        "its time (target: no slower: met)"
     )
     assert (
-        "first call: synopsis 4,000 ms, peak 50 MiB; the fastest peer (peer a) 1,600 ms"
+        "first call: synopsis 4,000 ms (3,600 ms of CPU, peak 50 MiB); the fastest peer "
         in (lines[1])
     )
-    assert lines[1].endswith("2.50× its time (target: no slower: NOT met)")
-    assert lines[2].endswith("warm (median): 100 ms to 1,000 ms, 10.0× (target: within 11×: met)")
-    assert lines[3].endswith("first call: 300 ms to 4,000 ms, 13.3× (target: within 11×: NOT met)")
+    assert lines[1].endswith(
+        "(peer a) 1,600 ms (1,440 ms of CPU, peak 20 MiB): 2.50× its time (target: no slower: "
+        "NOT met)"
+    )
+    assert lines[2].endswith(
+        "warm (median): 100 ms to 1,000 ms, 10.0×; of CPU time, 10.0× (target: within 11×: met)"
+    )
+    assert lines[3].endswith(
+        "first call: 300 ms to 4,000 ms, 13.3×; of CPU time, 13.3× (target: within 11×: NOT met)"
+    )
     load = speed_report.load_lines(results)[0]
     assert "was 0.5 when this part began and 3.0 when it ended, on 2 cores" in load
     assert load.endswith(
@@ -623,3 +635,6 @@ def test_one_compaction_at_100k_is_judged_warm_and_cold_and_against_10k():
     assert "| peer a | – | 20.0 MiB |" in text
     results["speed"]["systems"]["synopsis"]["plan"]["100000"]["load"] = [0.5, 1.0]
     assert speed_report.load_lines(results)[0].endswith("No cell began or ended above 2.")
+    older = {"median_ms": 1000.0}  # a cell of a run that measured no CPU time nor memory
+    results["speed"]["systems"]["a"]["plan"]["100000"] = older
+    assert "(peer a) 1,000 ms: 1.00× its time" in speed_report.large_verdicts(results)[0]
