@@ -14,7 +14,8 @@ besides their wall time (other processes on a busy machine add to the wall time,
 CPU time), how loaded the machine was (the one-minute load average when the child began and
 ended) and the peak memory of its calls (how far the process's resident set, at its highest,
 rose above what it held before the first call: the system's own allocations, native ones
-included).
+included). The cells run size by size, every system at one size before any at the next, so
+that a change in the load falls on every system alike.
 
 Modes:
 
@@ -218,21 +219,23 @@ def run(names: list[str], progress: Callable[[str], None]) -> dict[str, Any]:
         "calls": CALLS,
         "cores": os.cpu_count(),
         "load": [load_average()],
-        "systems": {},
     }
-    for name in names:
-        per: dict[str, Any] = {"decide": {}, "plan": {}}
-        for mode in ("decide", "plan"):
-            stopped = False
-            for size in SIZES:
-                if stopped:
-                    per[mode][str(size)] = {"skipped": "a smaller size ran out of time"}
+    systems: dict[str, Any] = {name: {"decide": {}, "plan": {}} for name in names}
+    # Size by size, the systems one after another: a change in the machine's load between
+    # two cells falls on every system at about the same sizes, not on one system's all.
+    for mode in ("decide", "plan"):
+        stopped: set[str] = set()
+        for size in SIZES:
+            for name in names:
+                if name in stopped:
+                    systems[name][mode][str(size)] = {"skipped": "a smaller size ran out of time"}
                     continue
                 found = in_child(name, size, mode, counted[size])
-                per[mode][str(size)] = found
-                stopped = "timeout" in found or "error" in found
+                systems[name][mode][str(size)] = found
+                if "timeout" in found or "error" in found:
+                    stopped.add(name)
                 progress(f"speed: {name} {mode} {size:,}: {_shown(found)}")
-        out["systems"][name] = per
+    out["systems"] = systems
     if "synopsis" in names:
         for key, variant, what in VARIANTS:
             out[key] = _variant(variant, what, counted, progress)
