@@ -393,8 +393,8 @@ def lines(results: dict[str, Any]) -> list[str]:
         "",
         *speed_table(results, "plan", "cold_ms"),
         "",
-        "Peak memory of the calls (how far the process's resident set rose above what it held "
-        "before the first call):",
+        "Peak memory of the calls (the most the process's resident set rose, during a call, "
+        "above what it held when the call began):",
         "",
         *memory_table(results, "plan"),
         "",
