@@ -29,7 +29,13 @@ def _cell(cell: dict[str, Any], base: float | None, key: str = "median_ms") -> s
     if ms is None:
         return "–"
     text = f"{ms:,.2f} ms" if ms < 100 else f"{ms:,.0f} ms"
-    return text + (f" ({ms / base:,.1f}×)" if base else "")
+    return text + (f" ({_ratio(ms / base)}×)" if base else "")
+
+
+def _ratio(value: float) -> str:
+    """A ratio to one decimal, or to two significant digits below 0.1 (a peer many times
+    faster than synopsis reads 0.0066, not 0.0)."""
+    return f"{value:.2g}" if value < 0.1 else f"{value:,.1f}"
 
 
 def _labels(results: dict[str, Any]) -> dict[str, str]:
@@ -341,11 +347,11 @@ def load_lines(results: dict[str, Any]) -> list[str]:
         f"The machine's load average (one minute) was {found[0]:.1f} when this part began and "
         f"{found[-1]:.1f} when it ended, on {cores} cores. "
     )
-    if busy:
-        line += (
-            f"{len(busy)} of {len(cells)} cells began or ended above {cores} (other processes "
-            "wanting the cores: their times may be high): " + ", ".join(busy) + "."
-        )
+    why = f"above {cores} (other processes wanting the cores: their times may be high)"
+    if busy and len(busy) == len(cells):
+        line += f"Every cell began or ended {why}; the CPU times are the steadier figures."
+    elif busy:
+        line += f"{len(busy)} of {len(cells)} cells began or ended {why}: " + ", ".join(busy) + "."
     else:
         line += f"No cell began or ended above {cores}."
     return [line, ""]

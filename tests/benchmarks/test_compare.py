@@ -635,6 +635,19 @@ def test_one_compaction_at_100k_is_judged_warm_and_cold_and_against_10k():
     assert "| peer a | – | 20.0 MiB |" in text
     results["speed"]["systems"]["synopsis"]["plan"]["100000"]["load"] = [0.5, 1.0]
     assert speed_report.load_lines(results)[0].endswith("No cell began or ended above 2.")
+    for name in ("synopsis", "a", "b"):
+        for cell in results["speed"]["systems"][name]["plan"].values():
+            cell["load"] = [2.5, 3.0]
+    assert (
+        "Every cell began or ended above 2 (other processes wanting the cores"
+        in (speed_report.load_lines(results)[0])
+    )
+    cold = speed_report.speed_table(results, "plan", "cold_ms")
+    assert "| peer a | – | 1,600 ms (0.4×) |" in cold
+    results["speed"]["systems"]["a"]["plan"]["100000"]["cold_ms"] = 26.4
+    assert "| peer a | – | 26.40 ms (0.0066×) |" in speed_report.speed_table(
+        results, "plan", "cold_ms"
+    )
     older = {"median_ms": 1000.0}  # a cell of a run that measured no CPU time nor memory
     results["speed"]["systems"]["a"]["plan"]["100000"] = older
     assert "(peer a) 1,000 ms: 1.00× its time" in speed_report.large_verdicts(results)[0]
