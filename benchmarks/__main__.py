@@ -1,4 +1,5 @@
-"""Run every ``benchmarks/bench_*.py`` module's ``main()``, in name order."""
+"""Run every ``benchmarks/bench_*.py`` module's ``main()`` and the ``benchmarks.stores``
+package's, in name order (``bench_`` left out of the name)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import pkgutil
 
 import benchmarks
 
+PACKAGES = ("stores",)
+"""Benchmarks that are packages of their own: ``main`` is in their ``__main__``."""
+
 
 def main() -> None:
-    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda i: i.name):
-        if info.name.startswith("bench_"):
-            module = importlib.import_module(f"benchmarks.{info.name}")
-            print(f"== {info.name}")
-            module.main()
-            print()
+    found = {
+        info.name.removeprefix("bench_"): f"benchmarks.{info.name}"
+        for info in pkgutil.iter_modules(benchmarks.__path__)
+        if info.name.startswith("bench_")
+    }
+    found |= {name: f"benchmarks.{name}.__main__" for name in PACKAGES}
+    for name in sorted(found):
+        module = importlib.import_module(found[name])
+        print(f"== {found[name].split('.')[1]}")
+        module.main()
+        print()
 
 
 if __name__ == "__main__":

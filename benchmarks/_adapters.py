@@ -1,31 +1,25 @@
-"""What the adapter benchmarks (``bench_adapter_*``) share: the window no history reaches, the
-start stamp and the "Measured ..." line of each report, the number format and layout of its
-tables, the collector-off timing of one call (plain or on an event loop), the turns the paths
-take, the medians of the timed calls, the growing of a history step by step, the plan of a run
-(its sizes and untimed calls) and the size named on the command line, and the writing of the
-results file.
+"""What the adapter benchmarks (``bench_adapter_*``) share beyond :mod:`benchmarks._harness`:
+the window no history reaches, the "Measured ..." line of each report, the turns the paths
+take, the medians of the timed calls, the growing of a history step by step, and the plan of a
+run (its sizes and untimed calls) and the size named on the command line.
 
-Only what is the same in every benchmark is here; what each one measures, and how it words its
-report, stays in its own module.
+Only what is the same in every adapter benchmark is here; what each one measures, and how it
+words its report, stays in its own module.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
-import importlib.metadata
 import os
 import platform
 import statistics
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
+from benchmarks._harness import load_average
+
 if TYPE_CHECKING:
-    import asyncio
-    from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-    from pathlib import Path
+    from collections.abc import Callable, Mapping, Sequence
 
 T = TypeVar("T")
 
@@ -49,64 +43,16 @@ class Plan:
 PlanT = TypeVar("PlanT", bound=Plan)
 
 
-def now() -> str:
-    """When a run starts, as its report states it."""
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def figure(value: float) -> str:
-    """Milliseconds as the tables show them: three significant digits, whole from 100."""
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
-def table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    """A markdown table's lines, every column right-aligned (its cells are counts and
-    figures)."""
-    return [
-        "| " + " | ".join(columns) + " |",
-        "|" + "---:|" * len(columns),
-        *("| " + " | ".join(row) + " |" for row in rows),
-    ]
-
-
-def versions(*names: str) -> str:
-    """``name version`` of each installed distribution, comma-separated."""
-    return ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
-
-
 def measured(started: str, module: str, seconds: float, packages: str) -> str:
     """The report's line on where, with what and how long the run was, and how loaded the
     machine was when it ended (a busy machine slows every path alike)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = load_average()
     return (
         f"Measured {started} on `{platform.platform()}` "
         f"({os.cpu_count()} CPUs) with Python {platform.python_version()}, {packages}, "
         f"by `python -m benchmarks.{module}` in {seconds:.0f} s "
         f"(load average {load:.1f} at the end)."
     )
-
-
-def timed(call: Callable[[], T]) -> tuple[float, T]:
-    """Milliseconds of one call, the collector off (as timeit has it): a collection that
-    another path's garbage started would land on whichever call runs then."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        out = call()
-        return (time.perf_counter() - start) * 1000, out
-    finally:
-        gc.enable()
-
-
-def timed_on(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[T]]) -> tuple[float, T]:
-    """``timed`` for a coroutine, run to its end on ``loop``."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        out = loop.run_until_complete(call())
-        return (time.perf_counter() - start) * 1000, out
-    finally:
-        gc.enable()
 
 
 def in_turn(calls: Mapping[str, T], n: int) -> list[tuple[str, T]]:
@@ -140,10 +86,3 @@ def plan_from(argv: Sequence[str], full: PlanT) -> PlanT:
     if not argv[2:3]:
         return full
     return dataclasses.replace(full, sizes=((int(argv[1]), int(argv[2])),))
-
-
-def write(path: Path | None, text: str) -> None:
-    """The report to ``path`` (nowhere if ``None``), saying which file it went to."""
-    if path is not None:
-        path.write_text(text, encoding="utf-8")
-        print(f"written: {path.name}")

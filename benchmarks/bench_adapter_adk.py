@@ -59,21 +59,9 @@ from google.adk.plugins.context_filter_plugin import ContextFilterPlugin
 from google.adk.sessions import InMemorySessionService, Session
 from google.genai import types
 
-from benchmarks import _adapters
-from benchmarks._adapters import (
-    FULL_SIZES,
-    HUGE,
-    figure,
-    grown,
-    in_turn,
-    measured,
-    medians,
-    now,
-    plan_from,
-    timed_on,
-    versions,
-    write,
-)
+from benchmarks import _adapters, _harness
+from benchmarks._adapters import FULL_SIZES, HUGE, grown, in_turn, measured, medians, plan_from
+from benchmarks._harness import figure, listed, now, timed_on, versions, write
 from synopsis import Compactor, decode
 from synopsis.adapters.adk import SynopsisCallback, to_wire
 
@@ -261,11 +249,11 @@ def under_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> No
         }
         gc.collect()
         for path, call in in_turn(calls, n):
-            ms, changed = timed_on(loop, call)
+            seconds, changed = timed_on(loop, call)
             if changed:
                 raise AssertionError(f"{path} changed a history under its trigger")
             if n >= plan.warmup:
-                samples[path].append(ms)
+                samples[path].append(seconds * 1e3)
     size.under = medians(samples)
 
 
@@ -279,22 +267,22 @@ def over_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> Non
     times: dict[str, list[float]] = {"synopsis": [], "LlmEventSummarizer": [], "filter": []}
     for k in range(plan.summarizing):
         adapter = SynopsisCallback(model=MODEL, context_window=max(tokens // 4, 1_000))
-        ms, result = timed_on(loop, partial(adapter.compact, request(copies(base)), f"s{k}"))
+        seconds, result = timed_on(loop, partial(adapter.compact, request(copies(base)), f"s{k}"))
         if not result.compacted:
             raise AssertionError("synopsis did not compact a history over its trigger")
-        times["synopsis"].append(ms)
+        times["synopsis"].append(seconds * 1e3)
 
         summarizer = LlmEventSummarizer(llm=Instant(model="instant"))
-        ms, event = timed_on(loop, partial(summarizer.maybe_summarize_events, events=events))
+        seconds, event = timed_on(loop, partial(summarizer.maybe_summarize_events, events=events))
         if event is None:
             raise AssertionError("ADK's summarizer did not summarize")
-        times["LlmEventSummarizer"].append(ms)
+        times["LlmEventSummarizer"].append(seconds * 1e3)
 
         trimmer = ContextFilterPlugin(num_invocations_to_keep=10)
         r = request(copies(base))
         trim = partial(trimmer.before_model_callback, callback_context=NO_CONTEXT, llm_request=r)
-        ms, _ = timed_on(loop, trim)
-        times["filter"].append(ms)
+        seconds, _ = timed_on(loop, trim)
+        times["filter"].append(seconds * 1e3)
     size.over = medians(times)
 
 
@@ -346,7 +334,7 @@ def table(results: Results) -> list[str]:
         "EventsCompactionConfig",
         "ContextFilterPlugin",
     )
-    return _adapters.table(columns, map(row, results.sizes))
+    return _harness.table(columns, map(row, results.sizes))
 
 
 def over_table(results: Results) -> list[str]:
@@ -365,7 +353,7 @@ def over_table(results: Results) -> list[str]:
         ]
         for s in results.sizes
     )
-    return _adapters.table(columns, rows)
+    return _harness.table(columns, rows)
 
 
 def markdown(results: Results) -> str:
@@ -395,7 +383,7 @@ def markdown(results: Results) -> str:
                 results.started,
                 "bench_adapter_adk",
                 results.seconds,
-                versions("google-adk", "google-genai"),
+                listed(versions("google-adk", "google-genai")),
             ),
             "",
             "Each call grows the history by two contents (a function call and its response), "

@@ -46,20 +46,9 @@ from agents.extensions import ToolOutputTrimmer
 from agents.memory import OpenAIResponsesCompactionSession
 from agents.run_config import CallModelData, ModelInputData
 
-from benchmarks import _adapters
-from benchmarks._adapters import (
-    FULL_SIZES,
-    HUGE,
-    figure,
-    grown,
-    measured,
-    medians,
-    now,
-    plan_from,
-    timed_on,
-    versions,
-    write,
-)
+from benchmarks import _adapters, _harness
+from benchmarks._adapters import FULL_SIZES, HUGE, grown, measured, medians, plan_from
+from benchmarks._harness import figure, listed, now, timed_on, versions, write
 from synopsis import Compactor, count_tokens
 from synopsis.adapters.agents import SynopsisInputFilter, SynopsisSession
 from synopsis.testing.server import FakeLLMServer
@@ -189,9 +178,9 @@ def under_trigger(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> No
             "ToolOutputTrimmer": partial(trim, data(agent, copies(sdk))),
         }
         for path in PATHS:
-            ms, _ = timed_on(loop, calls[path])
+            seconds, _ = timed_on(loop, calls[path])
             if k >= plan.warmup:
-                times[path].append(ms)
+                times[path].append(seconds * 1e3)
     if flt.last is None or flt.last.compacted or bare.setup.store is None:
         raise AssertionError("the filter compacted a history under its trigger")
     size.under = medians(times)
@@ -222,9 +211,9 @@ def sessions(loop: asyncio.AbstractEventLoop, size: Size, plan: Plan) -> None:
             "SynopsisSession": partial(session.add_items, copies(steps[k])),
         }
         for path in SESSION_PATHS:
-            ms, _ = timed_on(loop, calls[path])
+            seconds, _ = timed_on(loop, calls[path])
             if k >= plan.warmup:
-                times[path].append(ms)
+                times[path].append(seconds * 1e3)
     if session.last is None or session.last.compacted:
         raise AssertionError("the session compacted a history under its trigger")
     plain.close()
@@ -238,7 +227,8 @@ def compacting(loop: asyncio.AbstractEventLoop, size: Size) -> None:
     window = count_tokens(items, MODEL, format="responses") // 4
     flt = SynopsisInputFilter(model=MODEL, context_window=window, session_id="over")
     agent: Agent[Any] = Agent(name="coder", instructions=INSTRUCTIONS, tools=[bash])
-    size.compacting, _ = timed_on(loop, lambda: flt(data(agent, copies(items))))
+    seconds, _ = timed_on(loop, lambda: flt(data(agent, copies(items))))
+    size.compacting = seconds * 1e3
     if flt.last is None or not flt.last.compacted:
         raise AssertionError("the filter did not compact a history over its trigger")
 
@@ -312,12 +302,12 @@ def table(results: Results) -> list[str]:
         "SynopsisSession",
         "ratio",
     )
-    return _adapters.table(columns, map(row, results.sizes))
+    return _harness.table(columns, map(row, results.sizes))
 
 
 def compacting_table(results: Results) -> list[str]:
     rows = ([f"{s.items:,}", figure(s.compacting)] for s in results.sizes)
-    return _adapters.table(("items", "SynopsisInputFilter compacts"), rows)
+    return _harness.table(("items", "SynopsisInputFilter compacts"), rows)
 
 
 def markdown(results: Results) -> str:
@@ -337,7 +327,7 @@ def markdown(results: Results) -> str:
                 results.started,
                 "bench_adapter_agents",
                 results.seconds,
-                versions("openai-agents"),
+                listed(versions("openai-agents")),
             ),
             "",
             "Each call grows the history by two items (a function call and its output), as an "

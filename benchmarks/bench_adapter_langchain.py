@@ -58,21 +58,9 @@ from langchain_core.messages import (
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import ExecutionInfo, Runtime
 
-from benchmarks import _adapters
-from benchmarks._adapters import (
-    FULL_SIZES,
-    HUGE,
-    figure,
-    grown,
-    in_turn,
-    measured,
-    medians,
-    now,
-    plan_from,
-    timed,
-    versions,
-    write,
-)
+from benchmarks import _adapters, _harness
+from benchmarks._adapters import FULL_SIZES, HUGE, grown, in_turn, measured, medians, plan_from
+from benchmarks._harness import figure, listed, now, timed, versions, write
 from synopsis import Compactor, decode
 from synopsis.adapters.langchain import SynopsisMiddleware, SynopsisRequestMiddleware
 
@@ -242,19 +230,19 @@ def under_trigger(size: Size, plan: Plan) -> None:
         }
         gc.collect()
         for path, call in in_turn(calls, n):
-            ms, out = timed(call)
+            seconds, out = timed(call)
             _unchanged(out, path)
             if n >= plan.warmup:
-                samples[path].append(ms)
+                samples[path].append(seconds * 1e3)
     size.under = medians(samples)
 
     # After a checkpoint reload every message is a new, equal object: compared, not converted.
     reloads: list[float] = []
     for _ in range(plan.reloads):
         copy = messages_from_dict(messages_to_dict(messages))
-        ms, out = timed(partial(persistent_call, copy))
+        seconds, out = timed(partial(persistent_call, copy))
         _unchanged(out, "SynopsisMiddleware after a reload")
-        reloads.append(ms)
+        reloads.append(seconds * 1e3)
     size.reload = statistics.median(reloads)
 
 
@@ -274,18 +262,18 @@ def summarizing(size: Size, plan: Plan) -> None:
                 checkpoint_id="cp", checkpoint_ns="", task_id="t", thread_id=f"s{k}"
             )
         )
-        ms, out = timed(partial(middleware.before_model, state(messages), rt))
+        seconds, out = timed(partial(middleware.before_model, state(messages), rt))
         if out is None:
             raise AssertionError("synopsis did not compact a history over its trigger")
-        ours.append(ms)
+        ours.append(seconds * 1e3)
 
         messages = messages_from_dict(messages_to_dict(base))
         model = Fake(messages=itertools.repeat(AIMessage("Summary: the tests were run.")))
         built_in = SummarizationMiddleware(model, trigger=("tokens", tokens // 4))
-        ms, out = timed(partial(built_in.before_model, state(messages), rt))
+        seconds, out = timed(partial(built_in.before_model, state(messages), rt))
         if out is None:
             raise AssertionError("the built-in did not summarize a history over its trigger")
-        theirs.append(ms)
+        theirs.append(seconds * 1e3)
     size.summarizing = {"synopsis": statistics.median(ours), "built-in": statistics.median(theirs)}
 
 
@@ -334,7 +322,7 @@ def table(results: Results) -> list[str]:
         "SummarizationMiddleware",
         "built-in / persistent",
     )
-    return _adapters.table(columns, map(row, results.sizes))
+    return _harness.table(columns, map(row, results.sizes))
 
 
 def summarizing_table(results: Results) -> list[str]:
@@ -353,7 +341,7 @@ def summarizing_table(results: Results) -> list[str]:
         ]
         for s in results.sizes
     )
-    return _adapters.table(columns, rows)
+    return _harness.table(columns, rows)
 
 
 def markdown(results: Results) -> str:
@@ -371,7 +359,7 @@ def markdown(results: Results) -> str:
                 results.started,
                 "bench_adapter_langchain",
                 results.seconds,
-                versions("langchain", "langchain-core", "langgraph"),
+                listed(versions("langchain", "langchain-core", "langgraph")),
             ),
             "",
             "Each call grows the history by two messages (a tool call and its result), as an "

@@ -52,7 +52,8 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
 from benchmarks import _adapters
-from benchmarks._adapters import FULL_SIZES, HUGE, figure, measured, now, versions
+from benchmarks._adapters import FULL_SIZES, HUGE, measured
+from benchmarks._harness import figure, listed, now, versions
 from synopsis import Compactor
 from synopsis.adapters.pydantic_ai import (
     SynopsisCapability,
@@ -367,7 +368,7 @@ def report(results: Results) -> str:
             results.started,
             "bench_adapter_pydantic_ai",
             results.seconds,
-            versions("pydantic-ai-slim", "pydantic"),
+            listed(versions("pydantic-ai-slim", "pydantic")),
         ),
         "",
         "Each call grows the history by two messages (the model's tool call, and the request "

@@ -14,7 +14,9 @@ Run: ``python -m benchmarks.bench_decide``.
 from __future__ import annotations
 
 import time
+from functools import partial
 
+from benchmarks._harness import timed
 from benchmarks.bench_tokens import (
     APPEND_REPEATS,
     SIZES,
@@ -22,7 +24,6 @@ from benchmarks.bench_tokens import (
     build_history,
     load_items,
     median_ms,
-    timed,
 )
 from synopsis.formats import openai_chat
 from synopsis.models import context_window
@@ -47,17 +48,16 @@ def one_size(transcripts, item, size: int) -> tuple[float, float, float]:
     samples = []
     for _ in range(APPEND_REPEATS):
         history.append(openai_chat.decode([item])[0])
-        samples.append(timed(decide_now, history))
+        samples.append(timed(partial(decide_now, history))[0])
 
-    full = [timed(counter.count_messages, history) for _ in range(3)]
+    full = [timed(partial(counter.count_messages, history))[0] for _ in range(3)]
     counts = [counter.count_message(m) for m in history]
     planning = [
         timed(
-            lambda h: plan_split(
-                h, counts, keep=Keep.messages(20), threshold=window, window=window
-            ),
-            history,
-        )
+            lambda: plan_split(
+                history, counts, keep=Keep.messages(20), threshold=window, window=window
+            )
+        )[0]
         for _ in range(3)
     ]
     return median_ms(samples), median_ms(full), median_ms(planning)

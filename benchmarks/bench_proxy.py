@@ -44,25 +44,34 @@ import json
 import os
 import platform
 import pstats
-import re
-import socket
 import statistics
-import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import orjson
-import uvicorn
 
+from benchmarks import _upstream
+from benchmarks._harness import Child, load_average, ms, now, quantile, timed
+from benchmarks._upstream import (
+    CHECK_HEADER,
+    MODEL,
+    PACE_HEADER,
+    PATH,
+    Served,
+    answer_text,
+    lifespan,
+    read_body,
+    streamed_text,
+    upstream,
+)
 from benchmarks.compare.inputs import build_history, load_transcripts
-from synopsis.testing.server import chat_completion, stream_events
+from synopsis.testing.server import chat_completion
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -71,18 +80,10 @@ if TYPE_CHECKING:
 
     from benchmarks.compare.systems import Items
 
-MODEL = "gpt-4o"
 WINDOW = 1_000_000_000
 """Far above the largest history here (a few million tokens): the proxy never compacts."""
-PATH = "/v1/chat/completions"
 PATHS = ("direct", "relay", "proxy")
 RESULTS = Path(__file__).resolve().parent / "results" / "proxy.md"
-ROOT = Path(__file__).resolve().parents[1]
-MARK = re.compile(rb"bench-mark-[0-9a-z-]+")
-CHECK_HEADER = "x-bench-check"
-"""Asks the upstream for the CRC-32 of the body it received (the mix-up check)."""
-PACE_HEADER = "x-bench-pace"
-"""Seconds the upstream waits before each event of a stream (concurrent sessions)."""
 REMEMBERED = 256
 """The proxy's default ``remembered_sessions``: how many idle sessions it keeps at most."""
 
@@ -131,54 +132,6 @@ FULL = Plan(
 # -- the servers ------------------------------------------------------------------------------
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-async def _read(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
-    """The upstream: a chat completion naming the request's marker, streamed or not."""
-    if scope["type"] == "lifespan":
-        await _lifespan(receive, send)
-        return
-    body = await _read(receive)
-    headers = dict(scope["headers"])
-    marks = MARK.findall(body[-4096:])
-    text = marks[-1].decode() if marks else "no-mark"
-    if CHECK_HEADER.encode() in headers:
-        text += f" crc={zlib.crc32(body):08x}"
-    answer = chat_completion(text, model=MODEL)
-    answer["usage"] = {"prompt_tokens": len(body) // 4, "completion_tokens": 3}
-    # The client writes "stream" before the history: it is found without parsing the body.
-    if b'"stream":true' not in body[:100]:
-        head = [(b"content-type", b"application/json")]
-        await send({"type": "http.response.start", "status": 200, "headers": head})
-        await send({"type": "http.response.body", "body": orjson.dumps(answer)})
-        return
-    pace = float(headers.get(PACE_HEADER.encode(), b"0"))
-    head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-    await send({"type": "http.response.start", "status": 200, "headers": head})
-    for event in stream_events(PATH, answer, {}):
-        if pace:
-            await asyncio.sleep(pace)
-        await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
-    await send({"type": "http.response.body", "body": b""})
-
-
 _DROPPED = frozenset({b"host", b"content-length", b"transfer-encoding", b"date", b"server"})
 
 
@@ -189,13 +142,13 @@ def relay_app(upstream_url: str) -> Any:
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if not clients:
             clients.append(httpx2.AsyncClient(base_url=upstream_url, timeout=120.0))
         client = clients[0]
         headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED]
-        body = await _read(receive)
+        body = await read_body(receive)
         request = client.build_request("POST", scope["path"], content=body, headers=headers)
         answer = await client.send(request, stream=True)
         head = [(k, v) for k, v in answer.headers.raw if k.lower() not in _DROPPED]
@@ -221,47 +174,6 @@ def proxy_app(upstream_url: str) -> Any:
     )
 
 
-class Served:
-    """``with Served(app) as server:`` serves ``app`` on uvicorn at 127.0.0.1 (a free port,
-    bound first so it is known with no race) in a thread until the block ends: the recipe of
-    the proxy's tests, but for the socket's protocol (see below)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY on the connections of a
-        # socket only when it says TCP, and without it every request after a connection's
-        # first waits ~40 ms on Nagle's algorithm and the peer's delayed ACK.
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port: int = self.sock.getsockname()[1]
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="on", server_header=False, date_header=False
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.sock.close()
-
-
 def serve(kind: str, upstream_url: str = "") -> None:
     """A child process's life: serve ``kind``, print its root, stop when stdin closes."""
     apps: dict[str, Callable[[str], Any]] = {
@@ -274,42 +186,10 @@ def serve(kind: str, upstream_url: str = "") -> None:
         sys.stdin.read()
 
 
-class Child:
-    """``with Child("proxy", upstream_url) as url:``: that server in a process of its own
-    (this module run with ``--serve``), so that its work does not share the client's
-    interpreter lock, as a proxy on a machine never does."""
-
-    def __init__(self, kind: str, upstream_url: str = "") -> None:
-        self.kind = kind
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.bench_proxy", "--serve", kind, upstream_url],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-
-    def __enter__(self) -> str:
-        assert self.process.stdout is not None
-        url = self.process.stdout.readline().strip()
-        if not url.startswith("http://"):
-            self.__exit__()
-            raise RuntimeError(f"the {self.kind} process did not start")
-        return url
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.process.stdout.close()
+def server(kind: str, upstream_url: str = "") -> Child:
+    """``with server("proxy", upstream_url) as url:``: that server in a process of its own
+    (this module run with ``--serve``)."""
+    return Child("benchmarks.bench_proxy", "--serve", kind, upstream_url, name=kind)
 
 
 def stack() -> str:
@@ -335,15 +215,6 @@ def request_body(messages: Items, *, stream: bool = False) -> bytes:
 def appended(tag: str, n: int) -> dict[str, Any]:
     """The ``n``th message an agent loop appends, carrying the marker of ``tag`` and ``n``."""
     return {"role": "user", "content": f"Next step ({n}): carry on. bench-mark-{tag}-{n}"}
-
-
-def quantile(samples: list[float], q: float) -> float:
-    """The ``q`` quantile (0 to 1) of ``samples``, interpolated between neighbours."""
-    ordered = sorted(samples)
-    at = q * (len(ordered) - 1)
-    low = int(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 @dataclass
@@ -386,13 +257,6 @@ def _checked(response: httpx2.Response, text: str) -> None:
         raise RuntimeError(f"unexpected answer {response.status_code}: {text[:300]!r}")
     if response.headers.get("x-synopsis-compacted") == "true":
         raise RuntimeError("the proxy compacted a history its window holds")
-
-
-def answer_text(data: bytes) -> str:
-    """The text of a chat completion, whole or streamed."""
-    if data.startswith(b"{"):
-        return str(orjson.loads(data)["choices"][0]["message"]["content"])
-    return streamed_text(data)
 
 
 def whole(client: httpx2.Client, url: str, body: bytes, headers: dict[str, str]) -> float:
@@ -484,23 +348,14 @@ def yardstick(transcripts: dict[str, Items], size: int, repeats: int) -> Yardsti
     body = request_body([*build_history(transcripts, size), appended("yardstick", 0)])
     text = body.decode()
 
-    def timed(fn: Callable[[], object]) -> float:
-        samples = []
-        for _ in range(repeats):
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                fn()
-                samples.append(time.perf_counter() - start)
-            finally:
-                gc.enable()
-        return statistics.median(samples) * 1e3
+    def median_ms(call: Callable[[], object]) -> float:
+        return statistics.median(timed(call)[0] for _ in range(repeats)) * 1e3
 
     return Yardstick(
         size,
         len(body),
-        timed(lambda: orjson.dumps(orjson.loads(body))),
-        timed(lambda: json.dumps(json.loads(text))),
+        median_ms(lambda: orjson.dumps(orjson.loads(body))),
+        median_ms(lambda: json.dumps(json.loads(text))),
     )
 
 
@@ -760,16 +615,6 @@ class Concurrency:
     seconds: float = 0.0
 
 
-def streamed_text(data: bytes) -> str:
-    """The text of a chat completion stream: its content deltas, joined."""
-    out = []
-    for line in data.split(b"\n"):
-        if line.startswith(b"data: ") and line != b"data: [DONE]":
-            for choice in orjson.loads(line[6:]).get("choices") or ():
-                out.append((choice.get("delta") or {}).get("content") or "")
-    return "".join(out)
-
-
 def mixup(session: str, mark: str, body: bytes, headers: httpx2.Headers, text: str) -> str | None:
     """What is wrong with an answer for ``session``, whose last message carried ``mark`` and
     whose request was ``body``; None when it is that session's own."""
@@ -892,8 +737,11 @@ def memory(transcripts: dict[str, Items], upstream_url: str, size: int, sessions
             after = tracemalloc.take_snapshot()
         finally:
             tracemalloc.stop()
-    # what this module and tracemalloc allocate (the client's side) is not the proxy's
-    ours = [tracemalloc.Filter(False, __file__), tracemalloc.Filter(False, tracemalloc.__file__)]
+    # what this module, the client's helpers and tracemalloc allocate is not the proxy's
+    ours = [
+        tracemalloc.Filter(False, path)
+        for path in (__file__, _upstream.__file__, tracemalloc.__file__)
+    ]
     diff = after.filter_traces(ours).compare_to(before.filter_traces(ours), "filename")
     grown = sum(d.size_diff for d in diff)
     top = sorted(diff, key=lambda d: -d.size_diff)[:3]
@@ -987,10 +835,10 @@ class Results:
 
 def run(plan: Plan) -> Results:
     started = time.perf_counter()
-    load = os.getloadavg()[0]
+    load = load_average()
     transcripts = load_transcripts()
-    with Child("upstream") as direct:
-        children = [Child("relay", direct), Child("proxy", direct)]  # both start at once
+    with server("upstream") as direct:
+        children = [server("relay", direct), server("proxy", direct)]  # both start at once
         with contextlib.ExitStack() as stack:
             for child in children:
                 stack.push(child.__exit__)
@@ -1008,13 +856,12 @@ def run(plan: Plan) -> Results:
     parts = [breakdown(transcripts, m, n, plan.warmup) for m, n in plan.breakdown]
     results = Results(plan, latencies, stick, first, crowd, memories, parts)
     results.seconds = time.perf_counter() - started
-    results.load = (load, os.getloadavg()[0])
+    results.load = (load, load_average())
     return results
 
 
 def _ms(seconds: float) -> str:
-    ms = seconds * 1e3
-    return f"{ms:.2f}" if abs(ms) < 100 else f"{ms:.0f}"
+    return ms(seconds * 1e3)
 
 
 def _latency_rows(results: Results) -> list[tuple[str, Latency]]:
@@ -1135,7 +982,7 @@ def table(results: Results) -> list[str]:
 
 def markdown(results: Results) -> str:
     """``benchmarks/results/proxy.md``."""
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    when = now()
     plan = results.plan
     out = [
         "# The proxy's own cost",

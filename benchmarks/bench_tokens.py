@@ -15,15 +15,15 @@ import gc
 import json
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from benchmarks._harness import timed
 from synopsis.formats import openai_chat
 from synopsis.tokens import TiktokenCounter, TokenLedger, get_encoding
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from synopsis.messages import Message
 
 SIZES = (1_000, 10_000, 100_000)
@@ -70,17 +70,6 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1e3
 
 
-def timed(fn: Callable[[Any], object], arg: object) -> float:
-    """Seconds for ``fn(arg)``, with the cyclic garbage collector paused (as ``timeit`` does)."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        fn(arg)
-        return time.perf_counter() - start
-    finally:
-        gc.enable()
-
-
 def measure(transcripts: list[list[dict[str, Any]]], item: dict[str, Any], size: int) -> Row:
     history = build_history(transcripts, size)
 
@@ -88,25 +77,27 @@ def measure(transcripts: list[list[dict[str, Any]]], item: dict[str, Any], size:
     counter = TiktokenCounter()
     for _ in range(FULL_REPEATS[size]):
         counter = TiktokenCounter()  # empty cache: every message is tokenized
-        full.append(timed(counter.count_messages, history))
+        full.append(timed(partial(counter.count_messages, history))[0])
     tokens = counter.count_messages(history)
     gc.collect()
 
     # The floor: tokenizing the appended message on its own.
-    alone = [timed(counter.count_message, openai_chat.decode([item])[0]) for _ in range(15)]
+    alone = [
+        timed(partial(counter.count_message, openai_chat.decode([item])[0]))[0] for _ in range(15)
+    ]
 
     # `counter` is now warm with every message of `history`: only the new one is tokenized.
     cache: list[float] = []
     for _ in range(APPEND_REPEATS):
         history.append(openai_chat.decode([item])[0])
-        cache.append(timed(counter.count_messages, history))
+        cache.append(timed(partial(counter.count_messages, history))[0])
 
     ledger = TokenLedger(counter)
     ledger.sync(history)
     via_ledger: list[float] = []
     for _ in range(APPEND_REPEATS):
         history.append(openai_chat.decode([item])[0])
-        via_ledger.append(timed(ledger.sync, history))
+        via_ledger.append(timed(partial(ledger.sync, history))[0])
     if ledger.total != counter.count_messages(history) or ledger.recounts:
         raise SystemExit("the ledger disagrees with a fresh count")
     return Row(

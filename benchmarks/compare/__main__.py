@@ -12,11 +12,10 @@ import platform
 import sys
 import time
 import warnings
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from benchmarks._harness import now, versions
 from benchmarks.compare import (
     registry,
     replay,
@@ -25,6 +24,7 @@ from benchmarks.compare import (
     retention,
     scale,
     speed,
+    speed_report,
     tradeoff_plot,
     validity,
 )
@@ -51,13 +51,8 @@ PACKAGES = (
 
 
 def _versions() -> dict[str, str]:
-    out = {}
-    for name in PACKAGES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    found = versions(*PACKAGES)
+    return {name: found.get(name, "not installed") for name in PACKAGES}
 
 
 def _verdict(met: bool | None) -> str:
@@ -177,7 +172,7 @@ def main() -> None:
     systems = [registry.create(n) for n in names]
     results: dict[str, Any] = {
         "meta": {
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "date": now(),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
             "python": platform.python_version(),
             "command": "make bench"
@@ -248,7 +243,7 @@ def main() -> None:
                 f"no matplotlib here, so no {plot.name}: draw it from compare.json with "
                 "`.venv/bin/python -m benchmarks.compare.tradeoff_plot`"
             )
-    verdict, _ = report.decide_verdict(results) if "speed" in parts else ("", None)
+    verdict, _ = speed_report.decide_verdict(results) if "speed" in parts else ("", None)
     shown = args.out.resolve()
     if shown.is_relative_to(Path.cwd()):
         shown = shown.relative_to(Path.cwd())

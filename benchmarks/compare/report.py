@@ -4,243 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.compare import scale, session_costs
-
-DECIDE_TARGET = 10.0
-"""At 10k messages synopsis should decide at least this many times faster than any peer."""
-
-
-def _ms(cell: dict[str, Any]) -> float | None:
-    value = cell.get("median_ms")
-    return float(value) if value is not None else None
-
-
-def _cell(cell: dict[str, Any], base: float | None) -> str:
-    if "timeout" in cell:
-        text = f"> {cell['timeout']:.0f} s"
-        return text + (f" (> {cell['timeout'] * 1e3 / base:,.0f}×)" if base else "")
-    if "skipped" in cell:
-        return "not run"
-    if "error" in cell:
-        return "error"
-    ms = _ms(cell)
-    if ms is None:
-        return "–"
-    text = f"{ms:,.2f} ms" if ms < 100 else f"{ms:,.0f} ms"
-    return text + (f" ({ms / base:,.1f}×)" if base else "")
+from benchmarks.compare import scale, session_costs, speed_report
 
 
 def _labels(results: dict[str, Any]) -> dict[str, str]:
     labels: dict[str, str] = results["labels"]
     return labels
-
-
-def speed_table(results: dict[str, Any], mode: str) -> list[str]:
-    speed = results["speed"]
-    sizes = [str(s) for s in speed["sizes"]]
-    ours = speed["systems"].get("synopsis", {}).get(mode, {})
-    lines = [
-        "| system | " + " | ".join(f"{int(s):,} msgs" for s in sizes) + " |",
-        "|---|" + "---:|" * len(sizes),
-    ]
-    for name, per in speed["systems"].items():
-        cells = []
-        for size in sizes:
-            base = None if name == "synopsis" else _ms(ours.get(size, {}))
-            cells.append(_cell(per[mode].get(size, {}), base))
-        lines.append(f"| {_labels(results)[name]} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def _variant_table(speed: dict[str, Any], heading: str, row: str, cells: list[str]) -> list[str]:
-    """One way of calling synopsis besides appending to one list, as a table of one row."""
-    sizes = speed["sizes"]
-    return [
-        heading,
-        "",
-        "| system | " + " | ".join(f"{int(s):,} msgs" for s in sizes) + " |",
-        "|---|" + "---:|" * len(sizes),
-        f"| synopsis Compactor, {row} | " + " | ".join(cells) + " |",
-        "",
-    ]
-
-
-SQLITE_TARGET = 2.0
-"""Deciding with a SQLite store should cost at most this many times the store-less path."""
-
-
-def sqlite_lines(results: dict[str, Any]) -> list[str]:
-    """Deciding with a session in a SQLite file beside the store-less path, and the issue's
-    target at 10k and 100k messages."""
-    speed = results["speed"]
-    stored = speed.get("sqlite")
-    if not stored:
-        return []
-    sizes = [str(s) for s in speed["sizes"]]
-    ours = speed["systems"].get("synopsis", {}).get("decide", {})
-    cells = [_cell(stored.get(size, {}), _ms(ours.get(size, {}))) for size in sizes]
-    lines = _variant_table(
-        speed,
-        "With a session in a SQLite file (ratio: against synopsis without a store):",
-        "SQLite store",
-        cells,
-    )
-    for size in ("10000", "100000"):
-        base, with_store = _ms(ours.get(size, {})), _ms(stored.get(size, {}))
-        if base is None or with_store is None:
-            continue
-        ratio = with_store / base
-        met = "met" if ratio <= SQLITE_TARGET else "NOT met"
-        lines.append(
-            f"- at {int(size):,} messages, {with_store:.2f} ms with the store against "
-            f"{base:.2f} ms without: {ratio:.2f}× (target ≤ {SQLITE_TARGET:.0f}×: {met})"
-        )
-    return lines
-
-
-FRESH_TARGET = 5.0
-"""Deciding on a history decoded afresh from JSON should be at least this many times faster
-than LangChain's SummarizationMiddleware deciding (the peer the issue names)."""
-
-
-def _faster(cell: dict[str, Any], peer: float | None) -> str:
-    """``cell`` with how many times faster it is than ``peer`` milliseconds: peer / synopsis,
-    as every ratio of the main table is."""
-    ms = _ms(cell)
-    return _cell(cell, None) + (f" ({peer / ms:,.1f}×)" if peer and ms else "")
-
-
-def fresh_lines(results: dict[str, Any]) -> list[str]:
-    """Deciding on a history decoded afresh from JSON on every call beside LangChain's
-    SummarizationMiddleware deciding, and the issue's target at 10k messages."""
-    speed = results["speed"]
-    fresh = speed.get("fresh")
-    if not fresh:
-        return []
-    sizes = [str(s) for s in speed["sizes"]]
-    theirs = speed["systems"].get("langchain", {}).get("decide", {})
-    cells = [_faster(fresh.get(size, {}), _ms(theirs.get(size, {}))) for size in sizes]
-    lines = _variant_table(
-        speed,
-        "With the history decoded from JSON on every call, as an HTTP proxy or a per-request "
-        "hook passes it (ratio: LangChain SummarizationMiddleware / synopsis):",
-        "history decoded from JSON each call",
-        cells,
-    )
-    ms, peer = _ms(fresh.get("10000", {})), _ms(theirs.get("10000", {}))
-    target = f"target: at least {FRESH_TARGET:.0f}× faster than LangChain SummarizationMiddleware"
-    if ms is None:
-        return lines
-    if peer is None:
-        lines.append(
-            f"- at 10,000 messages, {ms:.2f} ms; LangChain SummarizationMiddleware has no time "
-            f"at that size in this run, so the ratio could not be judged ({target})"
-        )
-        return lines
-    ratio = peer / ms
-    met = "met" if ratio >= FRESH_TARGET else "NOT met"
-    lines.append(
-        f"- at 10,000 messages, {ms:.2f} ms against {peer:.2f} ms for LangChain "
-        f"SummarizationMiddleware: {ratio:,.1f}× faster ({target}: {met})"
-    )
-    return lines
-
-
-RESENT_TARGET = 3.0
-"""Deciding on a whole history sent again after a compaction should cost under this many
-times deciding on the appended list."""
-
-
-def resent_lines(results: dict[str, Any]) -> list[str]:
-    """Deciding on a whole uncompacted history sent again after a compaction beside deciding
-    on the appended list, and the issue's target at 10k messages."""
-    speed = results["speed"]
-    resent = speed.get("resent")
-    if not resent:
-        return []
-    sizes = [str(s) for s in speed["sizes"]]
-    ours = speed["systems"].get("synopsis", {}).get("decide", {})
-    cells = [_cell(resent.get(size, {}), _ms(ours.get(size, {}))) for size in sizes]
-    lines = _variant_table(
-        speed,
-        "With a client that sends its whole uncompacted history again after a compaction, the "
-        "session's summary put in place of the part it covers (ratio: against the appended "
-        "list):",
-        "whole history resent after a compaction",
-        cells,
-    )
-    base, ms = _ms(ours.get("10000", {})), _ms(resent.get("10000", {}))
-    if base is not None and ms is not None:
-        ratio = ms / base
-        met = "met" if ratio < RESENT_TARGET else "NOT met"
-        lines.append(
-            f"- at 10,000 messages, {ms:.2f} ms with the whole history resent against "
-            f"{base:.2f} ms for the appended list: {ratio:.2f}× (target: under "
-            f"{RESENT_TARGET:.0f}× the appended-list path: {met})"
-        )
-    firsts = [(size, resent.get(size, {}).get("first_ms")) for size in sizes]
-    shown = [f"{int(size):,} messages {first:,.0f} ms" for size, first in firsts if first]
-    if shown:
-        lines.append(
-            "- the first request after the compaction, sent in the warm-up (not in the "
-            "table): " + ", ".join(shown)
-        )
-    return lines
-
-
-def _separated(*blocks: list[str]) -> list[str]:
-    """The blocks that have lines, a blank line between each two."""
-    out: list[str] = []
-    for block in filter(None, blocks):
-        out += ["", *block] if out else block
-    return out
-
-
-def _fastest_peer(results: dict[str, Any], mode: str) -> tuple[float, str, float] | None:
-    """synopsis's 10k time in ``mode``, the fastest peer's name and its time."""
-    systems = results["speed"]["systems"]
-    ours = _ms(systems.get("synopsis", {}).get(mode, {}).get("10000", {}))
-    peers = {
-        name: per.get(mode, {}).get("10000", {})
-        for name, per in systems.items()
-        if name != "synopsis"
-    }
-    timed = {n: t for n, c in peers.items() if (t := _ms(c)) is not None}
-    if ours is None or not timed:
-        return None
-    fastest = min(timed, key=lambda n: timed[n])
-    return ours, fastest, timed[fastest]
-
-
-def decide_verdict(results: dict[str, Any]) -> tuple[str, float | None]:
-    """The 10k decide ratio against the fastest peer, and whether it meets the target."""
-    found = _fastest_peer(results, "decide")
-    if found is None:
-        return "not measured", None
-    ours, fastest, theirs = found
-    ratio = theirs / ours
-    met = "met" if ratio >= DECIDE_TARGET else "NOT met"
-    return (
-        f"at 10k messages synopsis decides in {ours:.2f} ms; the fastest peer, "
-        f"{_labels(results)[fastest]}, in {theirs:.2f} ms: {ratio:,.1f}× "
-        f"(target ≥ {DECIDE_TARGET:.0f}×: {met})",
-        ratio,
-    )
-
-
-def plan_verdict(results: dict[str, Any]) -> list[str]:
-    """One compaction at 10k messages against the fastest peer's (target: no slower)."""
-    found = _fastest_peer(results, "plan")
-    if found is None:
-        return []
-    ours, fastest, theirs = found
-    met = "met" if ours <= theirs else "NOT met"
-    return [
-        f"- one compaction at 10,000 messages: synopsis {ours:,.0f} ms, the fastest peer "
-        f"({_labels(results)[fastest]}) {theirs:,.0f} ms: {ours / theirs:.2f}× its time "
-        f"(target: no slower: {met})",
-        "",
-    ]
 
 
 def _pct(part: int, whole: int) -> str:
@@ -335,21 +104,6 @@ def replay_table(results: dict[str, Any]) -> list[str]:
             f"{r['compactions']} | {r['tokens_sent']:,} | {r['largest_request']:,} | "
             f"{r['invalid_requests']} |"
         )
-    return lines
-
-
-def memory_table(results: dict[str, Any]) -> list[str]:
-    systems = results["speed"]["systems"]
-    ours = systems.get("synopsis", {}).get("memory", {}).get("peak_mib")
-    lines = ["| system | peak Python memory, one compaction at 10k messages | vs synopsis |"]
-    lines.append("|---|---:|---:|")
-    for name, per in systems.items():
-        peak = per.get("memory", {}).get("peak_mib")
-        if peak is None:
-            lines.append(f"| {_labels(results)[name]} | {_cell(per.get('memory', {}), None)} | |")
-            continue
-        ratio = f"{peak / ours:,.1f}×" if ours else "–"
-        lines.append(f"| {_labels(results)[name]} | {peak:,.1f} MiB | {ratio} |")
     return lines
 
 
@@ -529,7 +283,6 @@ def replay_retention_lines(results: dict[str, Any]) -> list[str]:
 
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
-    verdict, _ = decide_verdict(results) if "speed" in results else ("", None)
     out = [
         "# synopsis against its peers",
         "",
@@ -553,23 +306,7 @@ def markdown(results: dict[str, Any]) -> str:
             "",
         ]
     if "speed" in results:
-        out += [
-            "## Deciding, per call (history under the trigger, one message appended)",
-            "",
-            *speed_table(results, "decide"),
-            "",
-            f"**{verdict}.**",
-            "",
-            *_separated(sqlite_lines(results), fresh_lines(results), resent_lines(results)),
-            "",
-            "## Deciding and planning a compaction, per call (history over the trigger)",
-            "",
-            *speed_table(results, "plan"),
-            "",
-            *plan_verdict(results),
-            *memory_table(results),
-            "",
-        ]
+        out += speed_report.lines(results)
     if "replay" in results:
         r = results["replay"]
         out += [

@@ -12,12 +12,10 @@ import zlib
 from dataclasses import dataclass
 
 import httpx2
-import orjson
 import pytest
 from benchmarks.compare.inputs import load_transcripts
 
 from benchmarks import bench_proxy as bench
-from synopsis.testing.server import chat_completion, stream_events
 
 # Three servers start in processes of their own (under coverage when the suite measures it),
 # and the module's first test pays for the whole run in its fixture.
@@ -181,25 +179,6 @@ def test_an_answer_for_another_session_or_body_is_a_mixup() -> None:
     assert "expected" in str(
         bench.mixup("a", "bench-mark-a-1", body + b" ", own, f"bench-mark-a-1 {crc}")
     )
-
-
-def test_a_stream_reads_back_as_its_text() -> None:
-    text = "bench-mark-s3-7 crc=0123abcd"
-    events = stream_events(bench.PATH, chat_completion(text), {})
-    data = b"".join(e.encode() for e in events)
-    assert data.endswith(b"data: [DONE]\n\n")
-    assert bench.streamed_text(data) == text
-    assert bench.answer_text(data) == text
-    assert bench.answer_text(orjson.dumps(chat_completion(text))) == text
-
-
-def test_quantiles_interpolate_between_neighbours() -> None:
-    samples = [4.0, 1.0, 3.0, 2.0, 5.0]
-    assert bench.quantile(samples, 0.5) == 3.0
-    assert bench.quantile(samples, 0.0) == 1.0
-    assert bench.quantile(samples, 1.0) == 5.0
-    assert bench.quantile(samples, 0.99) == pytest.approx(4.96)
-    assert bench.quantile([7.0], 0.99) == 7.0
 
 
 def test_a_source_file_is_named_from_its_package_on() -> None:

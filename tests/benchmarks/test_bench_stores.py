@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
-
-from benchmarks import bench_stores as bench
+from benchmarks.stores.corpus import Plan
+from benchmarks.stores.proxy import CONFIGS
+from benchmarks.stores.replicas import classify, count_statements, read_log
+from benchmarks.stores.report import markdown, table
+from benchmarks.stores.run import Results, run
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 # measures it), and the module's first test pays for the whole run in its fixture.
 pytestmark = pytest.mark.timeout(300)
 
-TINY = bench.Plan(
+TINY = Plan(
     sessions=3,
     per_session=60,
     saves=3,
@@ -47,7 +50,7 @@ TINY = bench.Plan(
 
 @dataclass
 class Run:
-    results: bench.Results
+    results: Results
     printed: list[str]
     written: str
 
@@ -56,21 +59,21 @@ class Run:
 def ran(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Run:
     folder = tmp_path_factory.mktemp("bench-stores")
     steps: list[str] = []
-    results = bench.run(TINY, server.create_database, folder, progress=steps.append)
+    results = run(TINY, server.create_database, folder, progress=steps.append)
     assert steps[0].startswith("building ")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        print("\n".join(bench.table(results)))
-    return Run(results, out.getvalue().splitlines(), bench.markdown(results))
+        print("\n".join(table(results)))
+    return Run(results, out.getvalue().splitlines(), markdown(results))
 
 
 @pytest.fixture(scope="module")
-def results(ran: Run) -> bench.Results:
+def results(ran: Run) -> Results:
     return ran.results
 
 
 def test_both_stores_hold_what_was_loaded_and_every_read_is_timed(
-    results: bench.Results,
+    results: Results,
 ) -> None:
     sqlite, postgres = results.stores
     assert (sqlite.name, postgres.name) == ("SQLite", "PostgreSQL")
@@ -90,7 +93,7 @@ def test_both_stores_hold_what_was_loaded_and_every_read_is_timed(
 
 
 def test_the_queries_are_picked_by_how_many_messages_hold_their_words(
-    results: bench.Results,
+    results: Results,
 ) -> None:
     rare, common, pair = results.queries
     assert (rare.label, common.label, pair.label) == ("rare word", "common word", "two words")
@@ -100,7 +103,7 @@ def test_the_queries_are_picked_by_how_many_messages_hold_their_words(
     assert 0 < rare.matching < common.matching <= TINY.per_session
 
 
-def test_the_lock_is_timed_alone_and_behind_a_holder(results: bench.Results) -> None:
+def test_the_lock_is_timed_alone_and_behind_a_holder(results: Results) -> None:
     lock = results.lock
     assert lock.sync.count == lock.asynchronous.count == TINY.locks
     assert min(lock.sync.samples) > 0
@@ -110,7 +113,7 @@ def test_the_lock_is_timed_alone_and_behind_a_holder(results: bench.Results) -> 
         assert min(row.after_release) > 0
 
 
-def test_the_fast_path_is_timed_with_each_store(results: bench.Results) -> None:
+def test_the_fast_path_is_timed_with_each_store(results: Results) -> None:
     assert [f.store for f in results.fast] == ["MemoryStore", "SQLite", "PostgreSQL"]
     for f in results.fast:
         assert f.compact.count == f.acompact.count == TINY.fast_calls
@@ -118,8 +121,8 @@ def test_the_fast_path_is_timed_with_each_store(results: bench.Results) -> None:
         assert min(f.acompact.samples) > 0
 
 
-def test_every_configuration_answers_every_request(results: bench.Results) -> None:
-    assert [r.config for r in results.proxy] == list(bench.CONFIGS)
+def test_every_configuration_answers_every_request(results: Results) -> None:
+    assert [r.config for r in results.proxy] == list(CONFIGS)
     for r in results.proxy:
         assert r.load.errors == []
         assert r.load.requests == TINY.proxy_sessions * TINY.proxy_rounds
@@ -145,7 +148,7 @@ def test_every_configuration_answers_every_request(results: bench.Results) -> No
 
 
 def test_one_conversation_sent_to_both_replicas_is_summarized_once(
-    results: bench.Results,
+    results: Results,
 ) -> None:
     pairs = results.pairs
     assert pairs.errors == []
@@ -158,7 +161,7 @@ def test_one_conversation_sent_to_both_replicas_is_summarized_once(
 def test_the_report_shows_every_part(ran: Run) -> None:
     text = ran.written
     assert text.startswith("# Stores and replicas\n")
-    assert "`python -m benchmarks.bench_stores`" in text
+    assert "`python -m benchmarks.stores`" in text
     assert "**The machine has " in text
     assert "**Durability is not alike.**" in text
     assert "| save one compaction (1 record, 20 messages, " in text
@@ -171,7 +174,7 @@ def test_the_report_shows_every_part(ran: Run) -> None:
         "## Reading the figures",
     ):
         assert f"\n{heading}\n" in text
-    for config in bench.CONFIGS:
+    for config in CONFIGS:
         assert f"| {config.label} | {TINY.proxy_sessions * TINY.proxy_rounds} | " in text
     assert "| MemoryStore | " in text
     # without the server's log, the statements are not counted, and the report says so
@@ -206,7 +209,7 @@ WHERE session_id = $1
 
 
 def test_the_statement_log_is_counted_by_kind_and_by_transaction(tmp_path: Path) -> None:
-    counted = bench.count_statements(LOG)
+    counted = count_statements(LOG)
     assert dict(counted.kinds) == {
         "other": 2,  # the connection's settings, and a statement of another program
         "try-lock": 2,
@@ -226,7 +229,7 @@ def test_the_statement_log_is_counted_by_kind_and_by_transaction(tmp_path: Path)
     assert counted.refused == 1
     log = tmp_path / "server.log"
     log.write_text("earlier lines\n" + LOG)
-    assert bench.read_log(log, len("earlier lines\n")) == counted
+    assert read_log(log, len("earlier lines\n")) == counted
 
 
 @pytest.mark.parametrize(
@@ -243,4 +246,4 @@ def test_the_statement_log_is_counted_by_kind_and_by_transaction(tmp_path: Path)
     ],
 )
 def test_a_statement_is_classified_by_what_it_does(statement: str, kind: str) -> None:
-    assert bench.classify(statement) == kind
+    assert classify(statement) == kind

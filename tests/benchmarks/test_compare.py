@@ -17,6 +17,7 @@ from benchmarks.compare import (
     retention,
     scale,
     speed,
+    speed_report,
     validity,
 )
 from benchmarks.compare.inputs import build_history, leading_system, load_transcripts, next_item
@@ -216,13 +217,22 @@ def test_synopsis_system_compacts_valid_and_reports_through_the_harness(transcri
     json.dumps(results)
 
 
-def test_speed_measures_one_call_in_process_and_the_report_reads_it():
+def test_speed_times_the_first_call_apart_from_the_warm_ones_and_the_report_reads_it(
+    transcripts,
+):
+    items = build_history(transcripts, 100)
+    assert speed.size_tokens(items) == tokens(items)  # the harness's own counter, same count
     decide = speed.measure("synopsis", 100, "decide")
-    plan = speed.measure("synopsis", 100, "plan")
+    plan = speed.measure("synopsis", 100, "plan", tokens(items))
     assert decide["compacted"] == 0
-    assert decide["calls"] == speed.REPEATS["decide"]
-    assert plan["compacted"] == plan["calls"] == speed.REPEATS["plan"]
-    peer = {"median_ms": decide["median_ms"] * 20}
+    assert decide["calls"] == speed.CALLS["decide"] - 1
+    assert plan["compacted"] == plan["calls"] + 1 == speed.CALLS["plan"]
+    for cell in (decide, plan):
+        assert cell["cold_ms"] > 0
+        assert 0 < cell["min_ms"] <= cell["median_ms"]
+        assert cell["peak_mib"] >= 0
+        assert len(cell["load"]) == 2
+    peer = {"median_ms": decide["median_ms"] * 20, "cold_ms": decide["cold_ms"] * 2}
     results: dict[str, Any] = {
         "labels": {"synopsis": "synopsis", "peer": "a peer"},
         "speed": {
@@ -233,12 +243,16 @@ def test_speed_measures_one_call_in_process_and_the_report_reads_it():
             },
         },
     }
-    rows = report.speed_table(results, "decide")
+    rows = speed_report.speed_table(results, "decide")
     assert rows[-1].startswith("| a peer |")
     assert "(20.0×)" in rows[-1]
-    assert "> 60 s" in report.speed_table(results, "plan")[-1]
-    # the verdict is about 10k messages, which this run did not measure
-    assert report.decide_verdict(results) == ("not measured", None)
+    assert "(2.0×)" in speed_report.speed_table(results, "decide", "cold_ms")[-1]
+    assert "> 60 s" in speed_report.speed_table(results, "plan")[-1]
+    assert speed_report.memory_table(results, "plan")[-1] == "| a peer | – |"
+    # the verdicts are about 10k and 100k messages, which this run did not measure
+    assert speed_report.decide_verdict(results) == ("not measured", None)
+    assert speed_report.large_verdicts(results) == []
+    assert speed_report.load_lines(results) == []  # the run said nothing of the machine
 
 
 def test_an_unknown_system_is_refused_by_name():
@@ -317,12 +331,12 @@ def test_deciding_with_a_sqlite_store_is_measured_and_judged():
             "sqlite": {"10000": cell(0.75), "100000": cell(12.0)},
         },
     }
-    lines = report.sqlite_lines(results)
+    lines = speed_report.sqlite_lines(results)
     assert "| synopsis Compactor, SQLite store | 0.75 ms (1.5×) | 12.00 ms (2.4×) |" in lines
     assert any("1.50× (target ≤ 2×: met)" in line for line in lines)
     assert any("2.40× (target ≤ 2×: NOT met)" in line for line in lines)
     del results["speed"]["sqlite"]
-    assert report.sqlite_lines(results) == []
+    assert speed_report.sqlite_lines(results) == []
 
 
 def test_deciding_on_a_history_decoded_from_json_each_call_is_measured_and_judged():
@@ -353,23 +367,23 @@ def test_deciding_on_a_history_decoded_from_json_each_call_is_measured_and_judge
         "| 0.50 ms (20.0×) | 4.00 ms (10.0×) |"
     )
     target = "target: at least 5× faster than LangChain SummarizationMiddleware"
-    lines = report.fresh_lines(results)
+    lines = speed_report.fresh_lines(results)
     assert row in lines
     assert lines[-1].endswith(f"10.0× faster ({target}: met)")
     fresh["10000"] = cell(10.0)
-    assert report.fresh_lines(results)[-1].endswith(f"4.0× faster ({target}: NOT met)")
+    assert speed_report.fresh_lines(results)[-1].endswith(f"4.0× faster ({target}: NOT met)")
     # without LangChain's time there is nothing to judge against
     del results["speed"]["systems"]["langchain"]
-    lines = report.fresh_lines(results)
+    lines = speed_report.fresh_lines(results)
     assert (
         "| synopsis Compactor, history decoded from JSON each call | 0.50 ms | 10.00 ms |" in lines
     )
     assert "could not be judged" in lines[-1]
     assert lines[-1].endswith(f"({target})")
     del fresh["10000"]
-    assert not report.fresh_lines(results)[-1].startswith("- at")
+    assert not speed_report.fresh_lines(results)[-1].startswith("- at")
     del results["speed"]["fresh"]
-    assert report.fresh_lines(results) == []
+    assert speed_report.fresh_lines(results) == []
 
 
 def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_and_judged(
@@ -377,7 +391,7 @@ def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_a
 ):
     found = speed.measure("synopsis+resent", 100, "decide")
     assert found["calls"] > 0
-    assert found["compacted"] == 0
+    assert found["compacted"] == 1  # the first call's, forced
     assert found["first_ms"] > 0  # the one full read after the compaction, apart
     system = registry.create("synopsis+resent")
     assert isinstance(system, SynopsisSystem)
@@ -418,22 +432,22 @@ def test_deciding_on_a_whole_history_sent_again_after_a_compaction_is_measured_a
         "| synopsis Compactor, whole history resent after a compaction "
         "| 0.50 ms (2.0×) | 1.00 ms (2.0×) |"
     )
-    lines = report.resent_lines(results)
+    lines = speed_report.resent_lines(results)
     assert row in lines
     assert lines[-1].endswith("2.00× (target: under 3× the appended-list path: met)")
     resent_cells["10000"] = cell(1.5)  # exactly three times is not under it
-    lines = report.resent_lines(results)
+    lines = speed_report.resent_lines(results)
     assert lines[-1].endswith("3.00× (target: under 3× the appended-list path: NOT met)")
     resent_cells["10000"] = {"median_ms": 1.5, "first_ms": 480.0}
-    lines = report.resent_lines(results)
+    lines = speed_report.resent_lines(results)
     assert lines[-1] == (
         "- the first request after the compaction, sent in the warm-up (not in the "
         "table): 10,000 messages 480 ms"
     )
     del resent_cells["10000"]
-    assert not report.resent_lines(results)[-1].startswith("- at")
+    assert not speed_report.resent_lines(results)[-1].startswith("- at")
     del results["speed"]["resent"]
-    assert report.resent_lines(results) == []
+    assert speed_report.resent_lines(results) == []
 
 
 def test_the_report_shows_each_way_of_calling_synopsis_after_the_decide_verdict():
@@ -444,8 +458,8 @@ def test_the_report_shows_each_way_of_calling_synopsis_after_the_decide_verdict(
         "speed": {
             "sizes": [10_000],
             "systems": {
-                "synopsis": {"decide": decide, "plan": decide, "memory": {"peak_mib": 1.0}},
-                "langchain": {"decide": {"10000": cell(50.0)}, "plan": {}, "memory": {}},
+                "synopsis": {"decide": decide, "plan": decide},
+                "langchain": {"decide": {"10000": cell(50.0)}, "plan": {}},
             },
             "sqlite": {"10000": cell(0.75)},
             "resent": {"10000": cell(1.0)},
@@ -467,24 +481,33 @@ def test_a_run_measures_the_ways_of_calling_synopsis_only_beside_synopsis(monkey
     # and a real run takes an hour.
     asked: list[tuple[str, int, str]] = []
 
-    def in_child(name: str, size: int, mode: str) -> dict[str, Any]:
+    def in_child(name: str, size: int, mode: str, tokens: int) -> dict[str, Any]:
+        assert tokens == size  # what the parent counted, handed on
         asked.append((name, size, mode))
-        return {"timeout": 60.0} if size == 1_000 else {"median_ms": 1.5}
+        return {"timeout": 60.0} if size == 1_000 else dict(timed)
 
+    timed = {"cold_ms": 3.0, "median_ms": 1.5, "min_ms": 1.25, "peak_mib": 2.0, "load": [0.5, 1]}
+    timed |= {"cold_cpu_ms": 2.5, "median_cpu_ms": 1.0}
     monkeypatch.setattr(speed, "in_child", in_child)
+    monkeypatch.setattr(speed, "build_history", lambda _, size: [{}] * size)
+    monkeypatch.setattr(speed, "size_tokens", len)
     shown: list[str] = []
     out = speed.run(["synopsis"], shown.append)
     assert out["systems"]["synopsis"]["decide"]["10000"] == {
         "skipped": "a smaller size ran out of time"
     }
-    timed, stopped = {"median_ms": 1.5}, {"timeout": 60.0}
+    stopped = {"timeout": 60.0}
+    shown_cell = (
+        "first 3.00 ms, then 1.50 ms (best 1.25; CPU 2.50 and 1.00), peak 2.0 MiB, load 0.5 to 1.0"
+    )
     for key, name, what in speed.VARIANTS:
         # a variant measures every size: one that runs out of time at 1k is no reason to stop
         assert out[key] == {"100": timed, "1000": stopped, "10000": timed, "100000": timed}
         assert [(n, m) for n, _, m in asked if n == name] == [(name, "decide")] * 4
-        assert f"speed: synopsis {what} decide 100: 1.50 ms" in shown
+        assert f"speed: synopsis {what} decide 100: {shown_cell}" in shown
         assert f'speed: synopsis {what} decide 1,000: {{"timeout": 60.0}}' in shown
-    assert "speed: synopsis with a SQLite store decide 100,000: 1.50 ms" in shown
+    assert f"speed: synopsis with a SQLite store decide 100,000: {shown_cell}" in shown
+    assert len(out["load"]) == 2
     asked.clear()
     out = speed.run(["langchain"], shown.append)
     assert not {"sqlite", "fresh", "resent"} & set(out)
@@ -504,26 +527,32 @@ def test_one_compaction_is_judged_against_the_fastest_peer_that_finished():
             },
         },
     }
-    line = report.plan_verdict(results)[0]
+    line = speed_report.plan_verdict(results)[0]
     assert "synopsis 120 ms, the fastest peer (peer b) 130 ms: 0.92× its time" in line
     assert line.endswith("(target: no slower: met)")
     results["speed"]["systems"]["synopsis"]["plan"]["10000"] = cell(131.0)
-    assert report.plan_verdict(results)[0].endswith("NOT met)")
+    assert speed_report.plan_verdict(results)[0].endswith("NOT met)")
     assert "no slower" in report.markdown({**results, "meta": META})
     results["speed"]["systems"]["synopsis"]["plan"] = {}
-    assert report.plan_verdict(results) == []
+    assert speed_report.plan_verdict(results) == []
 
 
 def test_the_replay_command_is_timed_on_a_file_and_judged_linear(transcripts, monkeypatch):
     found = scale.replay_once(build_history(transcripts, 300))
     assert found["messages"] == 300
     assert found["seconds"] > 0
+    assert found["cpu_seconds"] > 0
+    assert found["peak_mib"] > 10  # an interpreter with synopsis imported, at least
+    assert len(found["load"]) == 2
     assert found["completed"] is True
     assert found["compactions"] >= 0
     assert 0 <= found["saved_share"] < 1
     monkeypatch.setattr(scale, "WINDOW", 50)  # the system prompt alone does not fit
     broken = scale.replay_once(build_history(transcripts, 50))
     assert broken["error"].startswith("exit 2")
+
+    stopped = scale.replay_once(build_history(transcripts, 300), limit=0.01)
+    assert stopped == {"messages": 300, "timeout": 0.01}
 
     def timed(seconds: float) -> dict[str, Any]:
         return {"seconds": seconds, "compactions": 10, "completed": True, "saved_share": 0.5}
@@ -537,9 +566,88 @@ def test_the_replay_command_is_timed_on_a_file_and_judged_linear(transcripts, mo
     }
     assert scale.verdict(results) == (9.75, True)
     text = "\n".join(scale.lines(results))
-    assert "| 100,000 | 390.0 s | 3.90 s | 10 | 50.0% |" in text
+    assert "| 100,000 | 390.0 s | – | 3.90 s | – | – | 10 | 50.0% |" in text  # an older run
     assert "9.8× the time of 10,000 (target: at most 10×, linear in the transcript: met)" in text
+    measured = {"cpu_seconds": 35.0, "peak_mib": 120.0, "load": [0.5, 1.25]}
+    results["scale"]["sizes"]["10000"] |= measured
+    results["scale"]["sizes"]["100000"] |= measured | {"cpu_seconds": 350.0}
+    text = "\n".join(scale.lines(results))
+    assert "| 100,000 | 390.0 s | 350.0 s | 3.90 s | 120 MiB | 0.5 → 1.2 | 10 | 50.0% |" in text
+    assert "9.8× the time of 10,000; 10.0× its CPU time (target" in text
     results["scale"]["sizes"]["100000"] = {"timeout": 3600.0}
     assert scale.verdict(results) == (None, None)
-    assert "| 100,000 | > 3,600 s | | | |" in "\n".join(scale.lines(results))
+    assert "| 100,000 | > 3,600 s | | | | | | |" in "\n".join(scale.lines(results))
     assert "synopsis replay" in report.markdown({**results, "meta": META, "labels": {}})
+
+
+def test_one_compaction_at_100k_is_judged_warm_and_cold_and_against_10k():
+    def timed(warm: float, cold: float, peak: float, load: float = 0.5) -> dict[str, Any]:
+        cpu = {"median_cpu_ms": warm * 0.9, "cold_cpu_ms": cold * 0.9}
+        return {"median_ms": warm, "cold_ms": cold, "peak_mib": peak, "load": [load, load], **cpu}
+
+    results: dict[str, Any] = {
+        "meta": META,
+        "labels": {"synopsis": "synopsis", "a": "peer a", "b": "peer b"},
+        "speed": {
+            "sizes": [10_000, 100_000],
+            "calls": {"decide": 8, "plan": 6},
+            "cores": 2,
+            "load": [0.5, 3.0],
+            "systems": {
+                "synopsis": {
+                    "decide": {},
+                    "plan": {"10000": timed(100, 300, 5), "100000": timed(1000, 4000, 50, 2.5)},
+                },
+                "a": {"decide": {}, "plan": {"100000": timed(1500, 1600, 20)}},
+                "b": {"decide": {}, "plan": {"100000": timed(1200, 2000, 30)}},
+            },
+        },
+    }
+    lines = speed_report.large_verdicts(results)
+    assert lines[0] == (
+        "- one compaction at 100,000 messages, warm (median): synopsis 1,000 ms (900 ms of CPU, "
+        "peak 50 MiB); the fastest peer (peer b) 1,200 ms (1,080 ms of CPU, peak 30 MiB): 0.83× "
+        "its time (target: no slower: met)"
+    )
+    assert (
+        "first call: synopsis 4,000 ms (3,600 ms of CPU, peak 50 MiB); the fastest peer "
+        in (lines[1])
+    )
+    assert lines[1].endswith(
+        "(peer a) 1,600 ms (1,440 ms of CPU, peak 20 MiB): 2.50× its time (target: no slower: "
+        "NOT met)"
+    )
+    assert lines[2].endswith(
+        "warm (median): 100 ms to 1,000 ms, 10.0×; of CPU time, 10.0× (target: within 11×: met)"
+    )
+    assert lines[3].endswith(
+        "first call: 300 ms to 4,000 ms, 13.3×; of CPU time, 13.3× (target: within 11×: NOT met)"
+    )
+    load = speed_report.load_lines(results)[0]
+    assert "was 0.5 when this part began and 3.0 when it ended, on 2 cores" in load
+    assert load.endswith(
+        "1 of 4 cells began or ended above 2 (other processes wanting the cores: "
+        "their times may be high): synopsis plan 100,000."
+    )
+    text = report.markdown(results)
+    assert "Each cell: a process of its own, 6 calls" in text
+    assert text.index("First call (cold):") < text.index("Peak memory of the calls")
+    assert "| peer a | – | 20.0 MiB |" in text
+    results["speed"]["systems"]["synopsis"]["plan"]["100000"]["load"] = [0.5, 1.0]
+    assert speed_report.load_lines(results)[0].endswith("No cell began or ended above 2.")
+    for name in ("synopsis", "a", "b"):
+        for cell in results["speed"]["systems"][name]["plan"].values():
+            cell["load"] = [2.5, 3.0]
+    assert (
+        "Every cell began or ended above 2 (other processes wanting the cores"
+        in (speed_report.load_lines(results)[0])
+    )
+    cold = speed_report.speed_table(results, "plan", "cold_ms")
+    assert "| peer a | – | 1,600 ms (0.4×) |" in cold
+    results["speed"]["systems"]["a"]["plan"]["100000"]["cold_ms"] = 26.4
+    assert "| peer a | – | 26.40 ms (0.0066×) |" in speed_report.speed_table(
+        results, "plan", "cold_ms"
+    )
+    older = {"median_ms": 1000.0}  # a cell of a run that measured no CPU time nor memory
+    results["speed"]["systems"]["a"]["plan"]["100000"] = older
+    assert "(peer a) 1,000 ms: 1.00× its time" in speed_report.large_verdicts(results)[0]

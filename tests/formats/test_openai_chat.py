@@ -4,6 +4,7 @@ each error, and the shapes written for messages from other formats."""
 from __future__ import annotations
 
 import dataclasses
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -406,3 +407,23 @@ def test_ids_of_other_formats_are_not_written_into_chat_messages() -> None:
     assert openai_chat.encode([item]).messages == [{"role": "user", "content": "x"}]
     (own,) = anthropic.decode([{"role": "user", "content": "x", "id": "m1"}])
     assert openai_chat.encode([own]).messages == [{"role": "user", "content": "x"}]
+
+
+def test_notes_past_the_kept_shapes_are_still_each_message_s_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(openai_chat, "_NOTES", {})
+    monkeypatch.setattr(openai_chat, "_NOTES_KEPT", 1)
+    items = [
+        {"role": "assistant", "content": None, "function_call": {"name": f"f{n}", "arguments": ""}}
+        for n in range(3)
+    ]
+    messages = openai_chat.decode(items)
+    assert [m.wire["legacy_id"] for m in messages] == ["function:f0", "function:f1", "function:f2"]
+    assert len(openai_chat._NOTES) == 1
+    assert openai_chat.encode(messages).messages == items
+
+
+def test_an_item_that_is_a_mapping_but_not_a_dict_decodes_like_one() -> None:
+    item = {"role": "user", "content": "hi", "x": 1}
+    assert openai_chat.decode([MappingProxyType(item)]) == openai_chat.decode([item])

@@ -235,3 +235,31 @@ def test_no_more_mappings_are_shared_than_the_limit(monkeypatch: pytest.MonkeyPa
     again = TextPart("t", extra={"never seen before": "value"})
     assert first.extra == again.extra
     assert first.extra is not again.extra
+
+
+def test_a_shared_mapping_given_again_is_kept_as_it_is() -> None:
+    first = ToolCallPart("a", "f", "{}", extra={"type": "function", "function": {}})
+    again = ToolCallPart("b", "g", "{}", extra=first.extra)
+    nested = TextPart("t", extra={"outer": first.extra, "n": [1, 2]})
+    assert again.extra is first.extra
+    assert nested.extra["outer"] is first.extra
+    assert thaw(nested.extra) == {"outer": {"type": "function", "function": {}}, "n": [1, 2]}
+
+
+def test_values_of_other_types_pass_through_freezing_and_thawing() -> None:
+    class Text(str):
+        pass
+
+    marker = object()
+    call = ToolCallPart("c", "f", Text('{"a": 1}'))
+    assert call.arguments == '{"a": 1}'
+    assert isinstance(call.arguments, Text)
+    opaque = OpaquePart("x", {"kept": marker, "list": [marker]})
+    assert opaque.raw["kept"] is marker
+    assert thaw(opaque.raw) == {"kept": marker, "list": [marker]}
+
+
+def test_parts_given_as_a_list_are_held_as_a_tuple() -> None:
+    message = Message(Role.USER, [TextPart("a"), TextPart("b")])  # type: ignore[arg-type]
+    assert message.parts == (TextPart("a"), TextPart("b"))
+    assert type(message.parts) is tuple

@@ -4,7 +4,7 @@ when a message's provider extras may be written back (only into the format they 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -55,6 +55,8 @@ def expect_history(items: object) -> Sequence[Any]:
 def expect_mapping(
     value: object, index: int | None, what: str = "message", rule: str = "message.type"
 ) -> Mapping[str, Any]:
+    if type(value) is dict:
+        return value  # what JSON gives, told apart before the ABC's slower check
     if not isinstance(value, Mapping):
         raise ConversationError(
             f"{what} must be a JSON object, got {type(value).__name__}", index=index, rule=rule
@@ -95,10 +97,10 @@ def expect_list(value: object, index: int | None, what: str, rule: str) -> list[
     return value
 
 
-def rest(item: Mapping[str, Any], known: Iterable[str]) -> dict[str, Any]:
-    """The keys of ``item`` that the model does not name, kept for the round trip."""
-    skip = set(known)
-    return {k: v for k, v in item.items() if k not in skip}
+def rest(item: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
+    """The keys of ``item`` that the model does not name, kept for the round trip. ``known``
+    is a handful of names: looked up where it is, not made a set first."""
+    return {k: v for k, v in item.items() if k not in known}
 
 
 def own_extra(message: Message, fmt: str, extra: Mapping[str, Any]) -> dict[str, Any]:

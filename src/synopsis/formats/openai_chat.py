@@ -14,6 +14,7 @@ tool call for it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from synopsis.errors import ConversationError
@@ -30,6 +31,7 @@ from synopsis.formats._common import (
     take_str,
 )
 from synopsis.messages import (
+    EMPTY,
     MediaPart,
     Message,
     OpaquePart,
@@ -46,7 +48,18 @@ __all__ = ["FORMAT", "decode", "encode", "encode_message"]
 
 FORMAT = "openai"
 _ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+_ROLE = {role.value: role for role in Role}
 _LEGACY_PREFIX = "function:"
+_PLAIN_CALL = {
+    kind: ToolCallPart("", "", extra={"type": kind, kind: {}}).extra
+    for kind in ("function", "custom")
+}
+"""The extras of a call with nothing but its id, type, name and arguments (nearly every one):
+made read-only once, not for each call."""
+_NOTES: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
+"""The converter's notes on a message, read-only, by their items: a long history has a few
+shapes (string content, a list of calls...) repeated on every message."""
+_NOTES_KEPT = 256
 
 
 # ---------------------------------------------------------------- decode
@@ -152,7 +165,10 @@ def _decode_call(call: object, index: int, no_args: list[int], position: int) ->
         raise ConversationError(
             f"tool call {args_key} must be a string", index=index, rule="tool_call.arguments"
         )
-    extra = {**rest(call, ("id", kind)), kind: rest(body, ("name", args_key))}
+    if len(call) == 3 and "type" in call and len(body) == 2 and args_key in body:
+        extra: Mapping[str, Any] = _PLAIN_CALL[kind]  # id, type and kind; name and arguments
+    else:
+        extra = {**rest(call, ("id", kind)), kind: rest(body, ("name", args_key))}
     return ToolCallPart(call_id=call_id, name=name, arguments=args, extra=extra)
 
 
@@ -198,7 +214,7 @@ def _decode_one(item: object, index: int, legacy: dict[str, str]) -> Message:
         else:
             content = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
         result = ToolResultPart(call_id=call_id, content=content, name=name)
-        return Message(Role.TOOL, (result,), id=msg_id, name=name, extra=extra, wire=wire)
+        return Message(Role.TOOL, (result,), id=msg_id, name=name, extra=extra, wire=_notes(wire))
 
     calls: list[ToolCallPart] = []
     known = ["role", "content", *taken]
@@ -232,8 +248,24 @@ def _decode_one(item: object, index: int, legacy: dict[str, str]) -> Message:
             legacy[fname] = wire["legacy_id"] = legacy_id
             known.append("function_call")
     return Message(
-        Role(role), (*parts, *calls), id=msg_id, name=name, extra=rest(item, known), wire=wire
+        _ROLE[role],
+        (*parts, *calls),
+        id=msg_id,
+        name=name,
+        extra=rest(item, known) or EMPTY,
+        wire=_notes(wire),
     )
+
+
+def _notes(wire: dict[str, Any]) -> Mapping[str, Any]:
+    """``wire`` read-only, the same object for every message with the same notes."""
+    key = tuple(wire.items())
+    found = _NOTES.get(key)
+    if found is None:
+        found = MappingProxyType(wire)
+        if len(_NOTES) < _NOTES_KEPT:
+            _NOTES[key] = found
+    return found
 
 
 def decode(items: Sequence[Any]) -> tuple[Message, ...]:

@@ -88,15 +88,24 @@ def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return _shared(dict(value))
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+"""Values a read-only copy keeps as they are, told by their exact type: checking them against
+the ``Mapping`` ABC first costs more than the copy of a small extra."""
+
+
 def _deep_frozen(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shape
     """A read-only copy all the way down (mappings to mapping proxies, lists to tuples).
 
     Decoded values would otherwise share nested dicts with the caller's input, so editing that
     input after decoding would change a message, its hash and its derived id.
     """
+    if type(value) in _ATOMS:
+        return value
     if isinstance(value, Mapping):
         if not value:
             return EMPTY
+        if id(value) in _SHARED_IDS:
+            return value  # shared: read-only all the way down already
         return _shared({k: _deep_frozen(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(_deep_frozen(v) for v in value)
@@ -106,6 +115,8 @@ def _deep_frozen(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shap
 def _frozen_extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if not value:
         return EMPTY
+    if type(value) is MappingProxyType and id(value) in _SHARED_IDS:
+        return value
     frozen: Mapping[str, Any] = _deep_frozen(value)
     return frozen
 
@@ -132,8 +143,10 @@ class TextPart:
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.text, str), "text must be a string", self.text, "part.text")
-        object.__setattr__(self, "extra", _frozen_extra(self.extra))
+        if type(self.text) is not str:
+            _require(isinstance(self.text, str), "text must be a string", self.text, "part.text")
+        if self.extra is not EMPTY:
+            object.__setattr__(self, "extra", _frozen_extra(self.extra))
 
     def __hash__(self) -> int:
         return hash(("t", self.text))
@@ -162,13 +175,16 @@ class ToolCallPart:
         _require(
             isinstance(self.name, str), "a tool name must be a string", self.name, "tool_call.name"
         )
+        if self.extra is not EMPTY:
+            object.__setattr__(self, "extra", _frozen_extra(self.extra))
+        if type(self.arguments) is str:
+            return  # the common case, told apart before the ABC's slower check
         _require(
             isinstance(self.arguments, str | Mapping),
             "tool arguments must be a JSON text or a mapping",
             self.arguments,
             "tool_call.arguments",
         )
-        object.__setattr__(self, "extra", _frozen_extra(self.extra))
         if isinstance(self.arguments, Mapping):
             object.__setattr__(self, "arguments", _deep_frozen(self.arguments))
 
@@ -232,7 +248,8 @@ class ToolResultPart:
             self.call_id,
             "tool_result.id",
         )
-        object.__setattr__(self, "extra", _frozen_extra(self.extra))
+        if self.extra is not EMPTY:
+            object.__setattr__(self, "extra", _frozen_extra(self.extra))
         if not isinstance(self.content, str):
             _require(
                 isinstance(self.content, list | tuple),
@@ -331,7 +348,7 @@ class Message:
     # worked out once per message, which never changes.
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
     _sha256: str | None = field(default=None, init=False, repr=False, compare=False)
-    _counted: tuple[object, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _counted: tuple[int, int] | None = field(default=None, init=False, repr=False, compare=False)
     """The last count a counter gave (that counter's token, the count): a history read once
     is counted several times per call, and a cache lookup by value compares whole messages."""
     _derived: dict[object, Any] | None = field(default=None, init=False, repr=False, compare=False)
@@ -348,18 +365,24 @@ class Message:
                 raise ConversationError(
                     f"unknown role {self.role!r}; expected one of {known}", rule="message.role"
                 ) from None
-        _require(
-            isinstance(self.parts, list | tuple),
-            "parts must be a sequence",
-            self.parts,
-            "message.parts",
-        )
-        parts = tuple(self.parts)
+        parts = self.parts
+        if type(parts) is not tuple:
+            _require(
+                isinstance(parts, list | tuple),
+                "parts must be a sequence",
+                parts,
+                "message.parts",
+            )
+            parts = tuple(parts)
+            object.__setattr__(self, "parts", parts)
         for part in parts:
-            _require(isinstance(part, _PART_TYPES), "a message holds parts", part, "message.parts")
-        object.__setattr__(self, "parts", parts)
-        object.__setattr__(self, "extra", _frozen_extra(self.extra))
-        object.__setattr__(self, "wire", _frozen(self.wire))
+            if not isinstance(part, _PART_TYPES):
+                _require(False, "a message holds parts", part, "message.parts")
+        # Most messages carry no extras and share their converter's notes: left as they are.
+        if self.extra is not EMPTY:
+            object.__setattr__(self, "extra", _frozen_extra(self.extra))
+        if self.wire is not EMPTY:
+            object.__setattr__(self, "wire", _frozen(self.wire))
 
     def __hash__(self) -> int:
         found = self._hash
@@ -387,6 +410,10 @@ class Message:
 
 def _thaw(value: object) -> Any:  # noqa: ANN401 - plain JSON of any shape
     """Turn read-only mappings back into plain JSON values."""
+    if type(value) in _ATOMS:
+        return value
+    if value is EMPTY:
+        return {}
     if isinstance(value, Mapping):
         return {k: _thaw(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

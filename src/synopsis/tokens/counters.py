@@ -14,6 +14,7 @@ does not refresh its place in it.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -67,6 +68,8 @@ _KEPT_CHARS = 8_000_000
 # Encrypted reasoning is base64 of ciphertext about as long as the reasoning's UTF-8 text:
 # 4 base64 characters per 3 bytes, about 4 bytes per token, so about 16/3 characters a token.
 ENCRYPTED_CHARS_PER_TOKEN: Final[float] = 16 / 3
+_TOKENS = itertools.count(1)
+"""A counter's token, new for each counter and each cleared cache (``next`` is atomic)."""
 
 
 @runtime_checkable
@@ -143,8 +146,10 @@ class MessageCounter:
         # decoded afresh on every call (what compact() does) still hits.
         self._cache: OrderedDict[Message, int] = OrderedDict()
         # What a message keeps of its count is this counter's only while it holds this very
-        # token: a cleared cache takes a new one.
-        self._token = object()
+        # token: a cleared cache takes a new one. A number, not an object: a pair of numbers
+        # on each message is left alone by the garbage collector, which a pair holding an
+        # object is not (a long history's every message is one more thing for it to walk).
+        self._token = next(_TOKENS)
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
@@ -162,7 +167,7 @@ class MessageCounter:
     def _cached(self, message: Message) -> int | None:
         """The cached count of ``message``, if any; the caller holds the lock."""
         kept = message._counted
-        if kept is not None and kept[0] is self._token:
+        if kept is not None and kept[0] == self._token:
             return kept[1]
         count = self._cache.get(message)
         if count is not None:
@@ -243,7 +248,7 @@ class MessageCounter:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
-            self._token = object()
+            self._token = next(_TOKENS)
             self._hits = self._misses = 0
         self._clear_texts()
 
