@@ -3,10 +3,13 @@ blocks, a store that cannot save."""
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import synopsis
+import synopsis.testing
 from synopsis.errors import ConfigurationError, StoreError
 from synopsis.events import SummarizerFellBack
 from synopsis.stores import AsyncStore, MemoryStore, Store
@@ -16,6 +19,7 @@ from tests.compaction.helpers import (
     kinds,
     load_items,
     make,
+    run,
 )
 from tests.stores.helpers import BlockingOnly
 
@@ -152,3 +156,54 @@ def test_the_blocking_helpers_refuse_a_store_with_only_async_methods() -> None:
     for call in (compactor.recall, lambda: compactor.search("census"), compactor.export):
         with pytest.raises(ConfigurationError, match="only async methods"):
             call()
+
+
+class _Watching(synopsis.testing.ScriptedSummarizer):
+    """Records whether the cyclic garbage collector ran while it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collecting: list[bool] = []
+
+    def summarize(self, messages: Any, **options: Any) -> synopsis.SummaryRecord:
+        self.collecting.append(gc.isenabled())
+        return super().summarize(messages, **options)
+
+    async def asummarize(self, messages: Any, **options: Any) -> synopsis.SummaryRecord:
+        self.collecting.append(gc.isenabled())
+        return await super().asummarize(messages, **options)
+
+
+class _Counting(synopsis.testing.FixedCounter):
+    """A counter that notes whether the collector ran while the plan counted."""
+
+    def __init__(self) -> None:
+        super().__init__(per_message=150)
+        self.collecting: set[bool] = set()
+
+    def count_message(self, message: Any) -> int:
+        self.collecting.add(gc.isenabled())
+        return super().count_message(message)
+
+
+@pytest.mark.parametrize("mode", ["blocking", "async"])
+def test_the_plan_runs_with_the_collector_paused_and_effects_with_it_running(mode: str) -> None:
+    summarizer, counter = _Watching(), _Counting()
+    compactor = make(summarizer=summarizer, counter=counter, store="memory", session_id="gc")
+    assert gc.isenabled()
+    result = run(compactor, AIDER) if mode == "blocking" else arun(compactor, AIDER)
+    assert result.compacted
+    assert counter.collecting == {False}  # the pure steps
+    assert summarizer.collecting  # the effect, with the collector running
+    assert all(summarizer.collecting)
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_paused_stays_paused() -> None:
+    compactor = make()
+    gc.disable()
+    try:
+        assert run(compactor, AIDER).compacted
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -11,6 +11,8 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import gc
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from synopsis.compaction.effects import Summarize
@@ -19,7 +21,7 @@ from synopsis.stores.protocols import awaits
 from synopsis.summarizers import AsyncSummarizer, Summarizer
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Generator, Iterator
 
     from synopsis.compaction.effects import Effect, Outcome, StoreEffect
     from synopsis.compaction.setup import Setup
@@ -120,12 +122,33 @@ async def _astore(setup: Setup, effect: StoreEffect) -> Outcome:
         return error
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while the plan's pure steps run: they create a
+    few objects per message and free them by reference counting, and on a history of 100k
+    messages the collector's passes over every object alive took a quarter of a compaction.
+    It runs again at every effect (a summarizer's call, a store's), and after the plan."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _step(plan: Generator[Effect, Outcome, T], outcome: Outcome) -> Effect:
+    with _collector_paused():
+        return plan.send(outcome)
+
+
 def run(plan: Generator[Effect, Outcome, T], setup: Setup) -> T:
     """Carry the plan out, blocking on each effect."""
     outcome: Outcome = None
     try:
         while True:
-            effect = plan.send(outcome)
+            effect = _step(plan, outcome)
             if isinstance(effect, Summarize):
                 outcome = _summarize(setup, effect)
             else:
@@ -141,7 +164,7 @@ async def arun(plan: Generator[Effect, Outcome, T], setup: Setup) -> T:
     outcome: Outcome = None
     try:
         while True:
-            effect = plan.send(outcome)
+            effect = _step(plan, outcome)
             if isinstance(effect, Summarize):
                 outcome = await _asummarize(setup, effect)
             else:

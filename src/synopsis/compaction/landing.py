@@ -26,7 +26,7 @@ from synopsis.compaction.budgets import TURN_START_SLACK, turn_start_tail
 from synopsis.compaction.shrink import shrink_parts
 from synopsis.messages import Role, is_person_message, is_summary
 from synopsis.planning import Keep, plan_split
-from synopsis.planning.units import analyze
+from synopsis.planning.units import Structure, analyze
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -59,6 +59,10 @@ class Tail:
     keep: Keep
     hold: bool
     turn_start: int | None
+    counts: list[int]
+    """The tokens of each of ``messages``."""
+    structure: Structure
+    """Where ``messages`` may be cut (made small or not, their units are the same)."""
 
 
 def land(
@@ -71,8 +75,9 @@ def land(
     setup = run.setup
     budget: int | None = int(keep.value)
     hold = False
+    counts = [setup.counter.count_message(m) for m in messages]
+    structure = analyze(messages)
     if setup.keep.kind != "auto":
-        counts = [setup.counter.count_message(m) for m in messages]
         budget = tail_budget(run.room, keep, counts, setup.window, emergency=emergency)
         if budget is None:
             hold = True
@@ -91,10 +96,13 @@ def land(
             window=setup.window,
             protect=setup.protect,
             min_tail=setup.governor.min_tail_messages,
+            structure=structure,
             turn_start_tail=turn_start,
         )
-        messages = fit_tail(run.opened, messages, budget=budget, plan=planner)
-    return Tail(messages, keep, hold, turn_start)
+        messages, counts = fit_tail(
+            run.opened, messages, counts, structure, budget=budget, plan=planner
+        )
+    return Tail(messages, keep, hold, turn_start, counts, structure)
 
 
 def tail_budget(
@@ -112,12 +120,16 @@ def tail_budget(
 def fit_tail(
     opened: Opened,
     messages: tuple[Message, ...],
+    counts: list[int],
+    structure: Structure,
     *,
     budget: int,
     plan: Planner,
-) -> tuple[Message, ...]:
-    """``messages`` with the tail ``plan`` cuts fitted to ``budget`` tokens (see the module
-    docstring); the same messages when it fits already or nothing can be made small."""
+) -> tuple[tuple[Message, ...], list[int]]:
+    """``messages`` (of ``counts`` tokens each, cut where ``structure`` says) with the tail
+    ``plan`` cuts fitted to ``budget`` tokens (see the module docstring), and their counts;
+    the same messages when they fit already or nothing can be made small. Making a part
+    small changes no unit, so ``structure`` holds throughout."""
     setup = opened.setup
     count = setup.counter.count_message
     slack = int(FILL_SLACK * setup.window)
@@ -126,7 +138,6 @@ def fit_tail(
     over = budget + int(TURN_START_SLACK * setup.window)
     keep = _untouchable(messages)
     for _ in range(_ROUNDS):
-        counts = [count(m) for m in messages]
         found = plan(messages, counts)
         if found is None:
             break
@@ -136,14 +147,18 @@ def fit_tail(
                 opened, messages, range(start, len(messages)), found.tokens_tail - budget, keep
             )
         elif budget - found.tokens_tail > slack and start > 0 and start - 1 not in found.head:
-            smaller = _take_in(opened, messages, counts, found, budget=budget, keep=keep)
+            smaller = _take_in(opened, messages, counts, found, structure, budget=budget, keep=keep)
         else:
             break
         if smaller is None:
             break
+        counts = [
+            n if new is old else count(new)
+            for n, new, old in zip(counts, smaller, messages, strict=True)
+        ]
         messages = smaller
         keep = _untouchable(messages)
-    return messages
+    return messages, counts
 
 
 def _take_in(
@@ -151,6 +166,7 @@ def _take_in(
     messages: tuple[Message, ...],
     counts: Sequence[int],
     found: SplitPlan,
+    structure: Structure,
     *,
     budget: int,
     keep: frozenset[int],
@@ -158,7 +174,7 @@ def _take_in(
     """``messages`` with the unit just before the tail made small enough to join it, or
     ``None`` when it cannot be (or would fit as it is: the split then had its reasons)."""
     start = found.boundary
-    unit = analyze(messages).unit(start - 1)
+    unit = structure.unit(start - 1)
     if any(i in keep or i in found.head for i in unit):
         return None
     spare = budget - found.tokens_tail

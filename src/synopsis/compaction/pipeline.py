@@ -333,6 +333,8 @@ def _attempt(
         turn_start_tail=tail.turn_start,
         shrink_tail=emergency or setup.keep.kind == "auto",
         hold=tail.hold,
+        counts=tail.counts,
+        structure=tail.structure,
     )
     step = next(steps, None)
     first, cut = step if step is not None else (None, [])

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from synopsis.messages import Message
     from synopsis.planning.governor import GovernorConfig
+    from synopsis.planning.units import Structure
 
 __all__ = ["PassResult", "PassStep", "iter_passes", "run_passes"]
 
@@ -57,6 +58,8 @@ def iter_passes(
     turn_start_tail: int | None = None,
     shrink_tail: bool = True,
     hold: bool = False,
+    counts: Sequence[int] | None = None,
+    structure: Structure | None = None,
 ) -> Generator[PassStep, Sequence[Message], PassResult]:
     """The pass loop as a generator: it yields each pass's plan and cut, is sent back the
     message(s) that stand for the cut, and returns the :class:`PassResult`. The caller does
@@ -67,7 +70,8 @@ def iter_passes(
     to :func:`~synopsis.planning.split.plan_split`. With ``shrink_tail`` false the last
     attempt, with half the tail, is not made: a tail the caller asked to keep verbatim stays
     whole outside an emergency; with ``hold`` no pass cuts into it either (see
-    :func:`~synopsis.planning.split.plan_split`).
+    :func:`~synopsis.planning.split.plan_split`). ``counts`` and ``structure``, when the
+    caller has them, are those of ``messages`` (the first pass does not work them out again).
     """
     current = tuple(messages)
     plans: list[SplitPlan] = []
@@ -77,7 +81,11 @@ def iter_passes(
         counts = [count(m) for m in history]
         return counts, Measure(overhead + sum(counts), len(history), window)
 
-    counts, now = measure(current)
+    if counts is None:
+        counts, now = measure(current)
+    else:
+        counts = list(counts)
+        now = Measure(overhead + sum(counts), len(current), window)
     threshold = trigger.token_threshold(window) or window
     target = min(threshold, int(config.reset_ratio * window))
     attempts = [keep] * config.max_passes
@@ -99,7 +107,9 @@ def iter_passes(
             min_tail=config.min_tail_messages,
             turn_start_tail=turn_start_tail,
             hold=hold,
+            structure=structure,
         )
+        structure = None  # the messages a pass leaves have a structure of their own
         if plan is None:
             break
         shrunk = shrunk or attempt >= config.max_passes
