@@ -258,9 +258,11 @@ def test_the_sessions_summary_is_written_again_shorter_when_nothing_else_can_giv
     old = next(m for m in head if str(m["content"]).startswith("<synopsis-summary"))
     assert len(summary["content"]) < len(old["content"])
     assert before < result.tokens_before
-    # Past what even the shortest summary leaves (not even its frame fits), it says so.
-    with pytest.raises(BudgetUnreachableError, match="even at their smallest"):
-        compactor.compact([*head, *_stats(67)])
+    # Past what even the shortest summary leaves (not even its frame fits, or there is no
+    # room for a summary at all), it says so.
+    for n in (67, 80):
+        with pytest.raises(BudgetUnreachableError, match="even at their smallest"):
+            compactor.compact([*head, *_stats(n)])
 
 
 def test_a_digest_kept_from_an_earlier_compaction_is_cut_to_its_first_half_as_a_last_resort() -> (
@@ -269,9 +271,13 @@ def test_a_digest_kept_from_an_earlier_compaction_is_cut_to_its_first_half_as_a_
     compactor, head = _lint_session()
     lines = "\n".join(f"Named: src/pkg/mod_{i}.py (error E{i})" for i in range(60))
     digest = tool("d1", f"{SUMMARY_MARKER} Earlier: 1 message.\n{lines}")
-    result = compactor.compact([*head, *_stats(30, digest)])
+    # Larger than the other, so tried first: a digest of one line has no first half to keep.
+    one_line = tool("d2", f"{SUMMARY_MARKER} " + "a digest on a single line " * 150)
+    result = compactor.compact([*head, *_stats(5, digest, one_line)])
     assert result.tokens_after <= compactor.setup.limit
     (kept,) = [m for m in result.messages if m.get("tool_call_id") == "d1"]
     assert kept["content"].startswith(SUMMARY_MARKER)
     assert kept["content"].endswith("the rest of this digest was cut to fit the window]")
     assert len(kept["content"]) < len(digest["content"]) * 0.6
+    (line,) = [m for m in result.messages if m.get("tool_call_id") == "d2"]
+    assert line == one_line

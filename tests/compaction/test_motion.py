@@ -22,6 +22,7 @@ from synopsis.compaction.telling import TOLERANCE
 from synopsis.events import CompactionCompleted, Event, RefillBreakerOpened
 from synopsis.messages import Message, Role, TextPart, is_summary
 from synopsis.planning import Keep
+from synopsis.planning.reductions import SUMMARY_MARKER
 from synopsis.stores import MemoryStore
 from synopsis.testing import conversation
 from tests.compaction.helpers import TRANSCRIPTS, load_items
@@ -319,3 +320,35 @@ def test_an_emergency_says_when_one_new_message_was_larger_than_the_room() -> No
     assert "a tool's output of" in last.emergency
     assert "larger than the" in last.emergency
     assert "of room the last compaction left" in last.emergency
+
+
+def test_a_tail_well_under_its_room_takes_in_the_units_before_it_made_small() -> None:
+    # Each output alone is larger than the room left beside the tail: kept whole, none would
+    # fit, and the compaction would land far under its target. Made small, several do.
+    history: list[Any] = [{"role": "user", "content": "Read the modules."}]
+    for turn in range(30):
+        history += [read(f"c{turn}", f"src/m{turn}.py"), big_output(f"c{turn}", 400, turn + 1)]
+    history += [
+        {"role": "assistant", "content": "Done reading."},
+        {"role": "user", "content": "Now summarize."},
+    ]
+    store = MemoryStore()
+    events: list[Event] = []
+    compactor = synopsis.Compactor(
+        model="gpt-4o",
+        context_window=32_000,
+        store=store,
+        session_id="s",
+        listeners=[events.append],
+        environ={},
+    )
+    result = compactor.compact(history)
+    (done,) = [e for e in events if isinstance(e, CompactionCompleted)]
+    digests = [m for m in result.messages if str(m.get("content")).startswith(SUMMARY_MARKER)]
+    assert len(digests) >= 3
+    assert abs(done.landed - done.target) <= TOLERANCE, done.message
+    # Each one made small stands for its original, which the store gives back whole.
+    stored = {m.text for m in store.recall("s")}
+    for digest in digests:
+        (original,) = [h for h in history if h.get("tool_call_id") == digest["tool_call_id"]]
+        assert original["content"] in stored
