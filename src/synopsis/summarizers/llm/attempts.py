@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
 
     from synopsis.messages import Message
-    from synopsis.summarizers.llm.summarizer import LLMSummarizer
+    from synopsis.summarizers.llm.policy import Policy
 
 __all__ = ["Context", "Failure", "Job", "Plan", "ask_models", "total", "update_of"]
 
@@ -102,18 +102,18 @@ def update_of(previous: SummaryRecord | None, messages: Sequence[Message]) -> Up
 
 
 def ask(
-    summarizer: LLMSummarizer, model: str, context: Context, turns: list[ChatMessage]
+    policy: Policy, model: str, context: Context, turns: list[ChatMessage]
 ) -> Generator[Effect, Outcome, CompletionResponse | Exception]:
     aligned = bool(context.conversation)
     request = CompletionRequest(
         model=model,
-        system="" if aligned else summarizer.system_prompt,
+        system="" if aligned else policy.system_prompt,
         messages=turns,
-        temperature=summarizer.temperature,
+        temperature=policy.temperature,
         max_tokens=context.max_tokens,
         json_schema=None if aligned else SUMMARY_SCHEMA,
         conversation=context.conversation,
-        tools=summarizer.tools if aligned else (),
+        tools=policy.tools if aligned else (),
     )
     attempt = 0
     while True:
@@ -131,14 +131,14 @@ def ask(
             attempt + 1,
             brief(repr(outcome)),
         )
-        if attempt >= summarizer.max_retries or not is_retryable(outcome):
+        if attempt >= policy.max_retries or not is_retryable(outcome):
             return outcome
-        yield Sleep(summarizer.backoff * 2**attempt)
+        yield Sleep(policy.backoff * 2**attempt)
         attempt += 1
 
 
 def accept(
-    summarizer: LLMSummarizer,
+    policy: Policy,
     model: str,
     response: CompletionResponse,
     context: Context,
@@ -167,8 +167,8 @@ def accept(
         model=response.model or model,
         usage=usage,
     )
-    record = fit_record(record, summarizer.measure, context.max_tokens)
-    tokens_out = summarizer.counter.count_text(render(record))
+    record = fit_record(record, policy.measure, context.max_tokens)
+    tokens_out = policy.counter.count_text(render(record))
     if context.input_tokens is not None and tokens_out >= context.input_tokens:
         return bad(
             model,
@@ -183,11 +183,11 @@ def bad(model: str, reason: str, text: str, error: Exception | None = None) -> F
     return Failure(f"{model}: {reason}", error, answered=True)
 
 
-def try_model(summarizer: LLMSummarizer, model: str, context: Context) -> Plan:
-    outcome = yield from ask(summarizer, model, context, context.prompt)
+def try_model(policy: Policy, model: str, context: Context) -> Plan:
+    outcome = yield from ask(policy, model, context, context.prompt)
     if isinstance(outcome, Exception):
         return Failure(f"{model}: transport error {brief(repr(outcome))}", outcome, context)
-    accepted = accept(summarizer, model, outcome, context, outcome.usage)
+    accepted = accept(policy, model, outcome, context, outcome.usage)
     if isinstance(accepted, Failure):
         return accepted
     record, content = accepted
@@ -196,10 +196,10 @@ def try_model(summarizer: LLMSummarizer, model: str, context: Context) -> Plan:
         return record
     logger.info("summarizer %s: summary misses %s; asking again", model, missing)
     turns = [*context.prompt, *missing_anchors_prompt(outcome.text, missing)]
-    again = yield from ask(summarizer, model, context, turns)
+    again = yield from ask(policy, model, context, turns)
     if isinstance(again, Exception):
         return Failure(f"{model}: transport error {brief(repr(again))}", again)
-    accepted = accept(summarizer, model, again, context, total([outcome.usage, again.usage]))
+    accepted = accept(policy, model, again, context, total([outcome.usage, again.usage]))
     if isinstance(accepted, Failure):
         return accepted
     record, content = accepted
@@ -210,10 +210,10 @@ def try_model(summarizer: LLMSummarizer, model: str, context: Context) -> Plan:
     return record
 
 
-def ask_models(summarizer: LLMSummarizer, job: Job, context: Context) -> Plan:
+def ask_models(policy: Policy, job: Job, context: Context) -> Plan:
     failure = Failure("no model tried")
-    for model in summarizer.models:
-        result = yield from try_model(summarizer, model, context)
+    for model in policy.models:
+        result = yield from try_model(policy, model, context)
         if isinstance(result, SummaryRecord):
             job.spent.append(result.usage)
             return result

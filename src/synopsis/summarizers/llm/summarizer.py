@@ -33,7 +33,8 @@ instruction as one final user turn, so that a provider's prompt cache for that p
 
 The steps form one plan (:mod:`.effects`) that ``summarize`` and ``asummarize`` both carry
 out. What each request holds is built in :mod:`.contexts`; asking it of every model in turn,
-and judging the answers, is :mod:`.attempts`.
+and judging the answers, is :mod:`.attempts`. Both read a frozen :class:`~.policy.Policy`
+that the summarizer builds from its options for each plan, not the summarizer itself.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from synopsis.summarizers.llm.completion import (
     TransportError,
 )
 from synopsis.summarizers.llm.contexts import MIN_TRANSCRIPT
+from synopsis.summarizers.llm.policy import Policy
 from synopsis.summarizers.llm.prompts import (
     SYSTEM_PROMPT,
     partial_json,
@@ -79,7 +81,6 @@ from synopsis.summarizers.llm.prompts import (
 )
 from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
 from synopsis.summarizers.records import SummaryRecord
-from synopsis.summarizers.render import render
 from synopsis.summarizers.rules.summarizer import RuleBasedSummarizer
 from synopsis.tokens import counter_for_model
 
@@ -223,9 +224,22 @@ class LLMSummarizer:
 
     def measure(self, record: SummaryRecord) -> int:
         """Tokens of the longer of the record's two renderings."""
-        return max(
-            self.counter.count_text(render(record, style=style))
-            for style in ("sections", "snapshot")
+        return self._policy().measure(record)
+
+    def _policy(self) -> Policy:
+        """What the helpers read, with the input cap in use now."""
+        return Policy(
+            models=self.models,
+            system_prompt=self.system_prompt,
+            temperature=self.temperature,
+            tools=self.tools,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            input_cap=self._input_cap_now(),
+            quality_guard=self.quality_guard,
+            anchor_limit=self.anchor_limit,
+            counter=self.counter,
+            clock=self.clock,
         )
 
     # -- the whole summary ----------------------------------------------------------------
@@ -293,10 +307,11 @@ class LLMSummarizer:
         return (cap, answer) if MIN_TRANSCRIPT <= cap < self._input_cap_now() else None
 
     def _plan_once(self, job: Job) -> Plan:
+        policy = self._policy()
         if self.cache_aligned:
-            aligned = contexts.aligned(self, job)
+            aligned = contexts.aligned(policy, job)
             if aligned is not None:
-                result = yield from ask_models(self, job, aligned)
+                result = yield from ask_models(policy, job, aligned)
                 if not isinstance(result, Failure) or not result.answered:
                     return result
                 # An aligned request asks for no structured output (it would change the
@@ -309,12 +324,14 @@ class LLMSummarizer:
         count = self.counter.count_text
         blocks = transcript_blocks(job.messages, result_chars=self.result_chars)
         sizes = [count(block) for block in blocks]
-        room = contexts.room(self, job, job.previous)
+        room = contexts.room(policy, job, job.previous)
         if sum(sizes) <= room or self.oversize == "trim":
             kept = trim(blocks, sizes, room, count, keep=_first_request(job.messages))
-            context = contexts.quoted(self, job, 0, len(blocks), quote_transcript(kept), whole=True)
-            return (yield from ask_models(self, job, context))
-        room = contexts.room(self, job, None)
+            context = contexts.quoted(
+                policy, job, 0, len(blocks), quote_transcript(kept), whole=True
+            )
+            return (yield from ask_models(policy, job, context))
+        room = contexts.room(policy, job, None)
         partials: list[SummaryRecord] = []
         for run in group(sizes, room):
             chunk = [
@@ -322,23 +339,25 @@ class LLMSummarizer:
                 for b in blocks[run.start : run.stop]
             ]
             context = contexts.quoted(
-                self, job, run.start, run.stop, quote_transcript(chunk), whole=False
+                policy, job, run.start, run.stop, quote_transcript(chunk), whole=False
             )
-            result = yield from ask_models(self, job, context)
+            result = yield from ask_models(policy, job, context)
             if isinstance(result, Failure):
                 return result
             partials.append(result)
         logger.info("summarizer: %d chunks summarized; consolidating", len(partials))
-        return (yield from self._consolidate(job, partials, level=1))
+        return (yield from self._consolidate(policy, job, partials, level=1))
 
-    def _consolidate(self, job: Job, partials: Sequence[SummaryRecord], level: int) -> Plan:
+    def _consolidate(
+        self, policy: Policy, job: Job, partials: Sequence[SummaryRecord], level: int
+    ) -> Plan:
         """One summary from ``partials``: merged in groups that fit, level by level, until
         they fit one request or ``max_depth`` is reached and the rest is truncated."""
         count = self.counter.count_text
         texts = [partial_json(p) for p in partials]
         sizes = [count(t) for t in texts]
-        room = contexts.room(self, job, job.previous)
-        runs = group(sizes, contexts.room(self, job, None))
+        room = contexts.room(policy, job, job.previous)
+        runs = group(sizes, contexts.room(policy, job, None))
         if sum(sizes) > room and level < self.max_depth and len(runs) < len(partials):
             merged: list[SummaryRecord] = []
             for run in runs:
@@ -347,22 +366,21 @@ class LLMSummarizer:
                     continue
                 text = "\n".join(texts[run.start : run.stop])
                 context = contexts.merged(
-                    self, job, partials[run.start : run.stop], text, final=False
+                    policy, job, partials[run.start : run.stop], text, final=False
                 )
-                result = yield from ask_models(self, job, context)
+                result = yield from ask_models(policy, job, context)
                 if isinstance(result, Failure):
                     return result
                 merged.append(result)
-            return (yield from self._consolidate(job, merged, level + 1))
+            return (yield from self._consolidate(policy, job, merged, level + 1))
         text = clip_text("\n".join(texts), room, count)
         if len(text) < sum(map(len, texts)) + len(texts) - 1:
             logger.warning(
                 "summarizer: partial summaries still over the input cap at depth %d; truncated",
                 level,
             )
-        return (
-            yield from ask_models(self, job, contexts.merged(self, job, partials, text, final=True))
-        )
+        final = contexts.merged(policy, job, partials, text, final=True)
+        return (yield from ask_models(policy, job, final))
 
     # -- the drivers ----------------------------------------------------------------------
 
