@@ -269,22 +269,18 @@ def test_cache_aligned_sends_the_conversation_unchanged_with_a_final_instruction
     assert len(record.covers) == len(messages)
 
 
-def test_cache_aligned_reasks_after_the_same_prefix():
-    completion = ScriptedCompletion(
-        {"narrative": "work on a scheduler"},
-        {
-            "narrative": "Port the scheduler in sched/core.py to asyncio, keep the public API; "
-            "sched/core.py read"
-        },
-    )
+def test_a_cache_aligned_summary_missing_facts_is_filled_in_without_a_second_call():
+    completion = ScriptedCompletion({"narrative": "work on a scheduler"})
     messages = conversation()
     summarizer = LLMSummarizer(
-        completion, models=["gpt-4o"], cache_aligned=True, max_input_tokens=50_000, anchor_limit=1
+        completion, models=["gpt-4o"], cache_aligned=True, max_input_tokens=50_000
     )
-    summarizer.summarize(messages)
-    first, second = completion.requests
-    assert second.conversation == first.conversation == tuple(messages)
-    assert second.messages[: len(first.messages)] == first.messages
+    record = summarizer.summarize(messages)
+    assert len(completion.requests) == 1
+    assert record.model == "gpt-4o"
+    assert record.narrative == "work on a scheduler"
+    assert record.sections.primary_request[0] == record.added[0]
+    assert messages[1].text.startswith(record.added[0].removesuffix("…"))
 
 
 def test_a_conversation_over_the_cap_is_summarized_without_alignment(

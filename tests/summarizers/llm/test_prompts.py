@@ -24,7 +24,7 @@ from synopsis.summarizers.llm.prompts import (
     build_consolidation_prompt,
     build_prompt,
     cache_aligned_prompt,
-    missing_anchors_prompt,
+    instructions_of,
     render_transcript,
 )
 from tests.summarizers.helpers import call, result, say, user
@@ -114,12 +114,20 @@ def test_prompt_for_an_update_quotes_the_previous_summary_and_asks_to_revise_it(
     assert "Focus of this summary" not in content
 
 
-def test_missing_anchors_prompt_names_each_anchor_and_where_it_belongs():
-    turns = missing_anchors_prompt('{"narrative": "x"}', ["src/a.py", "parse_config"])
-    assert turns[0] == {"role": "assistant", "content": '{"narrative": "x"}'}
-    assert turns[1]["role"] == "user"
-    assert "- src/a.py\n- parse_config" in turns[1]["content"]
-    assert "correction the person stated in sections.constraints" in turns[1]["content"]
+def test_the_instructions_of_a_request_leave_out_the_data_it_quotes():
+    previous = SummaryRecord(narrative="Ported the lexer.")
+    whole = build_prompt(
+        [user("Fix the crash in app.py")], previous=previous, instructions="the crash"
+    )
+    merge = build_consolidation_prompt('{"narrative": "part one"}', count=2, messages=9)
+    text = instructions_of("SYSTEM RULES", [*whole, *merge])
+    assert text.startswith("SYSTEM RULES\n")
+    assert "Focus of this summary (from the caller): the crash" in text
+    assert UPDATE_INSTRUCTIONS in text
+    assert "Merge them into one summary of the whole conversation" in text
+    for quoted in ("Fix the crash in app.py", "Ported the lexer.", "part one"):
+        assert quoted in whole[0]["content"] + merge[0]["content"]
+        assert quoted not in text
 
 
 def test_the_cache_aligned_request_asks_for_the_same_sections_and_the_same_update():

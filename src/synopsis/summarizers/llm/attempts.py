@@ -1,9 +1,11 @@
 """One request tried on every model in turn: asked with retries, the answer read and judged.
 
-An answer is used when it reads as a summary (JSON, or numbered sections), renders shorter
-than what it replaces, and keeps the anchors the input names; a summary missing anchors is
-asked for once more, naming them. What failed is a :class:`Failure`, which says whether the
-model answered at all (an answer that could not be used is not retried on the same prompt).
+An answer is used when it reads as a summary (JSON, or numbered sections), is one at all (not
+empty, a refusal or an echo of the instructions: :func:`~.answers.not_a_summary`), and renders
+shorter than what it replaces. What it leaves out of the facts the rule summary keeps is added
+to it (:func:`~.gaps.fill_in`), not asked for again. What failed is a :class:`Failure`, which
+says whether the model answered at all (an answer that could not be used is not retried on the
+same prompt).
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ from pydantic import ValidationError
 from synopsis.errors import brief
 from synopsis.summarizers.llm.answers import (
     SUMMARY_SCHEMA,
-    SummaryContent,
     Update,
     carry_forward,
-    missing_anchors,
+    not_a_summary,
     parse_sectioned,
     parse_summary,
 )
@@ -33,10 +34,10 @@ from synopsis.summarizers.llm.completion import (
     is_retryable,
 )
 from synopsis.summarizers.llm.effects import Call, Effect, Outcome, Sleep
-from synopsis.summarizers.llm.prompts import missing_anchors_prompt
+from synopsis.summarizers.llm.gaps import Fact, Filled, fill_in
+from synopsis.summarizers.llm.prompts import instructions_of
 from synopsis.summarizers.records import SummaryRecord
 from synopsis.summarizers.render import render
-from synopsis.summarizers.rules.drafts import fit_record
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
@@ -66,7 +67,9 @@ class Context:
     """One request to make (with every model in turn) and how to judge its answer."""
 
     prompt: list[ChatMessage]
-    anchors: list[str]
+    wanted: tuple[Fact, ...]
+    """What the answer must keep, else it is added (:func:`~.gaps.wanted`); none for a
+    partial summary, whose facts the whole one is checked for."""
     base: dict[str, Any]
     input_tokens: int | None
     """The answer must render shorter than the messages it replaces (and the summary it
@@ -88,6 +91,10 @@ class Job:
     instructions: str | None
     limit: int
     spent: list[Usage] = field(default_factory=list)
+    filled: Filled | None = None
+    """What was added to the whole summary, once one is accepted with facts added."""
+    wanted: dict[int, tuple[Fact, ...]] = field(default_factory=dict)
+    """The facts the rule summary keeps, by the budget they were found for."""
 
 
 Plan: TypeAlias = "Generator[Effect, Outcome, SummaryRecord | Failure]"
@@ -143,7 +150,7 @@ def accept(
     response: CompletionResponse,
     context: Context,
     usage: Usage,
-) -> tuple[SummaryRecord, SummaryContent] | Failure:
+) -> Filled | Failure:
     if not isinstance(response.text, str):
         # A completion that ignores its type gave no answer a summary can be read from.
         reason = f"answer text is {type(response.text).__name__}, not a string"
@@ -156,7 +163,14 @@ def accept(
             return bad(model, "invalid JSON summary", response.text, error)
         logger.info("summarizer %s: answer in sections, not JSON; its sections are kept", model)
         content = sectioned
+    aligned = bool(context.conversation)
+    instructions = instructions_of("" if aligned else policy.system_prompt, context.prompt)
+    nothing = not_a_summary(content, instructions)
+    if nothing is not None:
+        return bad(model, nothing, response.text)
+    facts = context.wanted
     if context.update is not None:
+        facts = context.update.current(facts, content)
         content = carry_forward(content, context.update)
     record = SummaryRecord(
         **context.base,
@@ -167,15 +181,22 @@ def accept(
         model=response.model or model,
         usage=usage,
     )
-    record = fit_record(record, policy.measure, context.max_tokens)
-    tokens_out = policy.counter.count_text(render(record))
+    filled = fill_in(record, facts, policy.measure, context.max_tokens)
+    tokens_out = policy.counter.count_text(render(filled.record))
     if context.input_tokens is not None and tokens_out >= context.input_tokens:
         return bad(
             model,
             f"summary not shorter than its input ({tokens_out} >= {context.input_tokens} tokens)",
             response.text,
         )
-    return record.model_copy(update={"tokens_out": tokens_out}), content
+    if filled.added:
+        logger.info(
+            "summarizer %s: the summary left out %d facts the rule summary keeps; added",
+            model,
+            len(filled.added),
+        )
+    record = filled.record.model_copy(update={"tokens_out": tokens_out})
+    return Filled(record, filled.added, filled.left_out)
 
 
 def bad(model: str, reason: str, text: str, error: Exception | None = None) -> Failure:
@@ -183,39 +204,23 @@ def bad(model: str, reason: str, text: str, error: Exception | None = None) -> F
     return Failure(f"{model}: {reason}", error, answered=True)
 
 
-def try_model(policy: Policy, model: str, context: Context) -> Plan:
+def try_model(
+    policy: Policy, model: str, context: Context
+) -> Generator[Effect, Outcome, Filled | Failure]:
     outcome = yield from ask(policy, model, context, context.prompt)
     if isinstance(outcome, Exception):
         return Failure(f"{model}: transport error {brief(repr(outcome))}", outcome, context)
-    accepted = accept(policy, model, outcome, context, outcome.usage)
-    if isinstance(accepted, Failure):
-        return accepted
-    record, content = accepted
-    missing = missing_anchors(content, context.anchors)
-    if not missing:
-        return record
-    logger.info("summarizer %s: summary misses %s; asking again", model, missing)
-    turns = [*context.prompt, *missing_anchors_prompt(outcome.text, missing)]
-    again = yield from ask(policy, model, context, turns)
-    if isinstance(again, Exception):
-        return Failure(f"{model}: transport error {brief(repr(again))}", again)
-    accepted = accept(policy, model, again, context, total([outcome.usage, again.usage]))
-    if isinstance(accepted, Failure):
-        return accepted
-    record, content = accepted
-    missing = missing_anchors(content, context.anchors)
-    if missing:
-        logger.warning("summarizer %s: summary still misses %s", model, missing)
-        return Failure(f"{model}: summary misses {missing}", answered=True)
-    return record
+    return accept(policy, model, outcome, context, outcome.usage)
 
 
 def ask_models(policy: Policy, job: Job, context: Context) -> Plan:
     failure = Failure("no model tried")
     for model in policy.models:
         result = yield from try_model(policy, model, context)
-        if isinstance(result, SummaryRecord):
-            job.spent.append(result.usage)
-            return result
+        if isinstance(result, Filled):
+            job.spent.append(result.record.usage)
+            if result.added or result.left_out:
+                job.filled = result
+            return result.record
         failure = result
     return failure

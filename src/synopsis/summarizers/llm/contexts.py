@@ -1,6 +1,6 @@
 """What to ask: the request for a whole summary, for one chunk's partial summary, for a
 cache-aligned conversation, and for a merge of partial summaries, each with how its answer
-will be judged (its anchors, the size it must stay under).
+will be judged (the facts it must keep, the size it must stay under).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from synopsis.summarizers.llm.answers import required_anchors
 from synopsis.summarizers.llm.attempts import Context, Job, update_of
+from synopsis.summarizers.llm.gaps import Fact, wanted
 from synopsis.summarizers.llm.prompts import (
     UPDATE_INSTRUCTIONS,
     build_consolidation_prompt,
@@ -31,11 +31,11 @@ __all__ = [
     "FRAME_TOKENS",
     "MIN_TRANSCRIPT",
     "aligned",
-    "anchors_for",
     "base_fields",
     "merged",
     "quoted",
     "room",
+    "wanted_for",
 ]
 
 logger = logging.getLogger("synopsis.summarizers")
@@ -62,12 +62,18 @@ def base_fields(
     }
 
 
-def anchors_for(
-    policy: Policy, messages: Sequence[Message], previous: SummaryRecord | None
-) -> list[str]:
-    if not policy.quality_guard:
-        return []
-    return required_anchors(messages, previous, limit=policy.anchor_limit)
+def wanted_for(policy: Policy, job: Job) -> tuple[Fact, ...]:
+    """The facts the rule summary of the job's messages keeps at its budget: what the whole
+    summary must keep (found once per budget)."""
+    if policy.reference is None:
+        return ()
+    found = job.wanted.get(job.limit)
+    if found is None:
+        reference = policy.reference.summarize(
+            job.messages, previous=job.previous, max_tokens=job.limit
+        )
+        found = job.wanted[job.limit] = wanted(reference)
+    return found
 
 
 def room(policy: Policy, job: Job, previous: SummaryRecord | None) -> int:
@@ -95,7 +101,7 @@ def aligned(policy: Policy, job: Job) -> Context | None:
     previous = policy.counter.count_text(render(job.previous)) if job.previous else 0
     return Context(
         prompt,
-        anchors_for(policy, job.messages, job.previous),
+        wanted_for(policy, job),
         base,
         base["tokens_in"] + previous,
         job.limit,
@@ -122,7 +128,7 @@ def quoted(
     size = base["tokens_in"] + (policy.counter.count_text(render(previous)) if previous else 0)
     return Context(
         prompt,
-        anchors_for(policy, messages, previous),
+        wanted_for(policy, job) if whole else (),
         base,
         size if whole else None,
         job.limit,
@@ -141,14 +147,14 @@ def merged(
     previous = job.previous if final else None
     if final:
         base = base_fields(policy, job.messages, previous)
-        anchors = anchors_for(policy, job.messages, previous)
+        facts = wanted_for(policy, job)
     else:
         base = {
             "created_at": policy.clock(),
             "covers": Covers.join(p.covers for p in partials),
             "tokens_in": sum(p.tokens_in for p in partials),
         }
-        anchors = []
+        facts = ()
     prompt = build_consolidation_prompt(
         text,
         count=len(partials),
@@ -159,4 +165,4 @@ def merged(
     )
     size = base["tokens_in"] + (policy.counter.count_text(render(previous)) if previous else 0)
     update = update_of(previous, job.messages)
-    return Context(prompt, anchors, base, size if final else None, job.limit, update=update)
+    return Context(prompt, facts, base, size if final else None, job.limit, update=update)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from datetime import datetime
 
+    from synopsis.summarizers.protocols import Summarizer
     from synopsis.summarizers.records import SummaryRecord
     from synopsis.tokens import TokenCounter
 
@@ -38,8 +39,9 @@ class Policy:
     """Seconds before the first retry of a transport failure, doubled for each next one."""
     input_cap: int
     """The most tokens one request's prompt may take."""
-    quality_guard: bool
-    anchor_limit: int
+    reference: Summarizer | None
+    """The rule-based summarizer whose summary of the same messages says what a model's
+    summary must keep (see :mod:`.gaps`); ``None``: the model's summary is used as it is."""
     counter: TokenCounter
     clock: Callable[[], datetime]
 

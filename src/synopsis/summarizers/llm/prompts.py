@@ -16,6 +16,7 @@ the system prompt says to treat all of it as data.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 from synopsis.messages import (
@@ -42,7 +43,7 @@ __all__ = [
     "build_consolidation_prompt",
     "build_prompt",
     "cache_aligned_prompt",
-    "missing_anchors_prompt",
+    "instructions_of",
     "partial_json",
     "quote_transcript",
     "render_transcript",
@@ -279,19 +280,10 @@ def cache_aligned_prompt(
     return [{"role": "user", "content": "\n\n".join(parts)}]
 
 
-def missing_anchors_prompt(answer: str, missing: Sequence[str]) -> list[ChatMessage]:
-    """The follow-up turns when a summary dropped anchors: the answer, then what to add and
-    where (a constraint the person stated belongs in its own section, not in the narrative)."""
-    listed = "\n".join(f"- {_defuse(anchor)}" for anchor in missing)
-    return [
-        {"role": "assistant", "content": answer},
-        {
-            "role": "user",
-            "content": "Your summary leaves out these items from the transcript, which must "
-            f"appear verbatim:\n{listed}\nPut each where it belongs: a rule, preference or "
-            "correction the person stated in sections.constraints, a request in "
-            "sections.user_messages, a path in sections.files_and_code, a pending task in "
-            "sections.pending_tasks, any other identifier in facets.entities. "
-            "Return the whole corrected JSON object now.",
-        },
-    ]
+_QUOTED = re.compile(r"<(transcript|previous_summary|partial_summaries)>.*?</\1>", re.DOTALL)
+
+
+def instructions_of(system: str, prompt: Sequence[ChatMessage]) -> str:
+    """What a request asks, without the data it quotes (the transcript, a previous summary,
+    partial summaries): an answer that repeats this is an echo, not a summary."""
+    return "\n".join([system, *(_QUOTED.sub(" ", turn["content"]) for turn in prompt)])

@@ -4,13 +4,17 @@ The order of things when a call does not give a good summary:
 
 1. A transport failure (:class:`~synopsis.errors.TransportError`, a timeout, a dropped
    connection) is retried after ``backoff * 2**attempt`` seconds, ``max_retries`` times.
-2. Bad output (not JSON, not the schema, empty, or not shorter than its input) is logged with
-   its first 200 characters and not retried: the same prompt would likely fail the same way.
-   An answer written in the numbered sections of the rendered summary instead of JSON is read
-   as such, not discarded.
-3. A summary that drops anchors (the first request, the constraints people stated, paths and
-   identifiers the input repeats, pending items) is asked for once more, naming what is
-   missing.
+2. An answer that is not a summary at all is logged with its first 200 characters and not
+   retried: the same prompt would likely fail the same way. That is an answer that reads
+   neither as the schema's JSON nor as the rendered summary's numbered sections (prose, JSON
+   of another shape or cut short), one with no word in it, a refusal, an echo of the
+   instructions (:func:`~.answers.not_a_summary`), and one not shorter than what it replaces.
+3. Any other answer is the model's summary, and it is used. What it leaves out of what the
+   rule summary of the same messages keeps (the first request, the constraints people
+   stated, the openings of their requests, paths and identifiers) is added to it, verbatim,
+   within the summary's budget, and shown in a section of its own (:mod:`.gaps`); a
+   :class:`~synopsis.events.SummaryFilledIn` event lists what was added. A model is never
+   asked again for what it left out: that would cost a second call, and adding it costs none.
 4. Whatever still failed moves on to the next model of ``models``, then to the ``fallback``
    summarizer (rule-based by default), or raises :class:`SummarizerError` when
    ``abort_on_failure`` is set.
@@ -46,17 +50,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from synopsis.errors import ConfigurationError
-from synopsis.events import SummarizerFellBack, notify
+from synopsis.events import SummarizerFellBack, SummaryFilledIn, notify
 from synopsis.messages import Message, Role, TextPart
 from synopsis.models import context_window
 from synopsis.summarizers._options import history, utc_now, whole_number
 from synopsis.summarizers.llm import contexts, effects
-from synopsis.summarizers.llm.answers import (
-    SUMMARY_SCHEMA,
-    SummaryContent,
-    parse_summary,
-    required_anchors,
-)
+from synopsis.summarizers.llm.answers import SUMMARY_SCHEMA, SummaryContent, parse_summary
 from synopsis.summarizers.llm.attempts import (
     Context,
     Failure,
@@ -94,7 +93,6 @@ __all__ = [
     "Oversize",
     "SummaryContent",
     "parse_summary",
-    "required_anchors",
 ]
 
 logger = logging.getLogger("synopsis.summarizers")
@@ -129,6 +127,11 @@ class LLMSummarizer:
     the most tokens the rendered record may take: a longer answer is cut to fit, least
     important content first, and marked ``truncated``.
 
+    ``quality_guard`` (on by default) holds each summary to what the rule summary of the same
+    messages keeps, at the same budget (the ``fallback``'s extractors when it is rule-based):
+    what the model left out of it is added (see the steps above). Off, the model's summary is
+    used as it is.
+
     ``max_input_tokens`` caps one request's prompt, for every model or per model (a mapping of
     model to cap); by default each model's cap is its window less ``max_summary_tokens``, and
     requests are made to fit the smallest. A server that says a request is over its context
@@ -159,7 +162,6 @@ class LLMSummarizer:
         max_depth: int = 5,
         result_chars: int = 2000,
         quality_guard: bool = True,
-        anchor_limit: int = 10,
         temperature: float = 0.0,
         cache_aligned: bool = False,
         tools: Sequence[Mapping[str, Any]] = (),
@@ -189,12 +191,20 @@ class LLMSummarizer:
         self.max_depth = whole_number("max_depth", max_depth, 1)
         self.result_chars = whole_number("result_chars", result_chars, 1)
         self.quality_guard = quality_guard
-        self.anchor_limit = whole_number("anchor_limit", anchor_limit, 0)
         self.temperature = temperature
         self.cache_aligned = cache_aligned
         self.tools: tuple[Mapping[str, Any], ...] = tuple(tools)
-        self.counter = counter_for_model(model_for_counting or self.models[0])
+        counting = model_for_counting or self.models[0]
+        self.counter = counter_for_model(counting)
         self.clock = clock or utc_now
+        rules = self.fallback if isinstance(self.fallback, RuleBasedSummarizer) else None
+        self._reference = RuleBasedSummarizer(
+            extractors=rules.extractors if rules else None,
+            user_message_chars=rules.user_message_chars if rules else 2000,
+            max_summary_tokens=self.max_summary_tokens,
+            model_for_counting=counting,
+        )
+        """The rules whose summary says what a model's summary must keep."""
 
     def _input_cap(self, given: int | Mapping[str, int] | None) -> int:
         """The smallest cap of the models: the one given for it, else its window less the
@@ -236,8 +246,7 @@ class LLMSummarizer:
             max_retries=self.max_retries,
             backoff=self.backoff,
             input_cap=self._input_cap_now(),
-            quality_guard=self.quality_guard,
-            anchor_limit=self.anchor_limit,
+            reference=self._reference if self.quality_guard else None,
             counter=self.counter,
             clock=self.clock,
         )
@@ -400,6 +409,14 @@ class LLMSummarizer:
 
     def _finish(self, job: Job, result: SummaryRecord | Failure) -> SummaryRecord | None:
         if isinstance(result, SummaryRecord):
+            if job.filled is not None:
+                notify(
+                    SummaryFilledIn(
+                        model=result.model,
+                        added=tuple(map(str, job.filled.added)),
+                        left_out=tuple(map(str, job.filled.left_out)),
+                    )
+                )
             return result.model_copy(update={"usage": total(job.spent)})
         if self.abort_on_failure:
             raise SummarizerError(f"every model failed; last: {result.reason}") from result.cause
