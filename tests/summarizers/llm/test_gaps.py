@@ -208,3 +208,20 @@ def test_a_filled_summary_keeps_every_fact_the_budget_holds(
     alone = with_facts(SummaryRecord(truncated=True), facts)
     if measure(alone) <= budget:
         assert filled.left_out == ()
+
+
+def test_a_rule_summary_with_nothing_in_it_wants_nothing():
+    assert wanted(SummaryRecord()) == ()
+
+
+def test_a_record_is_marked_cut_when_a_fact_did_not_fit_even_if_its_own_content_did():
+    short = Fact("first request", "Downgrade my flights")
+    long = Fact("request", " ".join(f"refund reservation R{i}X9 to card C{i}Z7" for i in range(4)))
+    budget = measure(with_facts(SummaryRecord(narrative="ok"), [short]))
+    # Even with nothing else in it, and no closing advice, the record cannot hold both.
+    assert measure(with_facts(SummaryRecord(truncated=True), [short, long])) > budget
+    filled = fill_in(SummaryRecord(narrative="ok"), [short, long], measure, budget)
+    assert filled.record.narrative == "ok"
+    assert filled.added == (short,)
+    assert filled.left_out == (long,)
+    assert filled.record.truncated

@@ -18,6 +18,7 @@ from synopsis.summarizers import Sections, SummaryRecord
 from synopsis.summarizers.llm.answers import parse_sectioned
 from synopsis.summarizers.llm.completion import TransportError, is_retryable
 from synopsis.summarizers.llm.prompts import (
+    CLOSING,
     DATA_WARNING,
     SYSTEM_PROMPT,
     UPDATE_INSTRUCTIONS,
@@ -92,7 +93,7 @@ def test_prompt_carries_meta_focus_and_transcript():
     assert content.startswith("<meta total_messages=1 total_tokens=12 depth=0 />")
     assert "Focus of this summary (from the caller): keep the version numbers" in content
     assert "<previous_summary>" not in content
-    assert content.endswith("Return the JSON object now.")
+    assert content.endswith(CLOSING)
 
 
 def test_prompt_for_an_update_quotes_the_previous_summary_and_asks_to_revise_it():

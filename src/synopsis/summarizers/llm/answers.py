@@ -24,6 +24,7 @@ from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
     MAX_KEY_POINTS,
     MAX_SECTION_ITEMS,
+    Entities,
     Facets,
     Sections,
     SummaryRecord,
@@ -34,7 +35,7 @@ from synopsis.summarizers.rules.extractors import DEFAULT_EXTRACTORS
 from synopsis.summarizers.scanning import dedupe, same_head, scan_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from synopsis.messages import Message
     from synopsis.summarizers.llm.gaps import Fact
@@ -44,6 +45,7 @@ __all__ = [
     "SummaryContent",
     "Update",
     "carry_forward",
+    "joined",
     "not_a_summary",
     "parse_sectioned",
     "parse_summary",
@@ -97,7 +99,8 @@ def parse_summary(text: str) -> SummaryContent:
     body = text.strip()
     if body.startswith("```") and body.endswith("```") and len(body) > 6:
         body = body[3:-3].removeprefix("json").strip()
-    return SummaryContent.model_validate(json.loads(body))
+    # strict=False: a line break inside a string (a small model writes them raw) is still text.
+    return SummaryContent.model_validate(json.loads(body, strict=False))
 
 
 def _normal(text: str) -> str:
@@ -157,6 +160,49 @@ def not_a_summary(content: SummaryContent, instructions: str) -> str | None:
     if runs and len(runs & _runs(instructions)) >= _ECHO * len(runs):
         return "an echo of the instructions, not a summary"
     return None
+
+
+def joined(records: Sequence[SummaryRecord]) -> SummaryContent:
+    """The content of consecutive partial summaries put together as they are, oldest first:
+    for a merge the model answered with no summary. Each list keeps every distinct item within
+    its cap (the first of the primary requests and entities, the newest of the rest); the
+    narratives are paragraphs, so that fitting a budget drops the oldest first."""
+
+    def listed(items: Iterable[str], cap: int, *, newest: bool = True) -> list[str]:
+        found = dedupe(items)
+        return found[-cap:] if newest else found[:cap]
+
+    sections: dict[str, Any] = {
+        name: listed(
+            (i for r in records for i in getattr(r.sections, name)),
+            MAX_SECTION_ITEMS,
+            newest=name != "primary_request",
+        )
+        for name in Sections.model_fields
+        if name != "next_step"
+    }
+    steps = [r.sections.next_step for r in records if r.sections.next_step]
+    sections["next_step"] = steps[-1] if steps else None
+    facets = [r.facets for r in records]
+    entities = {
+        name: listed((i for f in facets for i in getattr(f.entities, name)), MAX_FACET_ITEMS)
+        for name in Entities.model_fields
+    }
+    tasks = list(dict.fromkeys(a for f in facets for a in f.action_items))[-MAX_FACET_ITEMS:]
+    return SummaryContent(
+        narrative="\n".join(r.narrative for r in records if r.narrative.strip()) or "(joined)",
+        key_points=tuple(listed((k for r in records for k in r.key_points), MAX_KEY_POINTS)),
+        sections=Sections.model_validate(sections),
+        facets=Facets(
+            participants=tuple(
+                listed((p for f in facets for p in f.participants), MAX_FACET_ITEMS)
+            ),
+            decisions=tuple(listed((d for f in facets for d in f.decisions), MAX_FACET_ITEMS)),
+            action_items=tuple(tasks),
+            unresolved=tuple(listed((u for f in facets for u in f.unresolved), MAX_FACET_ITEMS)),
+            entities=Entities.model_validate(entities),
+        ),
+    )
 
 
 _SENTENCES: Final = re.compile(r"(?<=[.!?;])\s+|\n+")

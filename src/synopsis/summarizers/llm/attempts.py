@@ -19,8 +19,10 @@ from pydantic import ValidationError
 from synopsis.errors import brief
 from synopsis.summarizers.llm.answers import (
     SUMMARY_SCHEMA,
+    SummaryContent,
     Update,
     carry_forward,
+    joined,
     not_a_summary,
     parse_sectioned,
     parse_summary,
@@ -45,7 +47,18 @@ if TYPE_CHECKING:
     from synopsis.messages import Message
     from synopsis.summarizers.llm.policy import Policy
 
-__all__ = ["Context", "Failure", "Job", "Plan", "ask_models", "total", "update_of"]
+__all__ = [
+    "Context",
+    "Failure",
+    "Job",
+    "Plan",
+    "ask_models",
+    "judge",
+    "merge",
+    "total",
+    "update_of",
+    "used",
+]
 
 logger = logging.getLogger("synopsis.summarizers")
 
@@ -168,6 +181,21 @@ def accept(
     nothing = not_a_summary(content, instructions)
     if nothing is not None:
         return bad(model, nothing, response.text)
+    return judge(policy, response.model or model, content, context, usage, text=response.text)
+
+
+def judge(
+    policy: Policy,
+    model: str,
+    content: SummaryContent,
+    context: Context,
+    usage: Usage,
+    *,
+    text: str = "",
+) -> Filled | Failure:
+    """The record of ``content`` (a model's summary, ``text`` as it answered), what it left
+    out of the facts wanted added, within the budget; a failure when it is not shorter than
+    what it replaces."""
     facts = context.wanted
     if context.update is not None:
         facts = context.update.current(facts, content)
@@ -178,7 +206,7 @@ def accept(
         key_points=content.key_points,
         sections=content.sections,
         facets=content.facets,
-        model=response.model or model,
+        model=model,
         usage=usage,
     )
     filled = fill_in(record, facts, policy.measure, context.max_tokens)
@@ -187,7 +215,7 @@ def accept(
         return bad(
             model,
             f"summary not shorter than its input ({tokens_out} >= {context.input_tokens} tokens)",
-            response.text,
+            text,
         )
     if filled.added:
         logger.info(
@@ -218,9 +246,32 @@ def ask_models(policy: Policy, job: Job, context: Context) -> Plan:
     for model in policy.models:
         result = yield from try_model(policy, model, context)
         if isinstance(result, Filled):
-            job.spent.append(result.record.usage)
-            if result.added or result.left_out:
-                job.filled = result
-            return result.record
+            return used(job, result)
         failure = result
     return failure
+
+
+def merge(policy: Policy, job: Job, context: Context, partials: Sequence[SummaryRecord]) -> Plan:
+    """The merge of ``partials`` that ``context`` asks for; when every model answered it with
+    no summary at all, the partials joined as they are (:func:`~.answers.joined`), judged as
+    an answer would be: the models wrote them, and a small one that cannot merge them still
+    summarized each part."""
+    result = yield from ask_models(policy, job, context)
+    if not isinstance(result, Failure) or not result.answered:
+        return result
+    logger.warning(
+        "summarizer: no model merged the %d partial summaries (%s); joined as they are",
+        len(partials),
+        result.reason,
+    )
+    model = next((p.model for p in partials if p.model != "rules"), policy.models[0])
+    filled = judge(policy, model, joined(partials), context, Usage())
+    return filled if isinstance(filled, Failure) else used(job, filled)
+
+
+def used(job: Job, filled: Filled) -> SummaryRecord:
+    """``filled``'s record, its usage and what was added to it noted in ``job``."""
+    job.spent.append(filled.record.usage)
+    if filled.added or filled.left_out:
+        job.filled = filled
+    return filled.record

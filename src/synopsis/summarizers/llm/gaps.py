@@ -94,11 +94,10 @@ def wanted(reference: SummaryRecord) -> tuple[Fact, ...]:
     the constraints, the requests (newest first), the paths, the identifiers."""
     sections = reference.sections
     facts: list[Fact] = []
-    first = sections.primary_request[0] if sections.primary_request else None
-    if first:
-        facts.append(Fact("first request", _opening(first, _TEXT_CHARS)))
+    first = sections.primary_request[0] if sections.primary_request else ""
+    facts.append(Fact("first request", _opening(first, _TEXT_CHARS)))
     facts += [Fact("constraint", _opening(c, _TEXT_CHARS)) for c in sections.constraints]
-    head = squash(first)[:PROBE_CHARS] if first else None
+    head = squash(first)[:PROBE_CHARS]
     for request in reversed(sections.user_messages):
         fact = Fact("request", _opening(request, _OPENING_CHARS))
         if fact.probe != head:  # the first message, already the first request

@@ -20,9 +20,10 @@ The order of things when a call does not give a good summary:
    ``abort_on_failure`` is set.
 
 Input over ``max_input_tokens`` is cut into consecutive chunks that fit, each summarized on its
-own; the partial summaries are then consolidated into one, in rounds when even they do not fit
-together, at most ``max_depth`` levels deep, after which what is left is truncated
-deterministically. With ``oversize="trim"`` the oldest messages are left out instead, the first
+own (a chunk whose answer is no summary at all by the rules instead, unless every chunk's is);
+the partial summaries are then consolidated into one (joined as they are when the model
+answers a merge with no summary), in rounds when even they do not fit together, at most
+``max_depth`` levels deep, after which what is left is truncated deterministically. With ``oversize="trim"`` the oldest messages are left out instead, the first
 request always kept. A single message larger than the cap is clipped, head and tail kept.
 
 Nothing to summarize (no messages) asks no model: the ``fallback`` gives the record.
@@ -62,6 +63,7 @@ from synopsis.summarizers.llm.attempts import (
     Job,
     Plan,
     ask_models,
+    merge,
     total,
 )
 from synopsis.summarizers.llm.chunking import clip_text, group, trim
@@ -79,7 +81,7 @@ from synopsis.summarizers.llm.prompts import (
     transcript_blocks,
 )
 from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
-from synopsis.summarizers.records import SummaryRecord
+from synopsis.summarizers.records import Covers, SummaryRecord
 from synopsis.summarizers.rules.summarizer import RuleBasedSummarizer
 from synopsis.tokens import counter_for_model
 
@@ -342,7 +344,9 @@ class LLMSummarizer:
             return (yield from ask_models(policy, job, context))
         room = contexts.room(policy, job, None)
         partials: list[SummaryRecord] = []
-        for run in group(sizes, room):
+        runs = group(sizes, room)
+        stood_in = 0
+        for run in runs:
             chunk = [
                 clip_text(b, room, count) if len(run) == 1 else b
                 for b in blocks[run.start : run.stop]
@@ -352,10 +356,28 @@ class LLMSummarizer:
             )
             result = yield from ask_models(policy, job, context)
             if isinstance(result, Failure):
-                return result
+                stood_in += 1
+                if not result.answered or stood_in == len(runs):
+                    return result
+                result = self._stand_in(job, run, result)
             partials.append(result)
         logger.info("summarizer: %d chunks summarized; consolidating", len(partials))
         return (yield from self._consolidate(policy, job, partials, level=1))
+
+    def _stand_in(self, job: Job, run: range, failure: Failure) -> SummaryRecord:
+        """The rules' summary of a chunk the model answered with no summary: one poor answer
+        among many (a small model's, in a small window) does not cost the model's summary of
+        the whole, which is still checked and filled in."""
+        logger.warning(
+            "summarizer: the answer for messages %d to %d was no summary (%s); "
+            "the rules summarize that part",
+            run.start + 1,
+            run.stop,
+            failure.reason,
+        )
+        part = job.messages[run.start : run.stop]
+        record = self._reference.summarize(part, max_tokens=job.limit)
+        return record.model_copy(update={"covers": Covers.of(part, run.start)})
 
     def _consolidate(
         self, policy: Policy, job: Job, partials: Sequence[SummaryRecord], level: int
@@ -374,10 +396,9 @@ class LLMSummarizer:
                     merged.append(partials[run.start])
                     continue
                 text = "\n".join(texts[run.start : run.stop])
-                context = contexts.merged(
-                    policy, job, partials[run.start : run.stop], text, final=False
-                )
-                result = yield from ask_models(policy, job, context)
+                group_of = partials[run.start : run.stop]
+                context = contexts.merged(policy, job, group_of, text, final=False)
+                result = yield from merge(policy, job, context, group_of)
                 if isinstance(result, Failure):
                     return result
                 merged.append(result)
@@ -389,7 +410,7 @@ class LLMSummarizer:
                 level,
             )
         final = contexts.merged(policy, job, partials, text, final=True)
-        return (yield from ask_models(policy, job, final))
+        return (yield from merge(policy, job, final, partials))
 
     # -- the drivers ----------------------------------------------------------------------
 
