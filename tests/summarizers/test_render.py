@@ -254,7 +254,9 @@ def test_what_synopsis_added_to_a_models_summary_stands_in_a_section_of_its_own(
             constraints=("Never change the passengers",),
             user_messages=("Refund to the original card",),
         ),
-        facets=Facets(entities=Entities(files=("src/fares.py",), symbols=("JG7FMM", "sophia_7557"))),
+        facets=Facets(
+            entities=Entities(files=("src/fares.py",), symbols=("JG7FMM", "sophia_7557"))
+        ),
         added=(
             "Downgrade my flights to economy",
             "Never change the passengers",

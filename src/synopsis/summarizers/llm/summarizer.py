@@ -23,8 +23,9 @@ Input over ``max_input_tokens`` is cut into consecutive chunks that fit, each su
 own (a chunk whose answer is no summary at all by the rules instead, unless every chunk's is);
 the partial summaries are then consolidated into one (joined as they are when the model
 answers a merge with no summary), in rounds when even they do not fit together, at most
-``max_depth`` levels deep, after which what is left is truncated deterministically. With ``oversize="trim"`` the oldest messages are left out instead, the first
-request always kept. A single message larger than the cap is clipped, head and tail kept.
+``max_depth`` levels deep, after which what is left is truncated deterministically. With
+``oversize="trim"`` the oldest messages are left out instead, the first request always kept.
+A single message larger than the cap is clipped, head and tail kept.
 
 Nothing to summarize (no messages) asks no model: the ``fallback`` gives the record.
 
