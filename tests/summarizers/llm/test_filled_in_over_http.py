@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 SESSION = next(p for p in TRANSCRIPTS if p.name.startswith("taubench-airline-task2"))
 SERVED = "smollm2-135m"
-POOR = {
+POOR: dict[str, Any] = {
     "narrative": "The customer talked to the airline agent about flights and the agent helped.",
     "key_points": ["The agent looked at the reservations"],
     "sections": {"current_work": ["Helping the customer"]},
@@ -42,7 +42,7 @@ def items() -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def compact(server: FakeLLMServer, **options: Any) -> synopsis.CompactResult:
+def compact(server: FakeLLMServer, **options: Any) -> synopsis.CompactionResult:
     return synopsis.compact(
         items(),
         model="gpt-4o",
