@@ -225,3 +225,12 @@ def test_a_record_is_marked_cut_when_a_fact_did_not_fit_even_if_its_own_content_
     assert filled.added == (short,)
     assert filled.left_out == (long,)
     assert filled.record.truncated
+
+
+def test_more_facts_than_a_list_holds_keep_the_most_important_and_name_only_those():
+    newest_first = [Fact("request", f"request {i:03d}") for i in range(70, 0, -1)]
+    out = with_facts(model_record(), newest_first)
+    users = out.sections.user_messages
+    assert users == tuple(f"request {i:03d}" for i in range(21, 71))  # the newest, oldest first
+    assert set(out.added) == set(users)
+    assert kept(newest_first, out) == [f for f in newest_first if f.text in users]

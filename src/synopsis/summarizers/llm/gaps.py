@@ -17,15 +17,18 @@ last), as the rules would cut them; those are reported as left out.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
-from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_SECTION_ITEMS, Sections
+from synopsis.summarizers.records import Entities, Sections
 from synopsis.summarizers.rules.drafts import fit_record
 from synopsis.summarizers.scanning import dedupe, scan_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+
+    from pydantic import BaseModel
 
     from synopsis.summarizers.records import SummaryRecord
 
@@ -139,19 +142,36 @@ def kept(facts: Sequence[Fact], record: SummaryRecord) -> list[Fact]:
     return [fact for fact in facts if text.has(fact)]
 
 
+def _cap(model: type[BaseModel], name: str) -> int:
+    """The most items the record's field ``name`` may hold."""
+    metadata = model.model_fields[name].metadata
+    lengths = [m.max_length for m in metadata if isinstance(getattr(m, "max_length", None), int)]
+    return min(lengths, default=sys.maxsize)
+
+
 def _with(
-    items: Sequence[str], more: Sequence[str], cap: int, *, first: bool = False
+    items: Sequence[str],
+    more: Sequence[str],
+    cap: int,
+    *,
+    first: bool = False,
+    newest: bool = False,
 ) -> tuple[str, ...]:
-    """``items`` with ``more`` added, after them (before them when ``first``), within ``cap``:
-    what does not fit is the model's items, never one added."""
-    more = dedupe(more)
-    own = [i for i in items if i not in more][: max(cap - len(more), 0)]
-    return tuple([*more, *own] if first else [*own, *more])[:cap]
+    """``items`` with ``more`` (the most important first) added, after them (before them when
+    ``first``; the other way round when ``newest``: oldest first), within ``cap``: what does
+    not fit is the model's items (its oldest when ``newest``) before an added one."""
+    more = dedupe(more)[:cap]
+    own = [i for i in items if i not in more]
+    room = cap - len(more)
+    own = own[len(own) - room :] if newest else own[:room]
+    if newest:
+        more = more[::-1]
+    return tuple([*more, *own] if first else [*own, *more])
 
 
 def with_facts(record: SummaryRecord, facts: Sequence[Fact]) -> SummaryRecord:
-    """``record`` with ``facts`` in the sections the rule summary keeps them in, and named in
-    ``added``."""
+    """``record`` with ``facts`` in the sections the rule summary keeps them in, and those
+    that found room named in ``added``."""
     if not facts:
         return record
 
@@ -159,27 +179,38 @@ def with_facts(record: SummaryRecord, facts: Sequence[Fact]) -> SummaryRecord:
         return [f.text for f in facts if f.kind == kind]
 
     s, entities = record.sections, record.facets.entities
+    # The requests come newest first, in order of importance; they are listed oldest first.
+    requests = _with(s.user_messages, of("request"), _cap(Sections, "user_messages"), newest=True)
     sections = s.model_copy(
         update={
             "primary_request": _with(
-                s.primary_request, of("first request"), MAX_SECTION_ITEMS, first=True
+                s.primary_request,
+                of("first request"),
+                _cap(Sections, "primary_request"),
+                first=True,
             ),
-            "constraints": _with(s.constraints, of("constraint"), MAX_SECTION_ITEMS),
-            # The requests are listed newest first in order of importance; kept oldest first.
-            "user_messages": _with(s.user_messages, of("request")[::-1], MAX_SECTION_ITEMS),
+            "constraints": _with(s.constraints, of("constraint"), _cap(Sections, "constraints")),
+            "user_messages": requests,
         }
     )
     entities = entities.model_copy(
         update={
-            "files": _with(entities.files, of("path"), MAX_FACET_ITEMS),
-            "symbols": _with(entities.symbols, of("identifier"), MAX_FACET_ITEMS),
+            "files": _with(entities.files, of("path"), _cap(Entities, "files")),
+            "symbols": _with(entities.symbols, of("identifier"), _cap(Entities, "symbols")),
         }
     )
+    placed = {
+        *sections.primary_request,
+        *sections.constraints,
+        *sections.user_messages,
+        *entities.files,
+        *entities.symbols,
+    }
     return record.model_copy(
         update={
             "sections": sections,
             "facets": record.facets.model_copy(update={"entities": entities}),
-            "added": tuple(dedupe([*record.added, *(f.text for f in facts)])),
+            "added": tuple(dedupe([*record.added, *(f.text for f in facts if f.text in placed)])),
         }
     )
 
