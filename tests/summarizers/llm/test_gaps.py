@@ -15,8 +15,16 @@ from synopsis.summarizers import (
     SummaryRecord,
     render,
 )
-from synopsis.summarizers.llm.gaps import PROBE_CHARS, Fact, fill_in, kept, wanted, with_facts
-from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_SECTION_ITEMS
+from synopsis.summarizers.llm.gaps import (
+    PROBE_CHARS,
+    Fact,
+    _cap,
+    _with,
+    fill_in,
+    kept,
+    wanted,
+    with_facts,
+)
 from synopsis.tokens import counter_for_model
 from tests.strategies import any_history, valid_history
 from tests.summarizers.helpers import TRANSCRIPTS, load, say, user
@@ -84,13 +92,13 @@ def test_a_fact_is_kept_word_for_word_paths_and_identifiers_exactly():
     assert str(request) == f"request: {request.text}"
 
 
-def test_added_facts_go_where_the_rules_keep_them_within_each_cap():
-    full = model_record(
+def test_added_facts_go_where_the_rules_keep_them():
+    own = model_record(
         sections=Sections(
             primary_request=("The person wants a cheaper fare",),
-            user_messages=tuple(f"request {i}" for i in range(MAX_SECTION_ITEMS)),
+            user_messages=("the model's request",),
         ),
-        facets=Facets(entities=Entities(symbols=tuple(f"s_{i}" for i in range(MAX_FACET_ITEMS)))),
+        facets=Facets(entities=Entities(symbols=("s_1",))),
     )
     facts = [
         Fact("first request", "Downgrade my flights"),
@@ -100,21 +108,33 @@ def test_added_facts_go_where_the_rules_keep_them_within_each_cap():
         Fact("path", "src/fares.py"),
         Fact("identifier", "JG7FMM"),
     ]
-    out = with_facts(full, facts)
+    out = with_facts(own, facts)
     assert out.sections.primary_request == (
         "Downgrade my flights",
         "The person wants a cheaper fare",
     )
     assert out.sections.constraints == ("Never change the passengers.",)
-    users = out.sections.user_messages
-    assert len(users) == MAX_SECTION_ITEMS
-    assert users[-2:] == ("an older request", "the newest request")
+    assert out.sections.user_messages == (
+        "the model's request",
+        "an older request",
+        "the newest request",
+    )
     assert out.facets.entities.files == ("src/fares.py",)
-    assert out.facets.entities.symbols[-1] == "JG7FMM"
-    assert len(out.facets.entities.symbols) == MAX_FACET_ITEMS
+    assert out.facets.entities.symbols == ("s_1", "JG7FMM")
     assert out.added == tuple(f.text for f in facts)
-    assert with_facts(full, []) is full
+    assert with_facts(own, []) is own
     SummaryRecord.model_validate_json(out.model_dump_json())  # still a valid record
+
+
+def test_within_a_cap_an_added_item_outranks_the_models_own():
+    model = ["m1", "m2", "m3", "m4"]
+    assert _with(model, ["a", "b"], 5) == ("m1", "m2", "m3", "a", "b")
+    assert _with(model, ["a", "b"], 5, first=True) == ("a", "b", "m1", "m2", "m3")
+    # Newest first in importance, oldest first in the list; the model's oldest give way.
+    assert _with(model, ["new", "old"], 5, newest=True) == ("m2", "m3", "m4", "old", "new")
+    assert _with(model, ["a", "b", "c"], 2) == ("a", "b")
+    assert _cap(Sections, "user_messages") >= 50
+    assert _cap(Entities, "symbols") >= 50
 
 
 def test_what_the_model_kept_is_not_added():
@@ -228,9 +248,9 @@ def test_a_record_is_marked_cut_when_a_fact_did_not_fit_even_if_its_own_content_
 
 
 def test_more_facts_than_a_list_holds_keep_the_most_important_and_name_only_those():
-    newest_first = [Fact("request", f"request {i:03d}") for i in range(70, 0, -1)]
+    cap = _cap(Sections, "user_messages")
+    newest_first = [Fact("request", f"request {i:06d}") for i in range(cap + 20, 0, -1)]
     out = with_facts(model_record(), newest_first)
     users = out.sections.user_messages
-    assert users == tuple(f"request {i:03d}" for i in range(21, 71))  # the newest, oldest first
+    assert users == tuple(f"request {i:06d}" for i in range(21, cap + 21))  # oldest first
     assert set(out.added) == set(users)
-    assert kept(newest_first, out) == [f for f in newest_first if f.text in users]
