@@ -20,6 +20,7 @@ from synopsis.events import (
     Event,
     RefillBreakerOpened,
     SummarizerFellBack,
+    SummaryFilledIn,
     current_listeners,
     emit,
     listening,
@@ -232,6 +233,24 @@ def test_the_refill_breaker_says_where_the_session_now_lands() -> None:
     )
     assert opened.level == logging.WARNING
     assert opened.to_dict()["event"] == "refill_breaker_opened"
+
+
+def test_a_filled_in_summary_says_what_was_added_by_kind() -> None:
+    filled = SummaryFilledIn(
+        "s1",
+        model="smollm2",
+        added=("first request: Hi, I need to downgrade", "identifier: S61CZX", "identifier: H8"),
+    )
+    assert filled.message == (
+        "session s1: the summary by smollm2 left out facts; added verbatim: "
+        "1 first request, 2 identifiers"
+    )
+    assert filled.level == logging.INFO
+    data = json.loads(json.dumps(filled.to_dict()))
+    assert data["event"] == "summary_filled_in"
+    assert data["added"] == list(filled.added)
+    squeezed = SummaryFilledIn(model="m", added=("path: a.py",), left_out=("identifier: x_y",))
+    assert squeezed.message.endswith("added verbatim: 1 path; 1 more did not fit its budget")
 
 
 def test_a_moved_split_is_mentioned() -> None:

@@ -19,6 +19,7 @@ extra) and does nothing otherwise.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -44,6 +45,7 @@ __all__ = [
     "RefillBreakerOpened",
     "SpanHandle",
     "SummarizerFellBack",
+    "SummaryFilledIn",
     "current_listeners",
     "emit",
     "listening",
@@ -274,6 +276,26 @@ class RefillBreakerOpened(_Base):
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryFilledIn(_Base):
+    """A model's summary left out facts the rule summary keeps (the first request, a
+    constraint, a request, a path, an identifier), and they were added to it, verbatim, in a
+    section of their own; the model's summary was used. ``added`` lists them, each as
+    ``"<kind>: <text>"``; ``left_out`` those the summary's budget could not hold even so."""
+
+    kind: ClassVar[str] = "summary_filled_in"
+
+    model: str
+    added: tuple[str, ...]
+    left_out: tuple[str, ...] = ()
+
+    def _sentence(self) -> str:
+        counts = Counter(item.partition(":")[0] for item in self.added)
+        listed = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
+        out = f"; {len(self.left_out)} more did not fit its budget" if self.left_out else ""
+        return f"the summary by {self.model} left out facts; added verbatim: {listed}{out}"
+
+
 Event: TypeAlias = (
     CompactionStarted
     | CompactionSkipped
@@ -283,6 +305,7 @@ Event: TypeAlias = (
     | ChainInvalidated
     | HistoryRepaired
     | RefillBreakerOpened
+    | SummaryFilledIn
 )
 Listener: TypeAlias = Callable[[Event], object]
 """Any callable taking an event; what it returns is ignored."""

@@ -3,10 +3,9 @@ valid JSON built by reading the prompt, the way a careful model would.
 
 It keeps what the prompt quotes: the previous summary's (or the partial summaries') lists, the
 user's messages and first request, the rules the user stated (a later correction replacing the
-rule it corrects), paths and identifiers, TODO lines; and it adds items the quality guard says
-are missing. It never invents anything. Used in-process as a completion
-and behind the fake HTTP server, so the contract suite can run the LLM summarizer's whole path
-(prompt, parse, fit, chain) without a real model.
+rule it corrects), paths and identifiers, TODO lines. It never invents anything. Used
+in-process as a completion and behind the fake HTTP server, so the contract suite can run the
+LLM summarizer's whole path (prompt, parse, fit, chain) without a real model.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["EchoServer", "echo_completion", "echo_summary", "echo_text"]
 
 _BLOCK = re.compile(r"^\[(\d+)\] (\w+)(?: \([^)]*\))?:$")
-_MISSING = "leaves out these items from the transcript"
 _RULE = re.compile(r"\b(?:never|do not|don't|must|always|only|instead)\b", re.IGNORECASE)
 _CORRECTS = re.compile(r"\b(?:instead|actually|now|no longer)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
@@ -149,22 +147,8 @@ def echo_summary(text: str) -> dict[str, Any]:
     return content
 
 
-def _with_missing(answer: str, request: str) -> str:
-    content = json.loads(answer)
-    missing = [line[2:] for line in request.splitlines() if line.startswith("- ")]
-    rules = [item for item in missing if _RULE.search(item)]
-    others = [item for item in missing if item not in rules]
-    sections = content.setdefault("sections", {})
-    sections["constraints"] = dedupe([*sections.get("constraints", []), *rules])
-    content["key_points"] = dedupe([*content.get("key_points", []), *others])[:MAX_KEY_POINTS]
-    return json.dumps(content)
-
-
 def echo_text(turns: Sequence[dict[str, Any]]) -> str:
     """The answer to chat turns (role and string content) holding a summary request."""
-    last = str(turns[-1]["content"])
-    if _MISSING in last and len(turns) >= 2:
-        return _with_missing(str(turns[-2]["content"]), last)
     return json.dumps(echo_summary("\n".join(str(t["content"]) for t in turns)))
 
 

@@ -4,7 +4,10 @@ SmolLM2-135M-Instruct with a 2,048-token context (``make live``, scripts/live.sh
 A 135M model writes poor summaries, so these tests check the path, not the prose: the request
 is one the server takes, the answer is read (or rejected) as it should be, and the result is a
 valid history. The summarizer tests below assert the behaviour wanted: the record comes from
-the model (``record.model`` is the served id), not from the rules fallback (``"rules"``).
+the model (``record.model`` is the served id), not from the rules fallback (``"rules"``). What
+the model's summary leaves out of the rule summary (it leaves out most: the first request, the
+identifiers) is added to it, and the summary is used; the "live results" section lists what
+was added to each.
 
 What this server does (probed with llama-cpp-python 0.3.36):
 
@@ -40,8 +43,14 @@ import openai
 import pytest
 
 import synopsis
-from synopsis.events import Event, SummarizerFellBack, listening
-from synopsis.summarizers import LLMSummarizer, SummaryRecord, openai_chat_completion
+from synopsis.events import (
+    CompactionCompleted,
+    Event,
+    SummarizerFellBack,
+    SummaryFilledIn,
+    listening,
+)
+from synopsis.summarizers import LLMSummarizer, SummaryRecord, openai_chat_completion, render
 from synopsis.summarizers.llm.asking import DIALECTS
 from synopsis.summarizers.llm.dialects import Dialect
 
@@ -90,13 +99,12 @@ def client(base_url: str) -> openai.OpenAI:
 def llm_summarizer(
     client: openai.OpenAI, model: str, *, stream: bool = False, **options: Any
 ) -> LLMSummarizer:
-    # quality_guard=False: whether a 135M model keeps the anchors (the first request, the
-    # paths) is a matter of its prose; what is tested here is that its answer gets through.
+    # The quality guard is on, as by default: what a 135M model leaves out is added to its
+    # summary, which is used all the same.
     options.setdefault("max_summary_tokens", ANSWER_TOKENS)
     return LLMSummarizer(
         openai_chat_completion(client, stream=stream),
         models=[model],
-        quality_guard=False,
         model_for_counting=COUNTING_MODEL,
         **options,
     )
@@ -117,10 +125,21 @@ def summarize(
     name = summarizer.models[0]
     report(
         f"record.model={who(record.model, name)}, covers {record.messages_covered} messages, "
-        f"fell back: {[shorter(r, name) for r in fell_back] or 'no'}; "
+        f"fell back: {[shorter(r, name) for r in fell_back] or 'no'}; {filled_in(events)}; "
         f"log: {[shorter(brief(line), name) for line in logged]}"
     )
     return record, events, logged
+
+
+def filled_in(events: Sequence[Event]) -> str:
+    """What was added to the model's summary, by kind, and what did not fit."""
+    found = [e for e in events if isinstance(e, SummaryFilledIn)]
+    if not found:
+        return "nothing added"
+    added = [item.partition(":")[0] for e in found for item in e.added]
+    kinds = {kind: added.count(kind) for kind in dict.fromkeys(added)}
+    left_out = sum(len(e.left_out) for e in found)
+    return f"added {kinds}" + (f", {left_out} did not fit" if left_out else "")
 
 
 def who(record_model: str | None, model: str) -> str:
@@ -141,6 +160,8 @@ def assert_from_model(record: SummaryRecord, events: Sequence[Event], model: str
     assert not fell_back, f"the summarizer fell back to the rules: {fell_back}"
     assert record.model == model
     assert record.narrative.strip()
+    text = render(record)
+    assert all(item in text for item in record.added)
 
 
 # -- the whole pipeline -----------------------------------------------------------------------
@@ -152,9 +173,7 @@ def test_compact_through_the_library(
     # The summarizer is given no input cap, and the model's window is unknown (its id is a
     # file path), so the older part goes in one request first; it is over the server's 2,048
     # tokens (HTTP 400 context_length_exceeded), and is asked again in parts that fit. The
-    # record is the model's, or the rules' when the quality guard rejected the model's answer
-    # (a 135M model drops the paths the input repeats): either way an answer came back and
-    # was judged, never a transport failure.
+    # record is the model's, what it left out added.
     history = items()
     result = synopsis.compact(
         history,
@@ -168,16 +187,60 @@ def test_compact_through_the_library(
     )
     fell_back = [e.reason for e in result.events if isinstance(e, SummarizerFellBack)]
     record_model = result.record.model if result.record is not None else None
+    done = [e for e in result.events if isinstance(e, CompactionCompleted)]
     live_report(
         f"compacted={result.compacted} ({result.code}), record.model="
         f"{who(record_model, model)}, {len(history)} -> {len(result.messages)} messages, "
         f"{result.tokens_before} -> {result.tokens_after} tokens, "
-        f"fell back: {[shorter(r, model) for r in fell_back] or 'no'}"
+        f"fell back: {[shorter(r, model) for r in fell_back] or 'no'}; "
+        f"{filled_in(result.events)}; {sum(e.duration for e in done):.1f}s"
     )
     assert result.compacted, result.reason
     assert result.record is not None
-    assert record_model in (model, "rules")
-    assert all("transport error" not in reason for reason in fell_back), fell_back
+    assert_from_model(result.record, result.events, model)
+    assert synopsis.validate(result.messages, "openai") == []
+
+
+# The 62-message customer-service sessions, compacted now as a person would ask for it (the
+# issue that asked for this ran the first so): every identifier in them is a reservation code
+# or a user id, which a 135M model does not copy. The first goes in one request or two; the
+# second summarizes 21 messages, a dozen chunks and their merges in this window.
+SESSIONS = [
+    TRANSCRIPTS / "taubench-airline-task2-trial1.jsonl",
+    TRANSCRIPTS / "taubench-airline-task3-trial0.jsonl",
+]
+
+
+@pytest.mark.parametrize("session", SESSIONS, ids=[p.stem for p in SESSIONS])
+def test_a_real_session_compacts_into_the_models_summary_filled_in(
+    session: Path, base_url: str, model: str, live_report: Callable[[str], None]
+) -> None:
+    history = items(session)
+    result = synopsis.compact(
+        history,
+        model=COUNTING_MODEL,
+        summarizer="openai",
+        base_url=base_url,
+        summarizer_models=[model],
+        summarizer_timeout=TIMEOUT,
+        timeout=TIMEOUT,
+        force=True,
+    )
+    done = [e for e in result.events if isinstance(e, CompactionCompleted)]
+    fell_back = [e.reason for e in result.events if isinstance(e, SummarizerFellBack)]
+    record_model = result.record.model if result.record is not None else None
+    live_report(
+        f"{len(history)} messages, {result.tokens_before} tokens -> {len(result.messages)} "
+        f"messages, {result.tokens_after} tokens; record.model={who(record_model, model)}; "
+        f"fell back: {[shorter(r, model) for r in fell_back] or 'no'}; "
+        f"{filled_in(result.events)}; {sum(e.duration for e in done):.1f}s"
+    )
+    assert result.compacted, result.reason
+    assert result.record is not None
+    assert_from_model(result.record, result.events, model)
+    assert result.record.added, "the model's summary left nothing out: nothing shown filled in"
+    (summary,) = [m for m in result.messages if "<synopsis-summary" in str(m.get("content"))]
+    assert "Kept verbatim from the conversation" in str(summary["content"])
     assert synopsis.validate(result.messages, "openai") == []
 
 

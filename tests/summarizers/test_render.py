@@ -240,3 +240,50 @@ def test_compact_rendering_is_frameless() -> None:
     other = render_compact(record(sections=Sections(primary_request=("Other goal",))))
     assert "Primary Request and Intent: Other goal" in other
     assert render_compact(SummaryRecord()) == ""
+
+
+@pytest.mark.parametrize("style", ["sections", "snapshot"])
+def test_what_synopsis_added_to_a_models_summary_stands_in_a_section_of_its_own(
+    style: str,
+) -> None:
+    # The record keeps each added item where it belongs (a later update reads it there);
+    # the rendering moves it out of that section into one that says it was added.
+    added = record(
+        sections=Sections(
+            primary_request=("Downgrade my flights to economy", "The person wants cheaper seats"),
+            constraints=("Never change the passengers",),
+            user_messages=("Refund to the original card",),
+        ),
+        facets=Facets(
+            entities=Entities(files=("src/fares.py",), symbols=("JG7FMM", "sophia_7557"))
+        ),
+        added=(
+            "Downgrade my flights to economy",
+            "Never change the passengers",
+            "Refund to the original card",
+            "JG7FMM",
+            "sophia_7557",
+            "src/fares.py",
+        ),
+    )
+    text = render(added, style=style)  # type: ignore[arg-type]
+    apart = text[text.index("Kept verbatim from the conversation") :]
+    assert "- First request: Downgrade my flights to economy" in apart
+    assert "- Constraint: Never change the passengers" in apart
+    assert "- Request: Refund to the original card" in apart
+    assert "- Files: src/fares.py" in apart
+    assert "- Identifiers: JG7FMM, sophia_7557" in apart
+    before = text[: text.index("Kept verbatim from the conversation")]
+    assert "The person wants cheaper seats" in before
+    for item in added.added:
+        assert item not in before
+        assert text.count(item) == 1
+    # Without the frame, one line per section, the items stay where they are kept.
+    compact = render_compact(added)
+    assert "Downgrade my flights to economy | The person wants cheaper seats" in compact
+    assert "Kept verbatim" not in compact
+
+
+def test_a_record_with_nothing_added_has_no_such_section() -> None:
+    assert "Kept verbatim" not in render(record())
+    assert "kept_verbatim" not in render(record(), style="snapshot")

@@ -163,6 +163,10 @@ class SummaryRecord(BaseModel):
     model: str = "rules"
     usage: Usage = Field(default_factory=Usage)
     truncated: bool = False
+    added: tuple[str, ...] = ()
+    """Items of the content above that a model's summary left out and synopsis added, verbatim
+    from the rule summary of the same messages (the rendering shows them in a section of
+    their own); empty for a rule summary."""
 
     @model_validator(mode="after")
     def _chain_is_consistent(self) -> Self:

@@ -4,6 +4,10 @@ The text opens with :data:`~synopsis.messages.SUMMARY_TAG` so the governor recog
 synopsis's own summary in a later history (and summarizes it into the next record rather than
 quoting it as a user turn). Two bodies hold the same content: the nine numbered sections of a
 continuation summary or one ``<state_snapshot>`` block.
+
+What synopsis added to a model's summary (``SummaryRecord.added``: facts the model left out)
+is shown in a section of its own, not in the sections it is kept in: the reader can tell the
+model's words from the conversation's.
 """
 
 from __future__ import annotations
@@ -40,6 +44,13 @@ constraints second: a section keeps its number even when an earlier one is empty
 
 _CLOSE = "</synopsis-summary>"
 _CUT_NOTE = "cut to fit its budget."
+_ADDED_TITLE = "Kept verbatim from the conversation (the summary above left these out)"
+_ADDED_ITEMS = (
+    ("primary_request", "First request"),
+    ("constraints", "Constraint"),
+    ("user_messages", "Request"),
+)
+_ADDED_ENTITIES = (("files", "Files"), ("symbols", "Identifiers"))
 _ENTITY_LABELS = (
     ("files", "Files"),
     ("symbols", "Symbols"),
@@ -58,7 +69,9 @@ def _defuse(text: str) -> str:
     )
 
 
-def _items(record: SummaryRecord, name: str) -> tuple[str, ...]:
+def _items(record: SummaryRecord, name: str, *, apart: bool = True) -> tuple[str, ...]:
+    """The items of section ``name``; with ``apart``, not those synopsis added to a model's
+    summary (they are shown in a section of their own)."""
     value = getattr(record.sections, name)
     if name == "next_step":
         return (value,) if value else ()
@@ -68,7 +81,28 @@ def _items(record: SummaryRecord, name: str) -> tuple[str, ...]:
         # constraint, is already in its own section.
         said = {*record.sections.constraints, *record.sections.primary_request}
         items = tuple(i for i in items if i not in said)
+    if apart and record.added:
+        added = set(record.added)
+        items = tuple(i for i in items if i not in added)
     return items
+
+
+def _added(record: SummaryRecord) -> list[str]:
+    """The items synopsis added, each once, labelled by what it is."""
+    added = set(record.added)
+    lines: list[str] = []
+    for name, label in _ADDED_ITEMS:
+        for item in getattr(record.sections, name):
+            if item in added:
+                added.discard(item)
+                lines += _bullets((f"{label}: {item}",), "")
+    entities = record.facets.entities
+    for field, label in _ADDED_ENTITIES:
+        values = [v for v in getattr(entities, field) if v in added]
+        added.difference_update(values)
+        if values:
+            lines.append(f"- {label}: {_defuse(', '.join(values))}")
+    return lines
 
 
 def _bullets(items: tuple[str, ...], indent: str) -> list[str]:
@@ -129,6 +163,9 @@ def _sections_body(record: SummaryRecord) -> list[str]:
             numbered += [f"{number}. {title}:", *_grouped(items, "   ")]
     if numbered:
         lines += ["", "Summary:", *numbered]
+    added = _added(record)
+    if added:
+        lines += ["", f"{_ADDED_TITLE}:", *added]
     facts = _other_facts(record, "\n".join(lines))
     if facts:
         lines += ["", "Other facts:", *facts]
@@ -144,6 +181,9 @@ def _snapshot_body(record: SummaryRecord) -> list[str]:
     for tag, items in blocks:
         if items:
             lines += [f"<{tag}>", *_grouped(items, ""), f"</{tag}>"]
+    added = _added(record)
+    if added:
+        lines += [f'<kept_verbatim note="{_ADDED_TITLE}">', *added, "</kept_verbatim>"]
     facts = _other_facts(record, "\n".join(lines))
     if facts:
         lines += ["<other_facts>", *facts, "</other_facts>"]
@@ -186,7 +226,7 @@ def render_compact(record: SummaryRecord) -> str:
     lines += record.key_points
     users = record.sections.user_messages
     for name, title in SECTION_TITLES:
-        items = _items(record, name)
+        items = _items(record, name, apart=False)
         if name == "primary_request" and users:
             # A rule-based request is the head of the first user message: say it once.
             # (The first user message itself is left out below when it is the request word

@@ -14,10 +14,12 @@ import pytest
 
 from synopsis.errors import ConfigurationError
 from synopsis.messages import Message, Role, TextPart, message_id
-from synopsis.summarizers import SummaryRecord, Usage
+from synopsis.summarizers import ActionItem, Entities, Facets, Sections, SummaryRecord, Usage
+from synopsis.summarizers.llm.answers import joined
 from synopsis.summarizers.llm.completion import Completion, CompletionRequest, CompletionResponse
 from synopsis.summarizers.llm.prompts import SYSTEM_PROMPT
 from synopsis.summarizers.llm.summarizer import LLMSummarizer
+from synopsis.summarizers.records import MAX_SECTION_ITEMS
 from synopsis.testing import ScriptedCompletion
 from synopsis.tokens import counter_for_model
 from tests.summarizers.helpers import call, result, say, user
@@ -165,14 +167,38 @@ def test_past_the_depth_cap_the_partials_are_truncated(caplog: pytest.LogCapture
     assert "truncated" in caplog.text
 
 
-def test_a_failed_chunk_falls_back_for_the_whole_input():
+def test_a_chunk_answered_with_no_summary_is_summarized_by_the_rules(
+    caplog: pytest.LogCaptureFixture,
+):
     responder = numbered_summaries()
-    # The first answer as usual, the second not JSON.
+    # The first answer as usual, the second not JSON, the rest as usual.
     responder.answers = [lambda request: numbered(responder, {}), "not json"]
     messages = long_session(12)
-    record = make(responder, max_input_tokens=3000).summarize(messages)
-    assert record.model == "rules"
+    with caplog.at_level(logging.WARNING, "synopsis.summarizers"):
+        record = make(responder, max_input_tokens=3000).summarize(messages)
+    assert record.model == "gpt-4o"
     assert len(record.covers) == len(messages)
+    merge = next(
+        r for r in responder.requests if "<partial_summaries>" in r.messages[-1]["content"]
+    )
+    partials = merge.messages[-1]["content"]
+    assert '"narrative": "summary 1"' in partials
+    assert "Earlier: " in partials  # the rules' narrative of the second chunk
+    assert "the rules summarize that part" in caplog.text
+
+
+def test_a_chunk_that_failed_in_transport_falls_back_for_the_whole_input():
+    responder = numbered_summaries()
+    responder.answers = [lambda request: numbered(responder, {}), TimeoutError()]
+    record = make(responder, max_input_tokens=3000, max_retries=0).summarize(long_session(12))
+    assert record.model == "rules"
+    assert kinds_of(responder).count("merge") == 0
+
+
+def test_when_no_chunk_is_summarized_by_the_model_the_rules_summarize_the_whole():
+    responder = ScriptedCompletion(default="not json")
+    record = make(responder, max_input_tokens=3000).summarize(long_session(12))
+    assert record.model == "rules"
     assert kinds_of(responder).count("merge") == 0
 
 
@@ -269,22 +295,18 @@ def test_cache_aligned_sends_the_conversation_unchanged_with_a_final_instruction
     assert len(record.covers) == len(messages)
 
 
-def test_cache_aligned_reasks_after_the_same_prefix():
-    completion = ScriptedCompletion(
-        {"narrative": "work on a scheduler"},
-        {
-            "narrative": "Port the scheduler in sched/core.py to asyncio, keep the public API; "
-            "sched/core.py read"
-        },
-    )
+def test_a_cache_aligned_summary_missing_facts_is_filled_in_without_a_second_call():
+    completion = ScriptedCompletion({"narrative": "work on a scheduler"})
     messages = conversation()
     summarizer = LLMSummarizer(
-        completion, models=["gpt-4o"], cache_aligned=True, max_input_tokens=50_000, anchor_limit=1
+        completion, models=["gpt-4o"], cache_aligned=True, max_input_tokens=50_000
     )
-    summarizer.summarize(messages)
-    first, second = completion.requests
-    assert second.conversation == first.conversation == tuple(messages)
-    assert second.messages[: len(first.messages)] == first.messages
+    record = summarizer.summarize(messages)
+    assert len(completion.requests) == 1
+    assert record.model == "gpt-4o"
+    assert record.narrative == "work on a scheduler"
+    assert record.sections.primary_request[0] == record.added[0]
+    assert messages[1].text.startswith(record.added[0].removesuffix("…"))
 
 
 def test_a_conversation_over_the_cap_is_summarized_without_alignment(
@@ -297,7 +319,9 @@ def test_a_conversation_over_the_cap_is_summarized_without_alignment(
     assert "without cache alignment" in caplog.text
 
 
-def test_a_failed_intermediate_merge_falls_back_for_the_whole_input():
+def test_merges_answered_with_no_summary_join_the_partials_as_they_are(
+    caplog: pytest.LogCaptureFixture,
+):
     responder = ScriptedCompletion()
 
     def fails_merges(request: CompletionRequest) -> CompletionResponse | str:
@@ -306,11 +330,50 @@ def test_a_failed_intermediate_merge_falls_back_for_the_whole_input():
         return numbered(responder, _padded(8))
 
     responder.default = fails_merges
-    record = make(responder, max_input_tokens=2000, max_summary_tokens=4000).summarize(
-        long_session(30)
-    )
+    messages = long_session(30)
+    with caplog.at_level(logging.WARNING, "synopsis.summarizers"):
+        record = make(responder, max_input_tokens=2000, max_summary_tokens=4000).summarize(messages)
+    assert record.model == "gpt-4o"
+    assert len(record.covers) == len(messages)
+    chunks = kinds_of(responder).count("chunk")
+    assert kinds_of(responder).count("merge") >= 2  # every round asked, none answered
+    # The narratives of the chunks, oldest first, as far as the budget holds them.
+    narratives = record.narrative.split("\n")
+    assert narratives == sorted(narratives, key=lambda n: int(n.split()[-1]))
+    assert narratives[-1] == f"summary {chunks}" or record.truncated
+    assert "joined as they are" in caplog.text
+
+
+def test_an_intermediate_merge_that_failed_in_transport_falls_back_for_the_whole_input():
+    responder = ScriptedCompletion()
+
+    def fails_merges(request: CompletionRequest) -> CompletionResponse | Exception:
+        if "<partial_summaries>" in request.messages[-1]["content"]:
+            return TimeoutError()
+        return numbered(responder, _padded(8))
+
+    responder.default = fails_merges
+    record = make(
+        responder, max_input_tokens=2000, max_summary_tokens=4000, max_retries=0
+    ).summarize(long_session(30))
     assert record.model == "rules"
     assert kinds_of(responder).count("merge") == 1
+
+
+def test_a_joined_summary_not_shorter_than_its_input_falls_back():
+    responder = ScriptedCompletion()
+    bulky = {"key_points": [f"point {i}: " + "detail " * 60 for i in range(30)]}
+
+    def fails_merges(request: CompletionRequest) -> CompletionResponse | str:
+        if "<partial_summaries>" in request.messages[-1]["content"]:
+            return ""
+        return numbered(responder, bulky)
+
+    responder.default = fails_merges
+    record = make(responder, max_input_tokens=1200, max_summary_tokens=4000).summarize(
+        long_session(2, 25)
+    )
+    assert record.model == "rules"
 
 
 def test_a_partial_too_big_to_pair_passes_to_the_next_round_alone():
@@ -353,3 +416,48 @@ def test_nothing_to_summarize_asks_no_model():
     assert summarizer.summarize([]).model == "rules"
     assert asyncio.run(summarizer.asummarize([])).model == "rules"
     assert responder.requests == []
+
+
+def test_partials_joined_keep_every_distinct_item_within_each_cap():
+    def part(n: int, **fields: Any) -> SummaryRecord:
+        return SummaryRecord(narrative=f"part {n}", **fields)
+
+    task = ActionItem(owner="assistant", task="add a test")
+    content = joined(
+        [
+            part(
+                1,
+                key_points=("read a.py",),
+                sections=Sections(
+                    primary_request=("Port the scheduler",),
+                    user_messages=tuple(f"request {i}" for i in range(40)),
+                    next_step="read b.py",
+                ),
+                facets=Facets(action_items=(task,), entities=Entities(files=("a.py",))),
+            ),
+            part(
+                2,
+                key_points=("read a.py", "read b.py"),
+                sections=Sections(
+                    primary_request=("Then the docs",),
+                    user_messages=tuple(f"request {i}" for i in range(40, 80)),
+                ),
+                facets=Facets(
+                    participants=("the person",),
+                    action_items=(task,),
+                    entities=Entities(files=("a.py", "b.py")),
+                ),
+            ),
+        ]
+    )
+    assert content.narrative == "part 1\npart 2"
+    assert content.key_points == ("read a.py", "read b.py")
+    assert content.sections.primary_request == ("Port the scheduler", "Then the docs")
+    users = content.sections.user_messages
+    assert len(users) == MAX_SECTION_ITEMS
+    assert users[-1] == "request 79"
+    assert content.sections.next_step == "read b.py"
+    assert content.facets.action_items == (task,)
+    assert content.facets.participants == ("the person",)
+    assert content.facets.entities.files == ("a.py", "b.py")
+    assert joined([SummaryRecord()]).narrative == "(joined)"

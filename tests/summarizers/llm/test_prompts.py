@@ -18,13 +18,14 @@ from synopsis.summarizers import Sections, SummaryRecord
 from synopsis.summarizers.llm.answers import parse_sectioned
 from synopsis.summarizers.llm.completion import TransportError, is_retryable
 from synopsis.summarizers.llm.prompts import (
+    CLOSING,
     DATA_WARNING,
     SYSTEM_PROMPT,
     UPDATE_INSTRUCTIONS,
     build_consolidation_prompt,
     build_prompt,
     cache_aligned_prompt,
-    missing_anchors_prompt,
+    instructions_of,
     render_transcript,
 )
 from tests.summarizers.helpers import call, result, say, user
@@ -92,7 +93,7 @@ def test_prompt_carries_meta_focus_and_transcript():
     assert content.startswith("<meta total_messages=1 total_tokens=12 depth=0 />")
     assert "Focus of this summary (from the caller): keep the version numbers" in content
     assert "<previous_summary>" not in content
-    assert content.endswith("Return the JSON object now.")
+    assert content.endswith(CLOSING)
 
 
 def test_prompt_for_an_update_quotes_the_previous_summary_and_asks_to_revise_it():
@@ -114,12 +115,20 @@ def test_prompt_for_an_update_quotes_the_previous_summary_and_asks_to_revise_it(
     assert "Focus of this summary" not in content
 
 
-def test_missing_anchors_prompt_names_each_anchor_and_where_it_belongs():
-    turns = missing_anchors_prompt('{"narrative": "x"}', ["src/a.py", "parse_config"])
-    assert turns[0] == {"role": "assistant", "content": '{"narrative": "x"}'}
-    assert turns[1]["role"] == "user"
-    assert "- src/a.py\n- parse_config" in turns[1]["content"]
-    assert "correction the person stated in sections.constraints" in turns[1]["content"]
+def test_the_instructions_of_a_request_leave_out_the_data_it_quotes():
+    previous = SummaryRecord(narrative="Ported the lexer.")
+    whole = build_prompt(
+        [user("Fix the crash in app.py")], previous=previous, instructions="the crash"
+    )
+    merge = build_consolidation_prompt('{"narrative": "part one"}', count=2, messages=9)
+    text = instructions_of("SYSTEM RULES", [*whole, *merge])
+    assert text.startswith("SYSTEM RULES\n")
+    assert "Focus of this summary (from the caller): the crash" in text
+    assert UPDATE_INSTRUCTIONS in text
+    assert "Merge them into one summary of the whole conversation" in text
+    for quoted in ("Fix the crash in app.py", "Ported the lexer.", "part one"):
+        assert quoted in whole[0]["content"] + merge[0]["content"]
+        assert quoted not in text
 
 
 def test_the_cache_aligned_request_asks_for_the_same_sections_and_the_same_update():

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from synopsis.errors import ConfigurationError, ConversationError
+from synopsis.events import SummarizerFellBack, SummaryFilledIn, listening
 from synopsis.messages import Message, Role, TextPart
-from synopsis.summarizers import RuleBasedSummarizer, Sections, SummaryRecord, Usage
+from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, Usage
 from synopsis.summarizers.llm.completion import (
     Completion,
     CompletionResponse,
@@ -25,10 +26,9 @@ from synopsis.summarizers.llm.summarizer import (
     LLMSummarizer,
     SummaryContent,
     parse_summary,
-    required_anchors,
 )
 from synopsis.testing import ScriptedCompletion
-from tests.summarizers.helpers import GOOD, history, say, user
+from tests.summarizers.helpers import GOOD, history, user
 
 CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -69,7 +69,12 @@ def test_valid_json_fills_the_record():
     assert record.key_points == ("Read src/app/core.py (call_1)",)
     assert record.sections.pending_tasks == ("add a guard for empty input",)
     assert record.sections.next_step == "Add the guard"
-    assert record.facets.entities.symbols == ("parse_config",)
+    # What the answer left out of what the rule summary keeps is added: the first request in
+    # full (the answer cut it short) and the tool's name.
+    first = history()[0].text
+    assert record.sections.primary_request == (first, *GOOD["sections"]["primary_request"])
+    assert record.facets.entities.symbols == ("parse_config", "read_file")
+    assert record.added == (first, "read_file")
     assert record.facets.action_items[0].owner == "assistant"
     assert record.model == "small-model-2026"
     assert record.usage == USAGE
@@ -325,74 +330,105 @@ def test_abort_on_failure_after_bad_output_has_no_cause():
 # -- the quality guard -------------------------------------------------------------------
 
 
-def test_required_anchors():
-    anchors = required_anchors(history())
-    assert anchors == [
-        "Fix the failing test in src/app/core.py",
-        "src/app/core.py",
-        "parse_config",
-        "add a guard for empty input",
-    ]
-    assert required_anchors([say("ok")]) == []
-    assert required_anchors(history(), limit=0) == [
-        "Fix the failing test in src/app/core.py",
-        "add a guard for empty input",
-    ]
+def lacking(**changes: Any) -> dict[str, Any]:
+    """An answer that keeps none of what the rule summary of ``history()`` keeps."""
+    return {"narrative": "Fixing a parser.", **changes}
 
 
-def test_an_update_anchors_on_the_previous_first_request():
-    previous = SummaryRecord(
-        sections=Sections(primary_request=("Port the lexer to Rust now",)), depth=0
-    )
-    assert required_anchors([user("and the docs")], previous)[0] == "Port the lexer to Rust now"
-    bare = SummaryRecord()
-    assert required_anchors([user("and the docs")], bare) == ["and the docs"]
-
-
-def test_missing_anchors_are_asked_for_once():
-    lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
-    second = Usage(prompt_tokens=1000, completion_tokens=90, total_tokens=1090)
-    script = ScriptedCompletion(answer(lacking), answer(usage=second))
-    record = make(script)[0].summarize(history())
-    assert record.model == "small-model"
-    assert record.usage == Usage(
-        prompt_tokens=1900, completion_tokens=170, total_tokens=2070, cached_tokens=100
-    )
-    follow_up = script.requests[1].messages
-    assert follow_up[:1] == script.requests[0].messages
-    assert follow_up[1]["role"] == "assistant"
-    assert "- parse_config" in follow_up[2]["content"]
-    assert "src/app/core.py" not in follow_up[2]["content"]
-
-
-def test_anchors_still_missing_fall_back(caplog):
-    lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
-    script = ScriptedCompletion(answer(lacking), answer(lacking))
-    with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
+def test_what_a_summary_leaves_out_is_added_and_the_model_asked_once():
+    script = ScriptedCompletion(answer(lacking(key_points=["Looked at the parser"])))
+    events: list[Any] = []
+    with listening([events.append]):
         record = make(script)[0].summarize(history())
-    assert record.model == "rules"
-    assert models(script) == ["small-model"] * 2
-    assert any("still misses" in r.getMessage() for r in caplog.records)
+    assert models(script) == ["small-model"]
+    assert record.model == "small-model"
+    assert record.usage == USAGE
+    assert record.narrative == "Fixing a parser."
+    assert record.key_points == ("Looked at the parser",)
+    first = history()[0].text
+    assert record.sections.primary_request == (first,)
+    # The path and parse_config are in the request added: not added again.
+    assert record.facets.entities.files == ()
+    assert record.facets.entities.symbols == ("read_file",)
+    assert record.added == (first, "read_file")
+    assert not record.truncated
+    (filled,) = [e for e in events if isinstance(e, SummaryFilledIn)]
+    assert filled.model == "small-model"
+    assert filled.added == (f"first request: {first}", "identifier: read_file")
+    assert filled.left_out == ()
+    assert not any(isinstance(e, SummarizerFellBack) for e in events)
 
 
-def test_the_re_ask_can_fail_in_transport_or_output():
-    lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
-    script = ScriptedCompletion(
-        answer(lacking),
-        TransportError("down", retryable=False),
-        answer(lacking),
-        answer("not json"),
+def test_a_summary_keeping_everything_gets_nothing_added():
+    keeps = lacking(
+        sections={"primary_request": [history()[0].text]},
+        key_points=["read_file src/app/core.py"],
     )
-    record = make(script, models=["a", "b"])[0].summarize(history())
+    events: list[Any] = []
+    with listening([events.append]):
+        record = make(ScriptedCompletion(answer(keeps)))[0].summarize(history())
+    assert record.added == ()
+    assert events == []
+
+
+def test_the_models_own_content_gives_way_to_what_it_left_out():
+    wordy = lacking(key_points=[f"Point {i}: looked at the parser again." for i in range(30)])
+    summarizer, _ = make(ScriptedCompletion(answer(wordy)))
+    events: list[Any] = []
+    with listening([events.append]):
+        record = summarizer.summarize(history(), max_tokens=250)
+    assert record.model == "small-model"
+    assert summarizer.measure(record) <= 250
+    assert record.truncated
+    assert 0 < len(record.key_points) < 30
+    assert record.added == (history()[0].text, "read_file")
+    (filled,) = [e for e in events if isinstance(e, SummaryFilledIn)]
+    assert filled.left_out == ()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ({"narrative": "..."}, "an empty summary"),
+        ({"narrative": "I'm sorry, but I can't help with that."}, "a refusal"),
+        ({"narrative": "I cannot summarize this conversation."}, "a refusal"),
+        (
+            {
+                "narrative": "Produce a STRICT JSON object ONLY matching the provided schema. No "
+                "markdown, no commentary."
+            },
+            "an echo of the instructions",
+        ),
+    ],
+)
+def test_an_answer_that_is_not_a_summary_at_all_falls_back(caplog, content, reason):
+    with caplog.at_level(logging.WARNING, logger="synopsis.summarizers"):
+        record = make(ScriptedCompletion(answer(content)))[0].summarize(history())
     assert record.model == "rules"
-    assert models(script) == ["a", "a", "b", "b"]
+    assert reason in caplog.text
+
+
+def test_a_poor_attempt_is_still_a_summary():
+    # A refusal's words with something in the sections, or prose that quotes the request:
+    # the model tried, and what it left out is added.
+    tried = lacking(
+        narrative="I'm sorry the test fails; the parser needs a guard.",
+        sections={"pending_tasks": ["add a guard"]},
+    )
+    record = make(ScriptedCompletion(answer(tried)))[0].summarize(history())
+    assert record.model == "small-model"
+    quoting = lacking(narrative=history()[0].text)
+    assert make(ScriptedCompletion(answer(quoting)))[0].summarize(history()).model == (
+        "small-model"
+    )
 
 
 def test_the_guard_can_be_turned_off():
-    lacking = {**GOOD, "facets": {}, "narrative": "Fixing a parser."}
-    script = ScriptedCompletion(answer(lacking))
+    script = ScriptedCompletion(answer(lacking()))
     record = make(script, quality_guard=False)[0].summarize(history())
     assert record.model == "small-model"
+    assert record.added == ()
+    assert record.sections.primary_request == ()
 
 
 # -- sync and async ----------------------------------------------------------------------

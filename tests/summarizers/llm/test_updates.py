@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 import openai
 import pytest
 
+from synopsis.events import SummaryFilledIn, listening
 from synopsis.messages import Message, Role, ToolResultPart
-from synopsis.summarizers import LLMSummarizer, Sections, SummaryRecord
-from synopsis.summarizers.llm.answers import SummaryContent, Update, carry_forward, required_anchors
+from synopsis.summarizers import LLMSummarizer, RuleBasedSummarizer, Sections, SummaryRecord, render
+from synopsis.summarizers.llm.answers import SummaryContent, Update, carry_forward
 from synopsis.summarizers.llm.clients import openai_chat_completion
+from synopsis.summarizers.llm.gaps import Fact, wanted
 from synopsis.summarizers.llm.prompts import UPDATE_INSTRUCTIONS
 from synopsis.summarizers.records import MAX_SECTION_ITEMS, Entities, Facets
 from synopsis.testing.server import chat_completion
@@ -336,25 +338,37 @@ def test_an_observation_in_a_user_turn_is_not_something_a_person_said():
 # -- the quality guard ------------------------------------------------------------------
 
 
-def test_the_persons_constraints_are_anchors_the_latest_value_only():
+def test_the_persons_constraints_are_wanted_the_latest_value_only():
     messages = [
         user("Port the lexer. Always use port 8080 for the dev server."),
         user("Actually, use port 9090 for the dev server instead. Never push to main."),
     ]
-    anchors = required_anchors(messages)
-    assert "Actually, use port 9090 for the" in anchors
-    assert "Never push to main" in anchors
-    assert not any("8080" in anchor for anchor in anchors)
+    facts = wanted(RuleBasedSummarizer().summarize(messages))
+    constraints = [f.text for f in facts if f.kind == "constraint"]
+    assert "Actually, use port 9090 for the dev server instead." in constraints
+    assert "Never push to main." in constraints
+    assert not any("8080" in fact.text for fact in facts)
 
 
-def test_a_dropped_constraint_is_asked_for_by_name_and_where_it_belongs(server, client):
-    server.add(forgetful())  # then the echo model answers the second ask
-    record = summarizer(client).summarize(first_part())
-    assert len(server.requests) == 2
-    _, again = sent(server, 1)
-    assert "- Never push to main\n" in again
-    assert "a rule, preference or correction the person stated in sections.constraints" in again
-    assert record.sections.constraints == ("Never push to main", "Always use port 8080 for the")
+def test_a_dropped_constraint_is_added_verbatim_not_asked_for(server, client):
+    server.add(forgetful())
+    events: list[object] = []
+    with listening([events.append]):
+        record = summarizer(client).summarize(first_part())
+    assert len(server.requests) == 1
+    assert record.model == MODEL
+    assert record.narrative == "Porting the lexer."
+    assert record.sections.constraints == (
+        "Never push to main.",
+        "Always use port 8080 for the dev server.",
+    )
+    assert set(record.sections.constraints) <= set(record.added)
+    text = render(record)
+    apart = text[text.index("Kept verbatim from the conversation") :]
+    assert "- Constraint: Never push to main." in apart
+    (filled,) = [e for e in events if isinstance(e, SummaryFilledIn)]
+    assert "constraint: Never push to main." in filled.added
+    assert str(Fact("constraint", "Always use port 8080 for the dev server.")) in filled.added
 
 
 def test_an_update_request_stays_within_the_input_cap(server, client):

@@ -1,8 +1,9 @@
-"""What an LLM's answer must be: strict JSON of the summary's content, holding the anchors.
+"""What an LLM's answer must be: strict JSON of the summary's content (or its numbered
+sections), and a summary at all.
 
 :class:`SummaryContent` is the schema the LLM fills (generated, so it cannot drift from the
-record); :func:`required_anchors` lists what a summary must keep verbatim, and
-:func:`missing_anchors` which of those an answer dropped (the quality guard).
+record); :func:`not_a_summary` tells an answer that is no summary at all (empty, a refusal, an
+echo of the instructions) from a poor one, which is used and filled in (:mod:`.gaps`).
 
 An answer that updates a previous record may still forget some of it. :func:`carry_forward`
 puts back what the answer dropped of the previous record's requests, constraints and files,
@@ -19,11 +20,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from synopsis.messages import Message, message_text
 from synopsis.summarizers.records import (
     MAX_FACET_ITEMS,
     MAX_KEY_POINTS,
     MAX_SECTION_ITEMS,
+    Entities,
     Facets,
     Sections,
     SummaryRecord,
@@ -34,20 +35,22 @@ from synopsis.summarizers.rules.extractors import DEFAULT_EXTRACTORS
 from synopsis.summarizers.scanning import dedupe, same_head, scan_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
+
+    from synopsis.messages import Message
+    from synopsis.summarizers.llm.gaps import Fact
 
 __all__ = [
     "SUMMARY_SCHEMA",
     "SummaryContent",
     "Update",
     "carry_forward",
-    "missing_anchors",
+    "joined",
+    "not_a_summary",
     "parse_sectioned",
     "parse_summary",
-    "required_anchors",
 ]
 
-_PREFIX_WORDS: Final = 6
 _USER_CHARS: Final = 2000
 
 
@@ -96,47 +99,16 @@ def parse_summary(text: str) -> SummaryContent:
     body = text.strip()
     if body.startswith("```") and body.endswith("```") and len(body) > 6:
         body = body[3:-3].removeprefix("json").strip()
-    return SummaryContent.model_validate(json.loads(body))
+    # strict=False: a line break inside a string (a small model writes them raw) is still text.
+    return SummaryContent.model_validate(json.loads(body, strict=False))
 
 
 def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _prefix(text: str) -> str:
-    # A sentence's full stop is not part of what must survive: "Never push to main" keeps it.
-    return " ".join(text.split()[:_PREFIX_WORDS]).rstrip(".!?;:,")
-
-
-def required_anchors(
-    messages: Sequence[Message], previous: SummaryRecord | None = None, *, limit: int = 10
-) -> list[str]:
-    """What a summary of ``messages`` must keep verbatim: the start of the first request (the
-    previous summary's, when updating one), the start of each constraint people stated (the
-    latest value of each), up to ``limit`` paths and identifiers that occur at least twice
-    (most frequent first), and the start of each pending item. The previous summary's own
-    constraints are not among them: :func:`carry_forward` keeps those."""
-    found = digest(messages, DEFAULT_EXTRACTORS, _USER_CHARS)
-    anchors: list[str] = []
-    first = (
-        previous.sections.primary_request[0]
-        if previous and previous.sections.primary_request
-        else found.first_request
-    )
-    if first:
-        anchors.append(_prefix(first))
-    anchors += [_prefix(c.text) for c in found.requests.constraints]
-    text = "\n".join(message_text(m) for m in messages)
-    names = scan_text(text)
-    counts = {name: text.count(name) for name in (*names.files, *names.symbols)}
-    repeated = [name for name, count in counts.items() if count >= 2]
-    repeated.sort(key=lambda name: -counts[name])
-    anchors += repeated[:limit]
-    anchors += [_prefix(item) for item in found.pending]
-    return dedupe(anchors)
-
-
-def missing_anchors(content: SummaryContent, anchors: Sequence[str]) -> list[str]:
+def _strings(content: SummaryContent) -> list[str]:
+    """Every text of ``content`` but its narrative."""
     strings: list[str] = []
 
     def collect(value: object) -> None:
@@ -149,9 +121,88 @@ def missing_anchors(content: SummaryContent, anchors: Sequence[str]) -> list[str
             for item in value:
                 collect(item)
 
-    collect(content.model_dump())
-    haystack = _normal("\n".join(strings))
-    return [anchor for anchor in anchors if _normal(anchor) not in haystack]
+    collect(content.model_dump(exclude={"narrative"}))
+    return strings
+
+
+_WORD: Final = re.compile(r"\w+")
+_APOSTROPHE: Final = "['\u2019]"
+_REFUSAL: Final = re.compile(
+    rf"\W*(?:i{_APOSTROPHE}m sorry|i am sorry|sorry,|i apologi[sz]e|as an ai\b"
+    rf"|i (?:cannot|can{_APOSTROPHE}t|can not|am unable|am not able|won{_APOSTROPHE}t)\b"
+    rf"|i{_APOSTROPHE}m (?:unable|not able)\b)",
+    re.IGNORECASE,
+)
+_RUN: Final = 5
+"""Words in a run compared with the instructions: five in a row are rarely shared by chance."""
+_ECHO: Final = 0.5
+
+
+def _runs(text: str) -> set[tuple[str, ...]]:
+    words = [w.lower() for w in _WORD.findall(text)]
+    return {tuple(words[i : i + _RUN]) for i in range(len(words) - _RUN + 1)}
+
+
+def not_a_summary(content: SummaryContent, instructions: str) -> str | None:
+    """Why an answer that reads as a summary (JSON of the schema, or numbered sections) is
+    none at all, or ``None`` when it is one, however poor. It is none when it says nothing (no
+    word in any field: ``"..."``, the shape it was shown), when it refuses (its narrative opens
+    with "I'm sorry", "I can't", "As an AI"... and every other field is empty), or when it is
+    an echo of the ``instructions`` (at least half of its runs of five words are theirs).
+    Anything else is a model's real attempt: what it left out is added to it, not held
+    against it (:mod:`.gaps`)."""
+    rest = _strings(content)
+    if not _WORD.search(" ".join([content.narrative, *rest])):
+        return "an empty summary"
+    if _REFUSAL.match(content.narrative) and not any(s.strip() for s in rest):
+        return "a refusal, not a summary"
+    runs = _runs("\n".join([content.narrative, *rest]))
+    if runs and len(runs & _runs(instructions)) >= _ECHO * len(runs):
+        return "an echo of the instructions, not a summary"
+    return None
+
+
+def joined(records: Sequence[SummaryRecord]) -> SummaryContent:
+    """The content of consecutive partial summaries put together as they are, oldest first:
+    for a merge the model answered with no summary. Each list keeps every distinct item within
+    its cap (the first of the primary requests and entities, the newest of the rest); the
+    narratives are paragraphs, so that fitting a budget drops the oldest first."""
+
+    def listed(items: Iterable[str], cap: int, *, newest: bool = True) -> list[str]:
+        found = dedupe(items)
+        return found[-cap:] if newest else found[:cap]
+
+    sections: dict[str, Any] = {
+        name: listed(
+            (i for r in records for i in getattr(r.sections, name)),
+            MAX_SECTION_ITEMS,
+            newest=name != "primary_request",
+        )
+        for name in Sections.model_fields
+        if name != "next_step"
+    }
+    steps = [r.sections.next_step for r in records if r.sections.next_step]
+    sections["next_step"] = steps[-1] if steps else None
+    facets = [r.facets for r in records]
+    entities = {
+        name: listed((i for f in facets for i in getattr(f.entities, name)), MAX_FACET_ITEMS)
+        for name in Entities.model_fields
+    }
+    tasks = list(dict.fromkeys(a for f in facets for a in f.action_items))[-MAX_FACET_ITEMS:]
+    return SummaryContent(
+        narrative="\n".join(r.narrative for r in records if r.narrative.strip()) or "(joined)",
+        key_points=tuple(listed((k for r in records for k in r.key_points), MAX_KEY_POINTS)),
+        sections=Sections.model_validate(sections),
+        facets=Facets(
+            participants=tuple(
+                listed((p for f in facets for p in f.participants), MAX_FACET_ITEMS)
+            ),
+            decisions=tuple(listed((d for f in facets for d in f.decisions), MAX_FACET_ITEMS)),
+            action_items=tuple(tasks),
+            unresolved=tuple(listed((u for f in facets for u in f.unresolved), MAX_FACET_ITEMS)),
+            entities=Entities.model_validate(entities),
+        ),
+    )
 
 
 _SENTENCES: Final = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -202,6 +253,20 @@ class Update:
         if any(2 * len(old.subject & words) >= len(old.subject) for words in self.said):
             return True
         return any(_about_the_same(old.subject, new.subject) for new in answer)
+
+    def current(self, facts: Sequence[Fact], content: SummaryContent) -> tuple[Fact, ...]:
+        """``facts`` without the previous record's constraints that ``content`` left out and
+        was free to (:meth:`replaced`): the rule summary may still hold one, and adding it
+        back would undo a correction the answer applied."""
+        answer = [Constraint.of(c) for c in content.sections.constraints]
+        before = self.previous.sections.constraints
+        return tuple(
+            fact
+            for fact in facts
+            if fact.kind != "constraint"
+            or not any(_same(fact.text, old) for old in before)
+            or not self.replaced(fact.text, answer)
+        )
 
     def superseded(self, sentence: str, answer: Sequence[Constraint]) -> bool:
         """Whether a sentence of a previous request no longer holds: a rule

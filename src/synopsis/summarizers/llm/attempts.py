@@ -1,9 +1,11 @@
 """One request tried on every model in turn: asked with retries, the answer read and judged.
 
-An answer is used when it reads as a summary (JSON, or numbered sections), renders shorter
-than what it replaces, and keeps the anchors the input names; a summary missing anchors is
-asked for once more, naming them. What failed is a :class:`Failure`, which says whether the
-model answered at all (an answer that could not be used is not retried on the same prompt).
+An answer is used when it reads as a summary (JSON, or numbered sections), is one at all (not
+empty, a refusal or an echo of the instructions: :func:`~.answers.not_a_summary`), and renders
+shorter than what it replaces. What it leaves out of the facts the rule summary keeps is added
+to it (:func:`~.gaps.fill_in`), not asked for again. What failed is a :class:`Failure`, which
+says whether the model answered at all (an answer that could not be used is not retried on the
+same prompt).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from synopsis.summarizers.llm.answers import (
     SummaryContent,
     Update,
     carry_forward,
-    missing_anchors,
+    joined,
+    not_a_summary,
     parse_sectioned,
     parse_summary,
 )
@@ -33,18 +36,29 @@ from synopsis.summarizers.llm.completion import (
     is_retryable,
 )
 from synopsis.summarizers.llm.effects import Call, Effect, Outcome, Sleep
-from synopsis.summarizers.llm.prompts import missing_anchors_prompt
+from synopsis.summarizers.llm.gaps import Fact, Filled, fill_in
+from synopsis.summarizers.llm.prompts import instructions_of
 from synopsis.summarizers.records import SummaryRecord
 from synopsis.summarizers.render import render
-from synopsis.summarizers.rules.drafts import fit_record
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
 
     from synopsis.messages import Message
-    from synopsis.summarizers.llm.summarizer import LLMSummarizer
+    from synopsis.summarizers.llm.policy import Policy
 
-__all__ = ["Context", "Failure", "Job", "Plan", "ask_models", "total", "update_of"]
+__all__ = [
+    "Context",
+    "Failure",
+    "Job",
+    "Plan",
+    "ask_models",
+    "judge",
+    "merge",
+    "total",
+    "update_of",
+    "used",
+]
 
 logger = logging.getLogger("synopsis.summarizers")
 
@@ -66,7 +80,9 @@ class Context:
     """One request to make (with every model in turn) and how to judge its answer."""
 
     prompt: list[ChatMessage]
-    anchors: list[str]
+    wanted: tuple[Fact, ...]
+    """What the answer must keep, else it is added (:func:`~.gaps.wanted`); none for a
+    partial summary, whose facts the whole one is checked for."""
     base: dict[str, Any]
     input_tokens: int | None
     """The answer must render shorter than the messages it replaces (and the summary it
@@ -88,6 +104,10 @@ class Job:
     instructions: str | None
     limit: int
     spent: list[Usage] = field(default_factory=list)
+    filled: Filled | None = None
+    """What was added to the whole summary, once one is accepted with facts added."""
+    wanted: dict[int, tuple[Fact, ...]] = field(default_factory=dict)
+    """The facts the rule summary keeps, by the budget they were found for."""
 
 
 Plan: TypeAlias = "Generator[Effect, Outcome, SummaryRecord | Failure]"
@@ -102,18 +122,18 @@ def update_of(previous: SummaryRecord | None, messages: Sequence[Message]) -> Up
 
 
 def ask(
-    summarizer: LLMSummarizer, model: str, context: Context, turns: list[ChatMessage]
+    policy: Policy, model: str, context: Context, turns: list[ChatMessage]
 ) -> Generator[Effect, Outcome, CompletionResponse | Exception]:
     aligned = bool(context.conversation)
     request = CompletionRequest(
         model=model,
-        system="" if aligned else summarizer.system_prompt,
+        system="" if aligned else policy.system_prompt,
         messages=turns,
-        temperature=summarizer.temperature,
+        temperature=policy.temperature,
         max_tokens=context.max_tokens,
         json_schema=None if aligned else SUMMARY_SCHEMA,
         conversation=context.conversation,
-        tools=summarizer.tools if aligned else (),
+        tools=policy.tools if aligned else (),
     )
     attempt = 0
     while True:
@@ -131,19 +151,19 @@ def ask(
             attempt + 1,
             brief(repr(outcome)),
         )
-        if attempt >= summarizer.max_retries or not is_retryable(outcome):
+        if attempt >= policy.max_retries or not is_retryable(outcome):
             return outcome
-        yield Sleep(summarizer.backoff * 2**attempt)
+        yield Sleep(policy.backoff * 2**attempt)
         attempt += 1
 
 
 def accept(
-    summarizer: LLMSummarizer,
+    policy: Policy,
     model: str,
     response: CompletionResponse,
     context: Context,
     usage: Usage,
-) -> tuple[SummaryRecord, SummaryContent] | Failure:
+) -> Filled | Failure:
     if not isinstance(response.text, str):
         # A completion that ignores its type gave no answer a summary can be read from.
         reason = f"answer text is {type(response.text).__name__}, not a string"
@@ -156,7 +176,29 @@ def accept(
             return bad(model, "invalid JSON summary", response.text, error)
         logger.info("summarizer %s: answer in sections, not JSON; its sections are kept", model)
         content = sectioned
+    aligned = bool(context.conversation)
+    instructions = instructions_of("" if aligned else policy.system_prompt, context.prompt)
+    nothing = not_a_summary(content, instructions)
+    if nothing is not None:
+        return bad(model, nothing, response.text)
+    return judge(policy, response.model or model, content, context, usage, text=response.text)
+
+
+def judge(
+    policy: Policy,
+    model: str,
+    content: SummaryContent,
+    context: Context,
+    usage: Usage,
+    *,
+    text: str = "",
+) -> Filled | Failure:
+    """The record of ``content`` (a model's summary, ``text`` as it answered), what it left
+    out of the facts wanted added, within the budget; a failure when it is not shorter than
+    what it replaces."""
+    facts = context.wanted
     if context.update is not None:
+        facts = context.update.current(facts, content)
         content = carry_forward(content, context.update)
     record = SummaryRecord(
         **context.base,
@@ -164,18 +206,25 @@ def accept(
         key_points=content.key_points,
         sections=content.sections,
         facets=content.facets,
-        model=response.model or model,
+        model=model,
         usage=usage,
     )
-    record = fit_record(record, summarizer.measure, context.max_tokens)
-    tokens_out = summarizer.counter.count_text(render(record))
+    filled = fill_in(record, facts, policy.measure, context.max_tokens)
+    tokens_out = policy.counter.count_text(render(filled.record))
     if context.input_tokens is not None and tokens_out >= context.input_tokens:
         return bad(
             model,
             f"summary not shorter than its input ({tokens_out} >= {context.input_tokens} tokens)",
-            response.text,
+            text,
         )
-    return record.model_copy(update={"tokens_out": tokens_out}), content
+    if filled.added:
+        logger.info(
+            "summarizer %s: the summary left out %d facts the rule summary keeps; added",
+            model,
+            len(filled.added),
+        )
+    record = filled.record.model_copy(update={"tokens_out": tokens_out})
+    return Filled(record, filled.added, filled.left_out)
 
 
 def bad(model: str, reason: str, text: str, error: Exception | None = None) -> Failure:
@@ -183,39 +232,46 @@ def bad(model: str, reason: str, text: str, error: Exception | None = None) -> F
     return Failure(f"{model}: {reason}", error, answered=True)
 
 
-def try_model(summarizer: LLMSummarizer, model: str, context: Context) -> Plan:
-    outcome = yield from ask(summarizer, model, context, context.prompt)
+def try_model(
+    policy: Policy, model: str, context: Context
+) -> Generator[Effect, Outcome, Filled | Failure]:
+    outcome = yield from ask(policy, model, context, context.prompt)
     if isinstance(outcome, Exception):
         return Failure(f"{model}: transport error {brief(repr(outcome))}", outcome, context)
-    accepted = accept(summarizer, model, outcome, context, outcome.usage)
-    if isinstance(accepted, Failure):
-        return accepted
-    record, content = accepted
-    missing = missing_anchors(content, context.anchors)
-    if not missing:
-        return record
-    logger.info("summarizer %s: summary misses %s; asking again", model, missing)
-    turns = [*context.prompt, *missing_anchors_prompt(outcome.text, missing)]
-    again = yield from ask(summarizer, model, context, turns)
-    if isinstance(again, Exception):
-        return Failure(f"{model}: transport error {brief(repr(again))}", again)
-    accepted = accept(summarizer, model, again, context, total([outcome.usage, again.usage]))
-    if isinstance(accepted, Failure):
-        return accepted
-    record, content = accepted
-    missing = missing_anchors(content, context.anchors)
-    if missing:
-        logger.warning("summarizer %s: summary still misses %s", model, missing)
-        return Failure(f"{model}: summary misses {missing}", answered=True)
-    return record
+    return accept(policy, model, outcome, context, outcome.usage)
 
 
-def ask_models(summarizer: LLMSummarizer, job: Job, context: Context) -> Plan:
+def ask_models(policy: Policy, job: Job, context: Context) -> Plan:
     failure = Failure("no model tried")
-    for model in summarizer.models:
-        result = yield from try_model(summarizer, model, context)
-        if isinstance(result, SummaryRecord):
-            job.spent.append(result.usage)
-            return result
+    for model in policy.models:
+        result = yield from try_model(policy, model, context)
+        if isinstance(result, Filled):
+            return used(job, result)
         failure = result
     return failure
+
+
+def merge(policy: Policy, job: Job, context: Context, partials: Sequence[SummaryRecord]) -> Plan:
+    """The merge of ``partials`` that ``context`` asks for; when every model answered it with
+    no summary at all, the partials joined as they are (:func:`~.answers.joined`), judged as
+    an answer would be: the models wrote them, and a small one that cannot merge them still
+    summarized each part."""
+    result = yield from ask_models(policy, job, context)
+    if not isinstance(result, Failure) or not result.answered:
+        return result
+    logger.warning(
+        "summarizer: no model merged the %d partial summaries (%s); joined as they are",
+        len(partials),
+        result.reason,
+    )
+    model = next((p.model for p in partials if p.model != "rules"), policy.models[0])
+    filled = judge(policy, model, joined(partials), context, Usage())
+    return filled if isinstance(filled, Failure) else used(job, filled)
+
+
+def used(job: Job, filled: Filled) -> SummaryRecord:
+    """``filled``'s record, its usage and what was added to it noted in ``job``."""
+    job.spent.append(filled.record.usage)
+    if filled.added or filled.left_out:
+        job.filled = filled
+    return filled.record

@@ -1,6 +1,6 @@
 """What to ask: the request for a whole summary, for one chunk's partial summary, for a
 cache-aligned conversation, and for a merge of partial summaries, each with how its answer
-will be judged (its anchors, the size it must stay under).
+will be judged (the facts it must keep, the size it must stay under).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from synopsis.summarizers.llm.answers import required_anchors
 from synopsis.summarizers.llm.attempts import Context, Job, update_of
+from synopsis.summarizers.llm.gaps import Fact, wanted
 from synopsis.summarizers.llm.prompts import (
     UPDATE_INSTRUCTIONS,
     build_consolidation_prompt,
@@ -25,17 +25,17 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from synopsis.messages import Message
-    from synopsis.summarizers.llm.summarizer import LLMSummarizer
+    from synopsis.summarizers.llm.policy import Policy
 
 __all__ = [
     "FRAME_TOKENS",
     "MIN_TRANSCRIPT",
     "aligned",
-    "anchors_for",
     "base_fields",
     "merged",
     "quoted",
     "room",
+    "wanted_for",
 ]
 
 logger = logging.getLogger("synopsis.summarizers")
@@ -47,55 +47,61 @@ MIN_TRANSCRIPT: Final = 256
 
 
 def base_fields(
-    summarizer: LLMSummarizer,
+    policy: Policy,
     messages: Sequence[Message],
     previous: SummaryRecord | None,
     offset: int = 0,
 ) -> dict[str, Any]:
     return {
-        "created_at": summarizer.clock(),
+        "created_at": policy.clock(),
         "depth": previous.depth + 1 if previous else 0,
         "parent_id": previous.id if previous else None,
         "covers": Covers.of(messages, offset),
         "covered_total": previous.messages_covered + len(messages) if previous else None,
-        "tokens_in": sum(summarizer.counter.count_message(m) for m in messages),
+        "tokens_in": sum(policy.counter.count_message(m) for m in messages),
     }
 
 
-def anchors_for(
-    summarizer: LLMSummarizer, messages: Sequence[Message], previous: SummaryRecord | None
-) -> list[str]:
-    if not summarizer.quality_guard:
-        return []
-    return required_anchors(messages, previous, limit=summarizer.anchor_limit)
+def wanted_for(policy: Policy, job: Job) -> tuple[Fact, ...]:
+    """The facts the rule summary of the job's messages keeps at its budget: what the whole
+    summary must keep (found once per budget)."""
+    if policy.reference is None:
+        return ()
+    found = job.wanted.get(job.limit)
+    if found is None:
+        reference = policy.reference.summarize(
+            job.messages, previous=job.previous, max_tokens=job.limit
+        )
+        found = job.wanted[job.limit] = wanted(reference)
+    return found
 
 
-def room(summarizer: LLMSummarizer, job: Job, previous: SummaryRecord | None) -> int:
+def room(policy: Policy, job: Job, previous: SummaryRecord | None) -> int:
     """Tokens left for the transcript (or the partial summaries) in one request."""
-    count = summarizer.counter.count_text
-    used = count(summarizer.system_prompt) + FRAME_TOKENS
+    count = policy.counter.count_text
+    used = count(policy.system_prompt) + FRAME_TOKENS
     used += count(partial_json(previous)) + count(UPDATE_INSTRUCTIONS) if previous else 0
     used += count(job.instructions) if job.instructions else 0
-    return max(summarizer._input_cap_now() - used, MIN_TRANSCRIPT)
+    return max(policy.input_cap - used, MIN_TRANSCRIPT)
 
 
-def aligned(summarizer: LLMSummarizer, job: Job) -> Context | None:
+def aligned(policy: Policy, job: Job) -> Context | None:
     prompt = cache_aligned_prompt(previous=job.previous, instructions=job.instructions)
-    base = base_fields(summarizer, job.messages, job.previous)
-    tools = sum(summarizer.counter.count_text(json.dumps(t, default=str)) for t in summarizer.tools)
-    size = base["tokens_in"] + tools + summarizer.counter.count_text(prompt[0]["content"])
-    if size > summarizer._input_cap_now():
+    base = base_fields(policy, job.messages, job.previous)
+    tools = sum(policy.counter.count_text(json.dumps(t, default=str)) for t in policy.tools)
+    size = base["tokens_in"] + tools + policy.counter.count_text(prompt[0]["content"])
+    if size > policy.input_cap:
         logger.info(
             "summarizer: the conversation (%d tokens) is over the input cap (%d); "
             "summarizing it without cache alignment",
             size,
-            summarizer._input_cap_now(),
+            policy.input_cap,
         )
         return None
-    previous = summarizer.counter.count_text(render(job.previous)) if job.previous else 0
+    previous = policy.counter.count_text(render(job.previous)) if job.previous else 0
     return Context(
         prompt,
-        anchors_for(summarizer, job.messages, job.previous),
+        wanted_for(policy, job),
         base,
         base["tokens_in"] + previous,
         job.limit,
@@ -105,13 +111,13 @@ def aligned(summarizer: LLMSummarizer, job: Job) -> Context | None:
 
 
 def quoted(
-    summarizer: LLMSummarizer, job: Job, start: int, stop: int, transcript: str, *, whole: bool
+    policy: Policy, job: Job, start: int, stop: int, transcript: str, *, whole: bool
 ) -> Context:
     """The request over ``job.messages[start:stop]`` given as ``transcript``: the whole
     summary (with the previous one to revise), or one chunk's partial summary."""
     messages = job.messages[start:stop]
     previous = job.previous if whole else None
-    base = base_fields(summarizer, messages, previous, start)
+    base = base_fields(policy, messages, previous, start)
     prompt = build_prompt(
         messages,
         previous=previous,
@@ -119,10 +125,10 @@ def quoted(
         total_tokens=base["tokens_in"],
         transcript=transcript,
     )
-    size = base["tokens_in"] + (summarizer.counter.count_text(render(previous)) if previous else 0)
+    size = base["tokens_in"] + (policy.counter.count_text(render(previous)) if previous else 0)
     return Context(
         prompt,
-        anchors_for(summarizer, messages, previous),
+        wanted_for(policy, job) if whole else (),
         base,
         size if whole else None,
         job.limit,
@@ -131,7 +137,7 @@ def quoted(
 
 
 def merged(
-    summarizer: LLMSummarizer,
+    policy: Policy,
     job: Job,
     partials: Sequence[SummaryRecord],
     text: str,
@@ -140,15 +146,15 @@ def merged(
 ) -> Context:
     previous = job.previous if final else None
     if final:
-        base = base_fields(summarizer, job.messages, previous)
-        anchors = anchors_for(summarizer, job.messages, previous)
+        base = base_fields(policy, job.messages, previous)
+        facts = wanted_for(policy, job)
     else:
         base = {
-            "created_at": summarizer.clock(),
+            "created_at": policy.clock(),
             "covers": Covers.join(p.covers for p in partials),
             "tokens_in": sum(p.tokens_in for p in partials),
         }
-        anchors = []
+        facts = ()
     prompt = build_consolidation_prompt(
         text,
         count=len(partials),
@@ -157,6 +163,6 @@ def merged(
         instructions=job.instructions,
         total_tokens=base["tokens_in"],
     )
-    size = base["tokens_in"] + (summarizer.counter.count_text(render(previous)) if previous else 0)
+    size = base["tokens_in"] + (policy.counter.count_text(render(previous)) if previous else 0)
     update = update_of(previous, job.messages)
-    return Context(prompt, anchors, base, size if final else None, job.limit, update=update)
+    return Context(prompt, facts, base, size if final else None, job.limit, update=update)

@@ -4,22 +4,28 @@ The order of things when a call does not give a good summary:
 
 1. A transport failure (:class:`~synopsis.errors.TransportError`, a timeout, a dropped
    connection) is retried after ``backoff * 2**attempt`` seconds, ``max_retries`` times.
-2. Bad output (not JSON, not the schema, empty, or not shorter than its input) is logged with
-   its first 200 characters and not retried: the same prompt would likely fail the same way.
-   An answer written in the numbered sections of the rendered summary instead of JSON is read
-   as such, not discarded.
-3. A summary that drops anchors (the first request, the constraints people stated, paths and
-   identifiers the input repeats, pending items) is asked for once more, naming what is
-   missing.
+2. An answer that is not a summary at all is logged with its first 200 characters and not
+   retried: the same prompt would likely fail the same way. That is an answer that reads
+   neither as the schema's JSON nor as the rendered summary's numbered sections (prose, JSON
+   of another shape or cut short), one with no word in it, a refusal, an echo of the
+   instructions (:func:`~.answers.not_a_summary`), and one not shorter than what it replaces.
+3. Any other answer is the model's summary, and it is used. What it leaves out of what the
+   rule summary of the same messages keeps (the first request, the constraints people
+   stated, the openings of their requests, paths and identifiers) is added to it, verbatim,
+   within the summary's budget, and shown in a section of its own (:mod:`.gaps`); a
+   :class:`~synopsis.events.SummaryFilledIn` event lists what was added. A model is never
+   asked again for what it left out: that would cost a second call, and adding it costs none.
 4. Whatever still failed moves on to the next model of ``models``, then to the ``fallback``
    summarizer (rule-based by default), or raises :class:`SummarizerError` when
    ``abort_on_failure`` is set.
 
 Input over ``max_input_tokens`` is cut into consecutive chunks that fit, each summarized on its
-own; the partial summaries are then consolidated into one, in rounds when even they do not fit
-together, at most ``max_depth`` levels deep, after which what is left is truncated
-deterministically. With ``oversize="trim"`` the oldest messages are left out instead, the first
-request always kept. A single message larger than the cap is clipped, head and tail kept.
+own (a chunk whose answer is no summary at all by the rules instead, unless every chunk's is);
+the partial summaries are then consolidated into one (joined as they are when the model
+answers a merge with no summary), in rounds when even they do not fit together, at most
+``max_depth`` levels deep, after which what is left is truncated deterministically. With
+``oversize="trim"`` the oldest messages are left out instead, the first request always kept.
+A single message larger than the cap is clipped, head and tail kept.
 
 Nothing to summarize (no messages) asks no model: the ``fallback`` gives the record.
 
@@ -33,7 +39,8 @@ instruction as one final user turn, so that a provider's prompt cache for that p
 
 The steps form one plan (:mod:`.effects`) that ``summarize`` and ``asummarize`` both carry
 out. What each request holds is built in :mod:`.contexts`; asking it of every model in turn,
-and judging the answers, is :mod:`.attempts`.
+and judging the answers, is :mod:`.attempts`. Both read a frozen :class:`~.policy.Policy`
+that the summarizer builds from its options for each plan, not the summarizer itself.
 """
 
 from __future__ import annotations
@@ -45,23 +52,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from synopsis.errors import ConfigurationError
-from synopsis.events import SummarizerFellBack, notify
+from synopsis.events import SummarizerFellBack, SummaryFilledIn, notify
 from synopsis.messages import Message, Role, TextPart
 from synopsis.models import context_window
 from synopsis.summarizers._options import history, utc_now, whole_number
 from synopsis.summarizers.llm import contexts, effects
-from synopsis.summarizers.llm.answers import (
-    SUMMARY_SCHEMA,
-    SummaryContent,
-    parse_summary,
-    required_anchors,
-)
+from synopsis.summarizers.llm.answers import SUMMARY_SCHEMA, SummaryContent, parse_summary
 from synopsis.summarizers.llm.attempts import (
     Context,
     Failure,
     Job,
     Plan,
     ask_models,
+    merge,
     total,
 )
 from synopsis.summarizers.llm.chunking import clip_text, group, trim
@@ -71,6 +74,7 @@ from synopsis.summarizers.llm.completion import (
     TransportError,
 )
 from synopsis.summarizers.llm.contexts import MIN_TRANSCRIPT
+from synopsis.summarizers.llm.policy import Policy
 from synopsis.summarizers.llm.prompts import (
     SYSTEM_PROMPT,
     partial_json,
@@ -78,8 +82,7 @@ from synopsis.summarizers.llm.prompts import (
     transcript_blocks,
 )
 from synopsis.summarizers.protocols import AsyncSummarizer, Summarizer
-from synopsis.summarizers.records import SummaryRecord
-from synopsis.summarizers.render import render
+from synopsis.summarizers.records import Covers, SummaryRecord
 from synopsis.summarizers.rules.summarizer import RuleBasedSummarizer
 from synopsis.tokens import counter_for_model
 
@@ -93,7 +96,6 @@ __all__ = [
     "Oversize",
     "SummaryContent",
     "parse_summary",
-    "required_anchors",
 ]
 
 logger = logging.getLogger("synopsis.summarizers")
@@ -128,6 +130,11 @@ class LLMSummarizer:
     the most tokens the rendered record may take: a longer answer is cut to fit, least
     important content first, and marked ``truncated``.
 
+    ``quality_guard`` (on by default) holds each summary to what the rule summary of the same
+    messages keeps, at the same budget (the ``fallback``'s extractors when it is rule-based):
+    what the model left out of it is added (see the steps above). Off, the model's summary is
+    used as it is.
+
     ``max_input_tokens`` caps one request's prompt, for every model or per model (a mapping of
     model to cap); by default each model's cap is its window less ``max_summary_tokens``, and
     requests are made to fit the smallest. A server that says a request is over its context
@@ -158,7 +165,6 @@ class LLMSummarizer:
         max_depth: int = 5,
         result_chars: int = 2000,
         quality_guard: bool = True,
-        anchor_limit: int = 10,
         temperature: float = 0.0,
         cache_aligned: bool = False,
         tools: Sequence[Mapping[str, Any]] = (),
@@ -188,12 +194,20 @@ class LLMSummarizer:
         self.max_depth = whole_number("max_depth", max_depth, 1)
         self.result_chars = whole_number("result_chars", result_chars, 1)
         self.quality_guard = quality_guard
-        self.anchor_limit = whole_number("anchor_limit", anchor_limit, 0)
         self.temperature = temperature
         self.cache_aligned = cache_aligned
         self.tools: tuple[Mapping[str, Any], ...] = tuple(tools)
-        self.counter = counter_for_model(model_for_counting or self.models[0])
+        counting = model_for_counting or self.models[0]
+        self.counter = counter_for_model(counting)
         self.clock = clock or utc_now
+        rules = self.fallback if isinstance(self.fallback, RuleBasedSummarizer) else None
+        self._reference = RuleBasedSummarizer(
+            extractors=rules.extractors if rules else None,
+            user_message_chars=rules.user_message_chars if rules else 2000,
+            max_summary_tokens=self.max_summary_tokens,
+            model_for_counting=counting,
+        )
+        """The rules whose summary says what a model's summary must keep."""
 
     def _input_cap(self, given: int | Mapping[str, int] | None) -> int:
         """The smallest cap of the models: the one given for it, else its window less the
@@ -223,9 +237,21 @@ class LLMSummarizer:
 
     def measure(self, record: SummaryRecord) -> int:
         """Tokens of the longer of the record's two renderings."""
-        return max(
-            self.counter.count_text(render(record, style=style))
-            for style in ("sections", "snapshot")
+        return self._policy().measure(record)
+
+    def _policy(self) -> Policy:
+        """What the helpers read, with the input cap in use now."""
+        return Policy(
+            models=self.models,
+            system_prompt=self.system_prompt,
+            temperature=self.temperature,
+            tools=self.tools,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            input_cap=self._input_cap_now(),
+            reference=self._reference if self.quality_guard else None,
+            counter=self.counter,
+            clock=self.clock,
         )
 
     # -- the whole summary ----------------------------------------------------------------
@@ -293,10 +319,11 @@ class LLMSummarizer:
         return (cap, answer) if MIN_TRANSCRIPT <= cap < self._input_cap_now() else None
 
     def _plan_once(self, job: Job) -> Plan:
+        policy = self._policy()
         if self.cache_aligned:
-            aligned = contexts.aligned(self, job)
+            aligned = contexts.aligned(policy, job)
             if aligned is not None:
-                result = yield from ask_models(self, job, aligned)
+                result = yield from ask_models(policy, job, aligned)
                 if not isinstance(result, Failure) or not result.answered:
                     return result
                 # An aligned request asks for no structured output (it would change the
@@ -309,36 +336,60 @@ class LLMSummarizer:
         count = self.counter.count_text
         blocks = transcript_blocks(job.messages, result_chars=self.result_chars)
         sizes = [count(block) for block in blocks]
-        room = contexts.room(self, job, job.previous)
+        room = contexts.room(policy, job, job.previous)
         if sum(sizes) <= room or self.oversize == "trim":
             kept = trim(blocks, sizes, room, count, keep=_first_request(job.messages))
-            context = contexts.quoted(self, job, 0, len(blocks), quote_transcript(kept), whole=True)
-            return (yield from ask_models(self, job, context))
-        room = contexts.room(self, job, None)
+            context = contexts.quoted(
+                policy, job, 0, len(blocks), quote_transcript(kept), whole=True
+            )
+            return (yield from ask_models(policy, job, context))
+        room = contexts.room(policy, job, None)
         partials: list[SummaryRecord] = []
-        for run in group(sizes, room):
+        runs = group(sizes, room)
+        stood_in = 0
+        for run in runs:
             chunk = [
                 clip_text(b, room, count) if len(run) == 1 else b
                 for b in blocks[run.start : run.stop]
             ]
             context = contexts.quoted(
-                self, job, run.start, run.stop, quote_transcript(chunk), whole=False
+                policy, job, run.start, run.stop, quote_transcript(chunk), whole=False
             )
-            result = yield from ask_models(self, job, context)
+            result = yield from ask_models(policy, job, context)
             if isinstance(result, Failure):
-                return result
+                stood_in += 1
+                if not result.answered or stood_in == len(runs):
+                    return result
+                result = self._stand_in(job, run, result)
             partials.append(result)
         logger.info("summarizer: %d chunks summarized; consolidating", len(partials))
-        return (yield from self._consolidate(job, partials, level=1))
+        return (yield from self._consolidate(policy, job, partials, level=1))
 
-    def _consolidate(self, job: Job, partials: Sequence[SummaryRecord], level: int) -> Plan:
+    def _stand_in(self, job: Job, run: range, failure: Failure) -> SummaryRecord:
+        """The rules' summary of a chunk the model answered with no summary: one poor answer
+        among many (a small model's, in a small window) does not cost the model's summary of
+        the whole, which is still checked and filled in."""
+        logger.warning(
+            "summarizer: the answer for messages %d to %d was no summary (%s); "
+            "the rules summarize that part",
+            run.start + 1,
+            run.stop,
+            failure.reason,
+        )
+        part = job.messages[run.start : run.stop]
+        record = self._reference.summarize(part, max_tokens=job.limit)
+        return record.model_copy(update={"covers": Covers.of(part, run.start)})
+
+    def _consolidate(
+        self, policy: Policy, job: Job, partials: Sequence[SummaryRecord], level: int
+    ) -> Plan:
         """One summary from ``partials``: merged in groups that fit, level by level, until
         they fit one request or ``max_depth`` is reached and the rest is truncated."""
         count = self.counter.count_text
         texts = [partial_json(p) for p in partials]
         sizes = [count(t) for t in texts]
-        room = contexts.room(self, job, job.previous)
-        runs = group(sizes, contexts.room(self, job, None))
+        room = contexts.room(policy, job, job.previous)
+        runs = group(sizes, contexts.room(policy, job, None))
         if sum(sizes) > room and level < self.max_depth and len(runs) < len(partials):
             merged: list[SummaryRecord] = []
             for run in runs:
@@ -346,23 +397,21 @@ class LLMSummarizer:
                     merged.append(partials[run.start])
                     continue
                 text = "\n".join(texts[run.start : run.stop])
-                context = contexts.merged(
-                    self, job, partials[run.start : run.stop], text, final=False
-                )
-                result = yield from ask_models(self, job, context)
+                group_of = partials[run.start : run.stop]
+                context = contexts.merged(policy, job, group_of, text, final=False)
+                result = yield from merge(policy, job, context, group_of)
                 if isinstance(result, Failure):
                     return result
                 merged.append(result)
-            return (yield from self._consolidate(job, merged, level + 1))
+            return (yield from self._consolidate(policy, job, merged, level + 1))
         text = clip_text("\n".join(texts), room, count)
         if len(text) < sum(map(len, texts)) + len(texts) - 1:
             logger.warning(
                 "summarizer: partial summaries still over the input cap at depth %d; truncated",
                 level,
             )
-        return (
-            yield from ask_models(self, job, contexts.merged(self, job, partials, text, final=True))
-        )
+        final = contexts.merged(policy, job, partials, text, final=True)
+        return (yield from merge(policy, job, final, partials))
 
     # -- the drivers ----------------------------------------------------------------------
 
@@ -382,6 +431,14 @@ class LLMSummarizer:
 
     def _finish(self, job: Job, result: SummaryRecord | Failure) -> SummaryRecord | None:
         if isinstance(result, SummaryRecord):
+            if job.filled is not None:
+                notify(
+                    SummaryFilledIn(
+                        model=result.model,
+                        added=tuple(map(str, job.filled.added)),
+                        left_out=tuple(map(str, job.filled.left_out)),
+                    )
+                )
             return result.model_copy(update={"usage": total(job.spent)})
         if self.abort_on_failure:
             raise SummarizerError(f"every model failed; last: {result.reason}") from result.cause
