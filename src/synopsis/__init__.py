@@ -40,7 +40,9 @@ from synopsis.events import (
     CompactionStarted,
     Event,
     HistoryRepaired,
+    RefillBreakerOpened,
     SummarizerFellBack,
+    SummaryFilledIn,
 )
 from synopsis.formats import decode, detect, encode
 from synopsis.messages import (
@@ -93,6 +95,7 @@ __all__ = [
     "Problem",
     "Profile",
     "ReasoningPart",
+    "RefillBreakerOpened",
     "Role",
     "RuleBasedSummarizer",
     "SQLiteStore",
@@ -100,6 +103,7 @@ __all__ = [
     "StoreError",
     "SummarizerError",
     "SummarizerFellBack",
+    "SummaryFilledIn",
     "SummaryRecord",
     "SynopsisError",
     "TextPart",
