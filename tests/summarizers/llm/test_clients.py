@@ -27,6 +27,7 @@ from synopsis.summarizers.llm.clients import (
 from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
 from synopsis.summarizers.llm.prompts import SYSTEM_PROMPT
 from synopsis.summarizers.llm.summarizer import SUMMARY_SCHEMA
+from synopsis.summarizers.records import MAX_FACET_ITEMS, MAX_LIST_ITEMS
 from synopsis.testing.server import anthropic_message, chat_completion, response
 from tests.summarizers.helpers import GOOD, history
 
@@ -318,3 +319,24 @@ def test_a_missing_sdk_names_the_extra(monkeypatch, module, adapter):
     monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(ImportError, match=rf'pip install "synopsis\[{module}\]"'):
         adapter(cast("Any", None))
+
+
+def test_the_schema_a_model_is_asked_for_bounds_every_list_at_what_an_answer_keeps() -> None:
+    # The record itself holds as many items as a budget allows; a model is asked for no more
+    # than its answer keeps. A server that turns the schema into a grammar (llama.cpp) built
+    # one from a bound of 100,000 items and crashed on the next request.
+    bounds: list[int] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "maxItems" in node:
+                bounds.append(node["maxItems"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(SUMMARY_SCHEMA)
+    assert bounds
+    assert max(bounds) <= MAX_FACET_ITEMS < MAX_LIST_ITEMS

@@ -87,7 +87,26 @@ class SummaryContent(BaseModel):
         return data
 
 
-SUMMARY_SCHEMA: Final = SummaryContent.model_json_schema()
+def _asked(schema: Any, cap: int) -> Any:  # noqa: ANN401 - a JSON schema's node
+    """``schema`` with every list's length bound at ``cap``: the record holds as many items as
+    a budget allows (a rule summary of a long session lists hundreds), but a model is asked for
+    what it can write, and a server that turns the schema into a grammar (llama.cpp) expands a
+    bound of 100,000 into a grammar that brings it down."""
+    if isinstance(schema, dict):
+        out = {k: _asked(v, cap) for k, v in schema.items()}
+        if isinstance(out.get("maxItems"), int) and out["maxItems"] > cap:
+            out["maxItems"] = cap
+        return out
+    if isinstance(schema, list):
+        return [_asked(v, cap) for v in schema]
+    return schema
+
+
+SUMMARY_SCHEMA: Final = _asked(
+    SummaryContent.model_json_schema(), max(MAX_SECTION_ITEMS, MAX_FACET_ITEMS, MAX_KEY_POINTS)
+)
+"""The schema a model is asked to answer in: the record's content, each list within what a
+model's answer keeps (see :meth:`SummaryContent._apply_caps`)."""
 
 
 def parse_summary(text: str) -> SummaryContent:
