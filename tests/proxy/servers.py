@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -10,7 +11,18 @@ from typing import TYPE_CHECKING, Any, Self
 import uvicorn
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from starlette.applications import Starlette
+
+
+@contextlib.contextmanager
+def refusing() -> Iterator[str]:
+    """The root of a port held bound but not listening: every connection is refused, and no
+    other test (in this worker or another) can start a server on it while the block runs."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}"
 
 
 class Served:

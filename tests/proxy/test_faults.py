@@ -28,7 +28,7 @@ from synopsis.testing.server import (
     anthropic_message,
     chat_completion,
 )
-from tests.proxy.servers import Served
+from tests.proxy.servers import Served, refusing
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -148,14 +148,6 @@ def assert_error(api: str, response: httpx2.Response, status: int, kind: str, wo
         assert error == {"message": error["message"], "type": kind, "param": None, "code": None}
         message = error["message"]
     assert words in message
-
-
-def _dead_port() -> int:
-    """A port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 @contextlib.contextmanager
@@ -489,8 +481,7 @@ def test_a_huge_upstream_error_is_cut_at_a_mebibyte(plain: Rig) -> None:
     [("POST", CHAT), ("POST", MESSAGES), ("POST", COUNT), ("GET", "/v1/models")],
 )
 def test_an_unreachable_upstream_is_a_502(method: str, path: str) -> None:
-    dead = f"http://127.0.0.1:{_dead_port()}"
-    with proxied(dead) as (served, client):
+    with refusing() as dead, proxied(dead) as (served, client):
         answer = client.request(method, path, json=BODIES.get(path))
         kind = "api_error" if SHAPES.get(path) == "anthropic" else "upstream_error"
         assert_error(

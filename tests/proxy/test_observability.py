@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from synopsis.testing.server import (
     chat_completion,
     stream_events,
 )
-from tests.proxy.servers import Served
+from tests.proxy.servers import Served, refusing
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -283,10 +282,7 @@ def test_a_response_the_proxy_could_not_get_is_logged_as_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="synopsis.proxy")
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    with proxied(dead) as (_, _served, client):
+    with refusing() as dead, proxied(dead) as (_, _served, client):
         body = {"model": "gpt-4o", "messages": HISTORY[:3]}
         assert client.post(CHAT, json=body).status_code == 502
         assert client.get("/v1/models").status_code == 502

@@ -5,7 +5,6 @@ upstream paces them, errors as each SDK's own exceptions."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ from tests.proxy.sdk_clients import (
     holds_summary,
     openai_client,
 )
+from tests.proxy.servers import refusing
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -264,9 +264,8 @@ def test_a_stream_the_upstream_leaves_silent_is_cut_at_the_timeout(
 @pytest.fixture
 def closed() -> Iterator[str]:
     """The root of a port bound but not listening: connecting is refused."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with refusing() as root:
+        yield root
 
 
 def test_an_unreachable_upstream_is_a_502_in_each_shape(proxy: ServeProxy, closed: str) -> None:
