@@ -11,11 +11,9 @@ from __future__ import annotations
 import contextlib
 import hmac
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import httpx2
-import orjson
 from starlette.applications import Starlette
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as Endpoint
@@ -24,12 +22,12 @@ from synopsis.errors import BudgetUnreachableError, ConversationError
 from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
-from synopsis.proxy.exchange import Exchange, stable
+from synopsis.proxy.errors import json_error
+from synopsis.proxy.exchange import Exchange, opened
 from synopsis.proxy.forward import (
     count,
     ended,
     forward,
-    json_error,
     streamed,
     unreachable,
     upstream_url,
@@ -43,7 +41,7 @@ from synopsis.proxy.relay import (
     forwarded_headers,
     returned_headers,
 )
-from synopsis.proxy.sessions import session_key
+from synopsis.proxy.state import ProxyState
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
@@ -54,35 +52,9 @@ if TYPE_CHECKING:
 
     from synopsis.proxy.errors import Api
 
-__all__ = ["ProxyState", "create_app"]
+__all__ = ["create_app"]
 
 TOKEN_HEADER = "x-synopsis-token"
-
-
-@dataclass
-class ProxyState:
-    """What the app holds while it runs (``app.state.proxy``)."""
-
-    compactors: Compactors
-    metrics: Metrics
-    upstreams: dict[str, str]
-    timeout: float
-    connect_timeout: float
-    auth_token: str | None
-    fail_open: bool
-    log_json: bool
-    log_bodies: bool
-    transport: httpx2.AsyncBaseTransport | None
-    clients: dict[str, httpx2.AsyncClient] = field(default_factory=dict)
-    stable: dict[str, tuple[object, object]] = field(default_factory=dict)
-    """Per session, the system prompt and tools last seen: an equal copy is replaced by them,
-    so that the fast path, which knows them by identity, recognises them. The sessions used
-    last, in order of use."""
-    remembered_sessions: int = 256
-    """How many sessions ``stable`` keeps, as the compactors' fast path remembers."""
-
-    def client(self, api: str) -> httpx2.AsyncClient:
-        return self.clients[api]
 
 
 def create_app(
@@ -206,15 +178,19 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
         refused = _refused(state, request, route.api)
         if refused is not None:
             return _finish(state, route.path, Line(request.method, request.url.path), refused)
-        exchange = Exchange(state, route, request)
+        line, started = Line(request.method, request.url.path), time.perf_counter()
         raw = await request.body()
+        exchange = opened(state, route, request, raw, line=line, started=started)
+        if not isinstance(exchange, Exchange):
+            line.ms_total = (time.perf_counter() - started) * 1000
+            return _finish(state, route.path, line, exchange)
         # Watched only once the body is read: the watch reads the same channel.
         departure = Departure(request.receive)
         try:
-            response = await _exchange(exchange, departure, raw)
+            response = await _exchange(exchange, departure)
         except ClientGone:
             state.metrics.errors.labels("client_gone").inc()
-            exchange.line.error = "the client went away"
+            line.error = "the client went away"
             response = Response(status_code=499)
         finally:
             await departure.stop()
@@ -235,30 +211,11 @@ def _finish(state: ProxyState, label: str, line: Line, response: Response) -> Re
     return response
 
 
-async def _exchange(exchange: Exchange, departure: Departure, raw: bytes) -> Response:
-    state, route, request = exchange.state, exchange.route, exchange.request
+async def _exchange(exchange: Exchange, departure: Departure) -> Response:
+    state, route = exchange.state, exchange.route
     api = route.api
     try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        state.metrics.errors.labels("bad_request").inc()
-        return json_error(api, 400, f"the request body is not JSON: {error}")
-    if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-        state.metrics.errors.labels("bad_request").inc()
-        return json_error(api, 400, "the request body must be a JSON object naming a model")
-    exchange.model = body["model"]
-    exchange.line.model = exchange.model
-    exchange.line.stream = body.get("stream") is True
-    exchange.items = route.history(body)
-    if exchange.items is not None:
-        system, tools = route.system(body), body.get("tools")
-        exchange.session = session_key(request.headers, exchange.items, system, tools)
-        exchange.system, exchange.tools = stable(state, exchange.session, system, tools)
-        exchange.line.session = exchange.session
-        exchange.line.messages_in = len(exchange.items)
-        exchange.headers["x-synopsis-session"] = exchange.session
-    try:
-        await exchange.compact(departure, body)
+        await exchange.compact(departure)
     except ConversationError as error:
         state.metrics.errors.labels("bad_request").inc()
         return json_error(api, 400, f"synopsis cannot read this history: {error}")
@@ -273,12 +230,12 @@ async def _exchange(exchange: Exchange, departure: Departure, raw: bytes) -> Res
     except Exception as error:  # fail closed: compact() re-raised it
         return json_error(api, 500, f"synopsis could not compact this request: {error}")
     exchange.note()
-    payload = exchange.payload(raw, body)
+    payload = exchange.payload()
     if state.log_bodies:
         exchange.line.body = payload.decode("utf-8", "replace")
     if route.path.endswith("/count_tokens"):
         return await count(exchange, departure, payload)
-    return await forward(exchange, departure, body, payload)
+    return await forward(exchange, departure, payload)
 
 
 async def _passthrough(request: Request) -> Response:

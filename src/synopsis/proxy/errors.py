@@ -11,7 +11,18 @@ from __future__ import annotations
 import re
 from typing import Literal, TypeAlias
 
-__all__ = ["Api", "error_body", "fitting_window", "is_overflow", "overflow_asked", "overflow_limit"]
+import orjson
+from starlette.responses import Response
+
+__all__ = [
+    "Api",
+    "error_body",
+    "fitting_window",
+    "is_overflow",
+    "json_error",
+    "overflow_asked",
+    "overflow_limit",
+]
 
 Api: TypeAlias = Literal["openai", "anthropic"]
 """Whose error shape a route answers in."""
@@ -41,6 +52,12 @@ def error_body(api: Api, status: int, message: str, code: str | None = None) -> 
         return {"type": "error", "error": {"type": kind, "message": message}}
     kind = _OPENAI_TYPES.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def json_error(api: Api, status: int, message: str, **headers: str) -> Response:
+    """An error of ``status`` saying ``message``, as ``api`` writes it."""
+    body = orjson.dumps(error_body(api, status, message))
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 # The wordings of "too long" that OpenAI, Anthropic, vLLM, llama.cpp's server and

@@ -1,27 +1,35 @@
 """One request on a compacting route: the history it carries, its session, and its
-compaction (which fails open, or closed, as the proxy is told)."""
+compaction (which fails open, or closed, as the proxy is told).
+
+An :class:`Exchange` is made in one place, :func:`opened`, from the body as read; afterwards
+only its ``result`` and its log ``line`` change, and the headers the client gets are read from
+those."""
 
 from __future__ import annotations
 
 import operator
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from synopsis.errors import BudgetUnreachableError, ConversationError
-from synopsis.proxy.logs import Line
+from synopsis.proxy.errors import json_error
 from synopsis.proxy.relay import ClientGone
+from synopsis.proxy.sessions import session_key
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+    from starlette.responses import Response
 
     from synopsis.compaction import CompactionResult
-    from synopsis.proxy.app import ProxyState
     from synopsis.proxy.bodies import Route
+    from synopsis.proxy.logs import Line
     from synopsis.proxy.relay import Departure
+    from synopsis.proxy.state import ProxyState
 
-__all__ = ["Exchange", "stable", "unchanged"]
+__all__ = ["Exchange", "opened", "stable", "unchanged"]
 
 
 def unchanged(result: CompactionResult, items: list[Any], system: object) -> bool:
@@ -33,26 +41,26 @@ def unchanged(result: CompactionResult, items: list[Any], system: object) -> boo
     )
 
 
+@dataclass(eq=False)
 class Exchange:
     """One request on a compacting route, from its body to the upstream's response."""
 
-    def __init__(self, state: ProxyState, route: Route, request: Request) -> None:
-        self.state = state
-        self.route = route
-        self.request = request
-        self.line = Line(request.method, request.url.path)
-        self.started = time.perf_counter()
-        self.result: CompactionResult | None = None
-        self.items: list[Any] | None = None
-        self.model = ""
-        self.session = ""
-        self.system: object = None
-        self.tools: object = None
-        self.headers: dict[str, str] = {}
+    state: ProxyState
+    route: Route
+    request: Request
+    line: Line
+    started: float
+    raw: bytes
+    body: dict[str, Any]
+    model: str
+    items: list[Any] | None
+    """The history, or None when the body holds none the proxy shortens."""
+    session: str = ""
+    system: object = None
+    tools: object = None
+    result: CompactionResult | None = None
 
-    async def compact(
-        self, departure: Departure, body: dict[str, Any], *, force: bool = False
-    ) -> None:
+    async def compact(self, departure: Departure, *, force: bool = False) -> None:
         """Compact the body's history (``self.result``); a failure other than an unreadable
         history, or one no compaction can fit, leaves ``self.result`` None (fail open) or
         raises (fail closed)."""
@@ -83,20 +91,20 @@ class Exchange:
             if not state.fail_open:
                 raise
             self.result = None
-            self.headers["x-synopsis-failed-open"] = kind
         finally:
             took = time.perf_counter() - start
             self.line.ms_compaction += took * 1000
             state.metrics.compaction_seconds.labels(route.path).observe(took)
 
-    def payload(self, raw: bytes, body: dict[str, Any]) -> bytes:
+    def payload(self) -> bytes:
         """The body to forward: the client's bytes when the history is unchanged."""
         result, items = self.result, self.items
         if result is None or items is None or unchanged(result, items, self.system):
-            return raw
-        return orjson.dumps(self.route.rebuilt(body, result))
+            return self.raw
+        return orjson.dumps(self.route.rebuilt(self.body, result))
 
     def note(self) -> None:
+        """The result, on the log line."""
         result, line = self.result, self.line
         if result is None:
             return
@@ -104,8 +112,52 @@ class Exchange:
         line.tokens_before, line.tokens_after = result.tokens_before, result.tokens_after
         line.compacted = line.compacted or result.compacted
         line.code = result.code
-        self.headers["x-synopsis-compacted"] = str(line.compacted).lower()
-        self.headers["x-synopsis-tokens"] = f"{result.tokens_before}/{result.tokens_after}"
+
+    def headers(self) -> dict[str, str]:
+        """The proxy's own response headers (``x-synopsis-*``), read from the session, the
+        result and the log line."""
+        line, result = self.line, self.result
+        out: dict[str, str] = {}
+        if self.items is not None:
+            out["x-synopsis-session"] = self.session
+        if line.failed_open is not None:
+            out["x-synopsis-failed-open"] = line.failed_open
+        if result is not None:
+            out["x-synopsis-compacted"] = str(line.compacted).lower()
+            out["x-synopsis-tokens"] = f"{result.tokens_before}/{result.tokens_after}"
+        if line.window is not None:
+            out["x-synopsis-window"] = str(line.window)
+        if line.retried:
+            out["x-synopsis-retried"] = "overflow"
+        return out
+
+
+def opened(
+    state: ProxyState, route: Route, request: Request, raw: bytes, *, line: Line, started: float
+) -> Exchange | Response:
+    """The exchange a request's body opens, or the 400 a body the proxy cannot read gets."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        state.metrics.errors.labels("bad_request").inc()
+        return json_error(route.api, 400, f"the request body is not JSON: {error}")
+    if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+        state.metrics.errors.labels("bad_request").inc()
+        return json_error(route.api, 400, "the request body must be a JSON object naming a model")
+    model: str = body["model"]
+    line.model = model
+    line.stream = body.get("stream") is True
+    items = route.history(body)
+    session, system, tools = "", None, None
+    if items is not None:
+        system, tools = route.system(body), body.get("tools")
+        session = session_key(request.headers, items, system, tools)
+        system, tools = stable(state, session, system, tools)
+        line.session = session
+        line.messages_in = len(items)
+    return Exchange(
+        state, route, request, line, started, raw, body, model, items, session, system, tools
+    )
 
 
 def stable(state: ProxyState, session: str, system: object, tools: object) -> tuple[object, object]:

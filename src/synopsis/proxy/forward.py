@@ -5,7 +5,7 @@ stream, a whole body, or an error in its provider's shape)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx2
 import orjson
@@ -13,23 +13,22 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from synopsis.errors import BudgetUnreachableError
-from synopsis.proxy.errors import Api, error_body, fitting_window, is_overflow
+from synopsis.proxy.errors import Api, fitting_window, is_overflow, json_error
 from synopsis.proxy.exchange import unchanged
 from synopsis.proxy.relay import forwarded_headers, relayed, returned_headers, usage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
-    from synopsis.proxy.app import ProxyState
     from synopsis.proxy.exchange import Exchange
     from synopsis.proxy.logs import Line
     from synopsis.proxy.relay import Departure
+    from synopsis.proxy.state import ProxyState
 
 __all__ = [
     "count",
     "ended",
     "forward",
-    "json_error",
     "streamed",
     "unreachable",
     "upstream_url",
@@ -40,11 +39,6 @@ _READ_ERROR_LIMIT = 1 << 20
 """An upstream's error body is cut here: errors are small, and one is read whole."""
 _LOCAL_COUNT = frozenset({404, 405, 501})
 """An upstream without ``count_tokens`` (a local server): the proxy answers it itself."""
-
-
-def json_error(api: Api, status: int, message: str, **headers: str) -> Response:
-    body = orjson.dumps(error_body(api, status, message))
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 def why(line: Line, response: Response) -> None:
@@ -128,9 +122,7 @@ def unreachable(state: ProxyState, api: Api, line: Line, error: httpx2.Transport
     return json_error(api, 502, f"the upstream could not be reached: {error}")
 
 
-async def forward(
-    exchange: Exchange, departure: Departure, body: dict[str, Any], payload: bytes
-) -> Response:
+async def forward(exchange: Exchange, departure: Departure, payload: bytes) -> Response:
     state, route = exchange.state, exchange.route
     sent = await _send(exchange, departure, payload)
     if isinstance(sent, Response):
@@ -142,7 +134,7 @@ async def forward(
             and not exchange.line.retried
             and is_overflow(sent.status_code, error)
         ):
-            retry = await _retry(exchange, departure, body, error)
+            retry = await _retry(exchange, departure, error)
             if retry is not None:
                 return retry
         exchange.line.error = f"the upstream answered {sent.status_code}"
@@ -172,28 +164,25 @@ async def forward(
     return streamed(sent, _headers(exchange, sent), done)
 
 
-async def _retry(
-    exchange: Exchange, departure: Departure, body: dict[str, Any], error: bytes
-) -> Response | None:
+async def _retry(exchange: Exchange, departure: Departure, error: bytes) -> Response | None:
     """The upstream said the request is too long: learn the window it names, compact harder
     (forced) and send once more; None when there is nothing more to do."""
-    state, route = exchange.state, exchange.route
-    exchange.line.retried = True
+    state, route, line = exchange.state, exchange.route, exchange.line
     state.metrics.retries.labels(route.path).inc()
     before = exchange.result
     sent = before.tokens_after if before is not None else None
     fits = fitting_window(error, sent)
     if fits is not None and state.compactors.learn_window(exchange.model, fits):
-        exchange.headers["x-synopsis-window"] = str(state.compactors.window(exchange.model))
+        line.window = state.compactors.window(exchange.model)
     # The first pass read this history, so a forced one does too.
     try:
-        await exchange.compact(departure, body, force=True)
+        await exchange.compact(departure, force=True)
     except BudgetUnreachableError as unfit:
         # The window the upstream named is too small for what must be kept: its own refusal
         # says so best, as it came.
         exchange.result = None
-        exchange.headers["x-synopsis-failed-open"] = type(unfit).__name__
-        exchange.line.error = f"budget unreachable: {unfit}"[:300]
+        line.failed_open = type(unfit).__name__
+        line.error = f"budget unreachable: {unfit}"[:300]
     result, items = exchange.result, exchange.items
     # Failed, or nothing left to cut (the client's own history back): sending again could
     # only be refused again, so the client gets the refusal as it came.
@@ -201,8 +190,8 @@ async def _retry(
         exchange.result = before
         return None
     exchange.note()
-    exchange.headers["x-synopsis-retried"] = "overflow"
-    return await forward(exchange, departure, body, exchange.payload(b"", body))
+    line.retried = True
+    return await forward(exchange, departure, exchange.payload())
 
 
 async def _read_error(response: httpx2.Response, departure: Departure) -> bytes:
@@ -227,7 +216,7 @@ async def _bounded(response: httpx2.Response) -> AsyncIterator[bytes]:
 
 def _headers(exchange: Exchange, response: httpx2.Response) -> list[tuple[str, str]]:
     """The upstream's headers (repeats kept, ``set-cookie`` say) and the proxy's own."""
-    return [*returned_headers(response.headers), *exchange.headers.items()]
+    return [*returned_headers(response.headers), *exchange.headers().items()]
 
 
 def _count_tokens(exchange: Exchange) -> None:
@@ -255,7 +244,7 @@ async def count(exchange: Exchange, departure: Departure, payload: bytes) -> Res
     data = await _read_error(sent, departure)
     if sent.status_code in _LOCAL_COUNT and exchange.result is not None:
         answer = orjson.dumps({"input_tokens": exchange.result.tokens_after})
-        return Response(answer, media_type="application/json", headers=exchange.headers)
+        return Response(answer, media_type="application/json", headers=exchange.headers())
     if sent.status_code >= 400:
         exchange.line.error = f"the upstream answered {sent.status_code}"
     return _buffered(data, sent.status_code, _headers(exchange, sent))

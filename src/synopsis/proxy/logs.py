@@ -29,6 +29,9 @@ class Line:
     compacted: bool = False
     code: str | None = None
     retried: bool = False
+    """Sent once more, compacted harder, after the upstream refused it as too long."""
+    window: int | None = None
+    """The model's window, when this request's overflow taught a smaller one."""
     failed_open: str | None = None
     error: str | None = None
     ms_compaction: float = 0.0

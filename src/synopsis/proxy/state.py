@@ -1,0 +1,42 @@
+"""What the proxy holds while it runs (``app.state.proxy``): its compactors, metrics,
+upstream clients and options. Every other proxy module reads it; it imports none of them
+but the compactors and metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from synopsis.proxy.compactors import Compactors
+    from synopsis.proxy.metrics import Metrics
+
+__all__ = ["ProxyState"]
+
+
+@dataclass
+class ProxyState:
+    """What the app holds while it runs (``app.state.proxy``)."""
+
+    compactors: Compactors
+    metrics: Metrics
+    upstreams: dict[str, str]
+    timeout: float
+    connect_timeout: float
+    auth_token: str | None
+    fail_open: bool
+    log_json: bool
+    log_bodies: bool
+    transport: httpx2.AsyncBaseTransport | None
+    clients: dict[str, httpx2.AsyncClient] = field(default_factory=dict)
+    stable: dict[str, tuple[object, object]] = field(default_factory=dict)
+    """Per session, the system prompt and tools last seen: an equal copy is replaced by them,
+    so that the fast path, which knows them by identity, recognises them. The sessions used
+    last, in order of use."""
+    remembered_sessions: int = 256
+    """How many sessions ``stable`` keeps, as the compactors' fast path remembers."""
+
+    def client(self, api: str) -> httpx2.AsyncClient:
+        return self.clients[api]
