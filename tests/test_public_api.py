@@ -87,8 +87,9 @@ def test_errors_subclass_builtins() -> None:
     assert (err.index, err.rule, str(err)) == (3, "message.role", "message 3: bad [message.role]")
 
 
-def test_readme_examples_run(capsys) -> None:
+def test_readme_examples_run(capsys, tmp_path, monkeypatch) -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
+    monkeypatch.chdir(tmp_path)  # the recall example writes agent.db where it runs
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
     assert blocks
     for block in blocks:

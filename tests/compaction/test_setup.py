@@ -18,7 +18,7 @@ from synopsis.compaction import CompactionResult, Compactor, SummarizerOption
 from synopsis.errors import ConfigurationError, StoreError
 from synopsis.formats import decode
 from synopsis.messages import Message, is_summary
-from synopsis.stores import MemoryStore, SQLiteStore
+from synopsis.stores import MemoryStore, SQLiteStore, handle_recall
 from synopsis.testing.server import FakeLLMServer, anthropic_message, chat_completion, response
 from tests.compaction.helpers import (
     TRANSCRIPTS,
@@ -194,13 +194,17 @@ def test_the_sqlite_store_lives_in_the_data_directory(
 ) -> None:
     monkeypatch.setenv("SYNOPSIS_DATA_DIR", str(tmp_path))
     compactor = make(store="sqlite", session_id="data-dir")
-    store = compactor.setup.store
+    store = compactor.store
     assert isinstance(store, SQLiteStore)
     try:
         result = run(compactor, AIDER)
         assert result.compacted
+        # The recall loop answers from the Compactor's own store.
+        first = result.offloaded[0]
+        answer = json.loads(handle_recall(store, "data-dir", {"ids": [first]}))
+        assert [m["id"] for m in answer["messages"]] == [first]
     finally:
-        store.close()
+        compactor.close()
     database = tmp_path / "synopsis.db"
     assert database.exists()
     reopened = SQLiteStore(database)

@@ -131,6 +131,14 @@ class Compactor:
     2 KiB per message each); the one used least recently is forgotten first and its next call
     reads its whole history again. Set it on an instance that serves many conversations."""
 
+    @property
+    def store(self) -> Store | AsyncStore | None:
+        """Where this Compactor keeps each session's summaries and the originals it replaced:
+        the store it opened from ``store="sqlite"``, a path or a URL, the object you passed,
+        or the one it keeps of its own for a ``session_id``; None when it keeps none. The
+        recall loop answers from it: ``handle_recall(compactor.store, session, arguments)``."""
+        return self.setup.store
+
     def reset(self) -> None:
         """Forget the last calls, so that the next one reads the whole history again."""
         with self._taking:
