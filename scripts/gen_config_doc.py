@@ -23,8 +23,10 @@ Every option can be given three ways, the first found winning:
 
 A value out of range is refused with one sentence naming the option and where it came from,
 for example `{ENV_PREFIX}TRIGGER=1.5: trigger must be a fraction in (0, 1], got 1.5`.
-The source in brackets names the system an option was taken from (see
-[lineage](lineage.md)), or synopsis itself.
+The source in brackets names the system an option was taken from, or synopsis itself: zrb,
+mcpagent and adk-deepagents are open-source projects; "the chat-app plan" is a chat
+application's design document and "the coding agent" a coding agent's. None of them ships with
+synopsis; [lineage](lineage.md) describes each and what was taken from it.
 
 | option | type | default | what it does (source) |
 |---|---|---|---|

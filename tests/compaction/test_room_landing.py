@@ -119,6 +119,19 @@ def test_target_ratio_moves_the_landing() -> None:
     assert high.tokens_after - low.tokens_after >= 0.1 * window
 
 
+def test_a_lower_trigger_fraction_lands_lower_and_under_it() -> None:
+    # trigger=0.6 was refused while the reset ratio stayed at 0.7; now both follow it down.
+    history = long_history(3)
+    window = 32_000
+    usual = forced(history, context_window=window)
+    low = forced(history, context_window=window, trigger=0.6)
+    assert low.tokens_after < usual.tokens_after
+    assert low.tokens_after < 0.6 * window * 0.875
+    (done,) = [e for e in low.events if isinstance(e, synopsis.CompactionCompleted)]
+    assert done.target_tokens is not None
+    assert done.target_tokens < 0.6 * 0.875 * window
+
+
 def test_the_summary_budget_scales_with_the_window() -> None:
     history = long_history(6)
     small = forced(history, context_window=8_000)

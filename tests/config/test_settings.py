@@ -449,11 +449,40 @@ def test_reset_must_be_below_the_trigger_and_both_sources_are_named(tmp_path: Pa
     message = error_of(path, environ={"SYNOPSIS_RESET_RATIO": "0.95"})
     assert message == (
         f"SYNOPSIS_RESET_RATIO=0.95, {path}: [synopsis] trigger: reset_ratio (0.95) must be "
-        "below the trigger's fraction (0.9): it is the level a compaction aims for"
+        "below the trigger's fraction (0.9): it is the level a compaction aims for (leave it "
+        "unset and it follows the trigger)"
     )
-    assert error_of(trigger="fraction:0.6|tokens:5").startswith("reset_ratio (0.7) must be")
+    given = error_of(trigger="fraction:0.6|tokens:5", reset_ratio=0.7)
+    assert given.startswith("reset_ratio (0.7) must be")
     # A trigger on tokens alone leaves the reset ratio free.
     assert Settings(trigger="tokens:100000", reset_ratio=0.95).reset_ratio == 0.95
+
+
+@pytest.mark.parametrize("trigger", [0.7, 0.6, "0.5", "fraction:0.3|tokens:5000", "0.2&messages:4"])
+def test_a_lower_trigger_takes_the_aim_and_the_landing_down_with_it(trigger: object) -> None:
+    default = Settings()
+    fraction = trigger_fraction(parse_trigger(trigger))
+    assert fraction is not None
+    s = Settings(trigger=trigger)
+    follows = fraction / float(default.trigger)
+    assert s.reset_ratio == pytest.approx(default.reset_ratio * follows)
+    assert s.target_ratio == pytest.approx(default.target_ratio * follows)
+    assert s.target_ratio < s.reset_ratio < fraction
+    assert s.governor().reset_ratio == s.reset_ratio
+    # One set by hand stays; the landing keeps its default then, and follows otherwise.
+    assert Settings(trigger=trigger, reset_ratio=fraction / 2).target_ratio == default.target_ratio
+    held = Settings(trigger=trigger, target_ratio=0.1)
+    assert (held.reset_ratio, held.target_ratio) == (s.reset_ratio, 0.1)
+
+
+@pytest.mark.parametrize("trigger", [0.8, 0.95, "tokens:100000", "messages:40"])
+def test_a_trigger_at_or_above_the_default_leaves_them_be(trigger: object) -> None:
+    s, default = Settings(trigger=trigger), Settings()
+    assert (s.reset_ratio, s.target_ratio) == (default.reset_ratio, default.target_ratio)
+
+
+def test_a_trigger_that_does_not_parse_is_said_as_the_triggers_problem() -> None:
+    assert error_of(trigger="fraction:lots").startswith("trigger must be")
 
 
 def test_the_reserve_must_leave_room_in_the_window() -> None:

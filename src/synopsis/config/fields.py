@@ -105,7 +105,9 @@ class SettingsFields(BaseModel):
         gt=0,
         lt=1,
         description="Hysteresis: a compaction aims below this share of the window, and the "
-        "trigger re-arms under it (chat-app plan).",
+        "trigger re-arms under it. Unset, it is 7/8 of a trigger fraction below 0.8 (0.6 "
+        "gives 0.525), so any trigger fraction is taken; set, it must be below the trigger's "
+        "fraction (chat-app plan).",
     )
     target_ratio: Number = Field(
         0.5,
@@ -114,7 +116,8 @@ class SettingsFields(BaseModel):
         description="Where a compaction lands: the share of the window the compacted history "
         "fills (protected head, summary, carried requests, verbatim tail) under the default "
         "trigger; it keeps the proportion target_ratio / reset_ratio of the line the passes "
-        "aim under, so a lower trigger lowers it (synopsis; chosen by the "
+        "aim under, so a lower trigger lowers it. Unset with reset_ratio unset, it is 5/8 of a "
+        "trigger fraction below 0.8 (0.6 gives 0.375) (synopsis; chosen by the "
         "retention-versus-cost benchmark).",
     )
     min_messages: Whole = Field(

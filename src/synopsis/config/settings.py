@@ -60,6 +60,29 @@ class Settings(SettingsFields):
             message = explain(error, _origins.get(), type(self).model_fields)
             raise ConfigurationError(message) from None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _follow_the_trigger(cls, data: object) -> object:
+        """A trigger fraction below the default's moves the aim and the landing with it:
+        ``reset_ratio`` (unless it is set) and ``target_ratio`` (unless either is set) keep
+        the defaults' proportions to the trigger (7/8 and 5/8 of it: 0.7 and 0.5 under 0.8), so that
+        ``trigger=0.6`` aims under 0.525 and lands near 0.375 of the window."""
+        # The landing follows the aim: one set by hand keeps the landing's default.
+        following = ("reset_ratio", "target_ratio")
+        if not isinstance(data, dict) or "reset_ratio" in data:
+            return data
+        fields = cls.model_fields
+        default = fields["trigger"].default
+        try:
+            fraction = trigger_fraction(parse_trigger(data.get("trigger", default)))
+        except ValueError:
+            return data  # the trigger's own validation says what is wrong with it
+        if fraction is None or fraction >= default:
+            return data
+        follows = fraction / default
+        unset = {n: round(fields[n].default * follows, 6) for n in following if n not in data}
+        return {**data, **unset}
+
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
         problems: list[tuple[tuple[str, ...], str]] = []
@@ -69,7 +92,8 @@ class Settings(SettingsFields):
                 (
                     ("reset_ratio", "trigger"),
                     f"reset_ratio ({self.reset_ratio:g}) must be below the trigger's fraction "
-                    f"({fraction:g}): it is the level a compaction aims for",
+                    f"({fraction:g}): it is the level a compaction aims for (leave it unset "
+                    "and it follows the trigger)",
                 )
             )
         window, reserve = self.context_window, self.reserve_output_tokens
