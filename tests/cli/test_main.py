@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -151,3 +154,43 @@ def test_a_broken_json_file_says_what_and_where(
         f"synopsis: error: {path} is not JSON or JSONL: "
         "Unterminated string starting at line 1 column 30\n"
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["replay", str(CODEX), "--model", "gpt-4o", "--window", "32000", "--json"],
+        ["inspect", str(CODEX), "--json"],
+        ["inspect", str(CODEX)],
+    ],
+)
+def test_a_reader_that_stops_early_gets_no_traceback(args: list[str]) -> None:
+    # `synopsis … | head -1`: the reader leaves while the command still writes.
+    with subprocess.Popen(
+        [sys.executable, "-m", "synopsis.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as child:
+        assert child.stdout is not None
+        assert child.stderr is not None
+        assert child.stdout.read(1)
+        child.stdout.close()
+        err = child.stderr.read().decode()
+        code = child.wait(timeout=120)
+    assert "Traceback" not in err
+    assert err == ""
+    assert code in (0, 1, 141)
+
+
+def test_a_closed_pipe_ends_the_command_quietly_with_the_shells_code() -> None:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    with (
+        open(write, "w", encoding="utf-8") as closed,
+        contextlib.redirect_stdout(closed),
+    ):
+        code = main(["inspect", str(CODEX), "--json"])
+        # What was still buffered went to the null device, not to the closed pipe.
+        closed.write("more")
+        closed.flush()
+    assert code == 141

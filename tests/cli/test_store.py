@@ -369,3 +369,44 @@ def test_search_shows_matches_in_bold_on_a_terminal(monkeypatch: pytest.MonkeyPa
     )
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     assert _emphasis("the **reservation** is at noon") == "the reservation is at noon"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "body"),
+    [
+        ("openai", {"model": "gpt-4o", "temperature": 0.2, "messages": "{items}"}),
+        (
+            "anthropic",
+            {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "Be brief.",
+             "messages": "{items}", "metadata": {"user_id": "u1"}},
+        ),
+        (
+            "responses",
+            {"model": "gpt-5", "instructions": "Be brief.", "input": "{items}",
+             "reasoning": {"effort": "low"}},
+        ),
+        (
+            "gemini",
+            {"systemInstruction": {"parts": [{"text": "Be brief."}]}, "contents": "{items}",
+             "generationConfig": {"temperature": 0}},
+        ),
+    ],
+)  # fmt: skip
+def test_a_request_body_is_written_back_whole(
+    tmp_path: Path, fmt: str, body: dict[str, object]
+) -> None:
+    # cli.md: the output is in the input's own format, so a body keeps model, max_tokens, …
+    decoded = synopsis.formats.decode(lines(TAU), "openai")
+    # The transcript's own system message is the body's system prompt here: only the rest.
+    items = synopsis.formats.encode(decoded.messages[1:], fmt).messages  # type: ignore[arg-type]
+    key = next(k for k, v in body.items() if v == "{items}")
+    given = {**body, key: items}
+    src, out = tmp_path / "body.json", tmp_path / "out.json"
+    src.write_text(json.dumps(given))
+    command = ["compact", str(src), "--format", fmt, "--window", "8000", "--model", "gpt-4o"]
+    assert main([*command, "--out", str(out), "--json"]) == 0
+    written = json.loads(out.read_text())
+    assert set(written) == set(given)
+    for name in given.keys() - {key}:
+        assert written[name] == given[name], name
+    assert 0 < len(written[key]) < len(items)

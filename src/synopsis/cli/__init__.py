@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["main"]
+
+_BROKEN_PIPE = 141
+"""What a shell reports for a writer its reader left (128 + SIGPIPE), as ``head`` users expect."""
 
 DESCRIPTION = (
     "Keep an LLM agent's conversation inside its model's context window: inspect, compact or "
@@ -50,9 +54,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         code: int = args.run(args)
+        sys.stdout.flush()  # a closed pipe is found here, not at the interpreter's exit
         return code
+    except BrokenPipeError:
+        # The reader (head, a pager) has what it wanted: no traceback, and nothing more
+        # written to the closed pipe when the interpreter flushes at exit.
+        _quiet_stdout()
+        return _BROKEN_PIPE
     except UsageError as exc:
         print(f"synopsis: error: {exc}", file=sys.stderr)
     except (ConversationError, ConfigurationError, StoreError) as exc:
         print(f"synopsis: error: {exc}", file=sys.stderr)
     return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device: what is still buffered is dropped, not written."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    finally:
+        os.close(null)

@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -36,6 +37,7 @@ from synopsis.compaction import Compactor
 from synopsis.errors import BudgetUnreachableError, StoreError
 from synopsis.events import CompactionCompleted
 from synopsis.formats import FORMATS, PROFILE_OF_FORMAT, wire_items
+from synopsis.formats.body import body_with
 from synopsis.stores import (
     SNIPPET_MARK,
     PostgresStore,
@@ -59,7 +61,6 @@ STORE_HELP = "a SQLite store file, or a postgresql:// URL"
 _SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
 _SESSIONS_SHOWN = 5
 """Sessions an error names when the one asked for is not in the store."""
-_SYSTEM_KEY = {"anthropic": ("system", "messages"), "gemini": ("systemInstruction", "contents")}
 
 
 def _whole(text: str) -> int:
@@ -73,12 +74,13 @@ def _whole(text: str) -> int:
     return value
 
 
-def _write(result: CompactionResult, out: Path, *, jsonl: bool) -> None:
-    """The compacted history in its own format: a request-shaped object when an Anthropic or
-    Gemini history has a system prompt, else JSON lines or a JSON list."""
-    keys = _SYSTEM_KEY.get(result.format)
-    if keys is not None and result.system is not None:
-        text = json.dumps({keys[0]: result.system, keys[1]: result.messages}, indent=2)
+def _write(result: CompactionResult, out: Path, given: object, *, jsonl: bool) -> None:
+    """The compacted history in the shape it was ``given``: a request body written back whole
+    (every field as it came but the history and a changed system prompt); a list as JSON
+    lines or a JSON list."""
+    if isinstance(given, Mapping):
+        body = body_with(given, result.format, result.messages, result.system)
+        text = json.dumps(body, indent=2, ensure_ascii=False)
     elif jsonl:
         text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in result.messages)
     else:
@@ -199,7 +201,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.out:
         out = Path(args.out)
-        _write(result, out, jsonl=out.suffix == ".jsonl" or (jsonl and out.suffix != ".json"))
+        _write(result, out, data, jsonl=out.suffix == ".jsonl" or (jsonl and out.suffix != ".json"))
     fmt = next(f for f in FORMATS if f == result.format)
     provider = compactor.settings.provider or PROFILE_OF_FORMAT[fmt]
     report = _report(args, result, provider, _count(data, fmt))

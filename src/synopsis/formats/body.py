@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from synopsis.formats import FormatName
 
-__all__ = ["body_items", "body_system", "wire_items"]
+__all__ = ["body_items", "body_system", "body_with", "wire_items"]
 
+_ITEMS_KEYS: dict[str, str] = {"gemini": "contents", "responses": "input"}
 _SYSTEM_KEYS: dict[str, tuple[str, ...]] = {
     "anthropic": ("system",),
     "gemini": ("systemInstruction", "system_instruction"),
@@ -51,3 +52,18 @@ def wire_items(data: object, format: FormatName) -> Sequence[Any]:
     """The items of the history in ``data``, or none when it holds no list."""
     items = body_items(data, format)
     return items if isinstance(items, Sequence) and not isinstance(items, str | bytes) else ()
+
+
+def body_with(
+    data: Mapping[str, Any], format: FormatName, items: Sequence[Any], system: object
+) -> dict[str, Any]:
+    """``data`` with ``items`` as its history and, where the body kept one apart and the
+    format's system prompt can change in a compaction (Anthropic's blocks, Gemini's
+    instruction), ``system`` in its place; every other field as it was."""
+    out = dict(data)
+    out[_ITEMS_KEYS.get(format, "messages")] = list(items)
+    if format != "responses":  # the Responses instructions stay as the caller sent them
+        for key in _SYSTEM_KEYS.get(format, ()):
+            if key in data:
+                out[key] = system
+    return out
