@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import synopsis
 from synopsis import models
-from synopsis.errors import ConfigurationError, SynopsisError
+from synopsis.errors import ConfigurationError, SynopsisError, UnknownModelWarning
 from synopsis.models import (
     DEFAULT_CONTEXT_WINDOW,
     ModelInfo,
@@ -327,21 +328,45 @@ def test_unknown_model_gets_default_and_one_warning(caplog):
     caplog.set_level(logging.WARNING, logger="synopsis.models")
     assert lookup("zz-unknown-model-1") is None
     assert max_output_tokens("zz-unknown-model-1") is None
-    for spelling in ("zz-unknown-model-1", "ZZ-Unknown-Model-1", "acme/zz-unknown-model-1:free"):
-        assert context_window(spelling) == DEFAULT_CONTEXT_WINDOW == 200_000
+    spellings = ("zz-unknown-model-1", "ZZ-Unknown-Model-1", "acme/zz-unknown-model-1:free")
+    with pytest.warns(UnknownModelWarning) as warned:
+        windows = [context_window(spelling) for spelling in spellings]
+    assert windows == [DEFAULT_CONTEXT_WINDOW] * 3
+    assert DEFAULT_CONTEXT_WINDOW == 200_000
+    # Shown by Python whatever the application did with logging, and logged too; once.
+    (shown,) = warned
     records = [r for r in caplog.records if r.name == "synopsis.models"]
     assert len(records) == 1
     assert records[0].levelno == logging.WARNING
-    assert "zz-unknown-model-1" in records[0].getMessage()
-    assert "200000" in records[0].getMessage()
+    assert records[0].getMessage() == str(shown.message)
+    assert "'zz-unknown-model-1'" in str(shown.message)
+    assert "200,000 tokens" in str(shown.message)
+    assert "context_window=" in str(shown.message)
 
 
 def test_each_unknown_model_warns_once(caplog):
     caplog.set_level(logging.WARNING, logger="synopsis.models")
-    for _ in range(3):
-        context_window("zz-unknown-a")
-        context_window("zz-unknown-b")
+    with pytest.warns(UnknownModelWarning) as warned:
+        [context_window(m) for _ in range(3) for m in ("zz-unknown-a", "zz-unknown-b")]
     assert len([r for r in caplog.records if r.name == "synopsis.models"]) == 2
+    assert len(warned) == 2
+
+
+def test_a_compactor_for_an_unknown_model_says_so_where_a_user_sees_it() -> None:
+    # Without any logging set up: the warning, then each compaction's event names it.
+    with pytest.warns(UnknownModelWarning, match="'zz-local-8k'"):
+        compactor = synopsis.Compactor(model="zz-local-8k", environ={})
+    assert compactor.setup.window == DEFAULT_CONTEXT_WINDOW
+    history = [{"role": "user", "content": f"request {i} " + "word " * 400} for i in range(40)]
+    result = compactor.compact(history, force=True)
+    (done,) = [e for e in result.events if isinstance(e, synopsis.CompactionCompleted)]
+    assert "'zz-local-8k'" in done.window_assumed
+    assert "200,000" in done.window_assumed
+    given = synopsis.Compactor(model="zz-local-8k", context_window=8000, environ={})
+    assert given.setup.window_assumed == ""
+    # No model at all: gpt-4o's table entry, documented, nothing assumed.
+    bare = synopsis.Compactor(environ={})
+    assert (bare.setup.window, bare.setup.window_assumed) == (context_window("gpt-4o"), "")
 
 
 def test_known_model_does_not_warn(caplog):

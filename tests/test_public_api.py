@@ -52,6 +52,7 @@ PINNED = [
     "TransportError",
     "Trigger",
     "UnknownFormatError",
+    "UnknownModelWarning",
     "VocabularyError",
     "__version__",
     "acompact",

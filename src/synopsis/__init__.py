@@ -30,6 +30,7 @@ from synopsis.errors import (
     SynopsisError,
     TransportError,
     UnknownFormatError,
+    UnknownModelWarning,
     VocabularyError,
 )
 from synopsis.events import (
@@ -114,6 +115,7 @@ __all__ = [
     "TransportError",
     "Trigger",
     "UnknownFormatError",
+    "UnknownModelWarning",
     "VocabularyError",
     "__version__",
     "acompact",

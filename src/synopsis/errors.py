@@ -26,6 +26,7 @@ __all__ = [
     "SynopsisError",
     "TransportError",
     "UnknownFormatError",
+    "UnknownModelWarning",
     "VocabularyError",
 ]
 
@@ -133,3 +134,9 @@ class BudgetUnreachableError(SynopsisError, RuntimeError):
         self.window = window
         self.reserve = reserve
         self.protected = protected
+
+
+class UnknownModelWarning(UserWarning):
+    """A model the bundled table does not know: synopsis assumed its context window (200,000
+    tokens) where it may be far smaller. Give the window (``context_window=``) to end it;
+    ``warnings.filterwarnings("ignore", category=UnknownModelWarning)`` silences it."""

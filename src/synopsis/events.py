@@ -136,7 +136,9 @@ class CompactionCompleted(_Base):
     ten points of the window of that aim, else what prevented it (a protected head, or a
     single kept unit, larger than the room). ``emergency`` is empty unless the history left
     no room for the answer, and then says what filled it (one new message larger than the
-    room the last compaction left, say)."""
+    room the last compaction left, say). ``window_assumed`` is empty unless the model table
+    does not know the model and no window was given: then it names the window synopsis
+    assumed and how to give the real one."""
 
     kind: ClassVar[str] = "compaction_completed"
 
@@ -157,6 +159,7 @@ class CompactionCompleted(_Base):
     target_tokens: int = 0
     off_target: str = ""
     emergency: str = ""
+    window_assumed: str = ""
 
     @property
     def landed(self) -> float:

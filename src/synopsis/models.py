@@ -24,14 +24,16 @@ import json
 import logging
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 
-from synopsis.errors import ConfigurationError, SynopsisError
+from synopsis.errors import ConfigurationError, SynopsisError, UnknownModelWarning
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "ModelInfo",
+    "assumed_window",
     "context_window",
     "lookup",
     "max_output_tokens",
@@ -271,11 +273,13 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def context_window(model: str, *, override: int | None = None) -> int:
+def context_window(model: str, *, override: int | None = None, hint: str | None = None) -> int:
     """Tokens that fit in ``model``'s context window (prompt and completion together).
 
-    An ``override`` always wins. An unknown model gets :data:`DEFAULT_CONTEXT_WINDOW` and a
-    warning on the ``synopsis.models`` logger, once per normalized model id.
+    An ``override`` always wins. An unknown model gets :data:`DEFAULT_CONTEXT_WINDOW`, once
+    per normalized model id, an :class:`~synopsis.errors.UnknownModelWarning` (shown by Python
+    whether or not logging is set up) and a warning on the ``synopsis.models`` logger; ``hint``
+    says how the caller's user gives the real window (else: ``context_window=``, ``--window``).
     """
     if override is not None:
         if isinstance(override, bool) or not isinstance(override, int) or override <= 0:
@@ -291,13 +295,24 @@ def context_window(model: str, *, override: int | None = None) -> int:
         first = key not in _warned
         _warned.add(key)
     if first:
-        logger.warning(
-            "Unknown model %r: assuming a context window of %d tokens; "
-            "give the window (context_window= in Python, --window on the command line).",
-            model,
-            DEFAULT_CONTEXT_WINDOW,
-        )
+        said = assumed_window(model, hint)
+        logger.warning("%s", said)
+        # Shown by Python whether or not the application set up logging: an 8k local model
+        # sized as 200k overflows on every request until the server refuses it.
+        warnings.warn(UnknownModelWarning(said), stacklevel=2)
     return DEFAULT_CONTEXT_WINDOW
+
+
+_GIVE_WINDOW = "context_window= in Python, --window or --model-window on the command line"
+
+
+def assumed_window(model: str, hint: str | None = None) -> str:
+    """What synopsis says of ``model`` when the table does not know it: the window it
+    assumed, and how to give the real one (``hint``, else the usual options)."""
+    return (
+        f"unknown model {model!r}: synopsis assumes a context window of "
+        f"{DEFAULT_CONTEXT_WINDOW:,} tokens; give the real one ({hint or _GIVE_WINDOW})"
+    )
 
 
 def max_output_tokens(model: str) -> int | None:

@@ -84,7 +84,9 @@ def test_an_llm_summarizer_awaits_acall() -> None:
 
 def test_an_llm_summarizer_out_of_answers_falls_back_to_the_rules() -> None:
     completion = ScriptedCompletion()
-    summarizer = LLMSummarizer(completion, models=["a", "b"], sleep=lambda seconds: None)
+    summarizer = LLMSummarizer(
+        completion, models=["gpt-4o-mini", "gpt-4o"], sleep=lambda seconds: None
+    )
     record = summarizer.summarize(decode(conversation(turns=2)).messages)
     assert record.model == "rules"
-    assert [r.model for r in completion.requests] == ["a", "b"]
+    assert [r.model for r in completion.requests] == ["gpt-4o-mini", "gpt-4o"]

@@ -7,8 +7,10 @@ import contextlib
 import json
 import logging
 import sys
+import warnings
 from typing import TYPE_CHECKING, NoReturn
 
+from synopsis.errors import UnknownModelWarning
 from synopsis.events import CompactionFailed
 from synopsis.formats import FORMATS
 
@@ -149,6 +151,9 @@ def warnings_to_stderr() -> Iterator[None]:
     handler = _Warnings()
     logger.addHandler(handler)
     try:
-        yield
+        with warnings.catch_warnings():
+            # Said once already, as the log line the handler prints.
+            warnings.simplefilter("ignore", UnknownModelWarning)
+            yield
     finally:
         logger.removeHandler(handler)

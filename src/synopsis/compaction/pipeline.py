@@ -496,6 +496,7 @@ def _compact(
             duration=time.perf_counter() - started,
             tail_gave_way=ledger.gave_way and setup.keep.kind != "auto",
             window=setup.window,
+            window_assumed=setup.window_assumed,
             target_tokens=run.room.target,
             off_target=off_target(run, after, current, first, held=attempt.held),
             emergency=emergency_cause(run, decision, before, paced=run.paced),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from synopsis.errors import ConfigurationError
 from synopsis.formats import PROFILE_OF_FORMAT
-from synopsis.models import context_window, max_output_tokens
+from synopsis.models import assumed_window, context_window, lookup, max_output_tokens
 from synopsis.planning import decide
 from synopsis.stores import AsyncStore, Store, open_store
 from synopsis.summarizers import (
@@ -85,6 +85,9 @@ class Setup:
     max_summary_tokens: int = 8000
     """The ceiling of the chosen summarizer's budget."""
     on_unreachable: Literal["raise", "return"] = "raise"
+    window_assumed: str = ""
+    """Empty when the window was given or the model table knows the model; else the window
+    synopsis assumed and how to give the real one (said on each compaction's event)."""
 
     @property
     def limit(self) -> int:
@@ -294,4 +297,9 @@ def build_setup(
         min_summary_tokens=settings.min_summary_tokens,
         max_summary_tokens=ceiling,
         on_unreachable=settings.on_unreachable,
+        window_assumed=(
+            assumed_window(model)
+            if model and settings.context_window is None and lookup(model) is None
+            else ""
+        ),
     )

@@ -78,7 +78,9 @@ class SettingsFields(BaseModel):
     model: OptionalText = Field(
         None,
         description="The conversation's model: it sizes the window and picks the token "
-        "counter (chat-app plan; adk-deepagents resolves the window from it).",
+        "counter. A model the bundled table does not know gets a 200,000-token window and an "
+        "UnknownModelWarning (give context_window); none at all is counted and sized as "
+        "gpt-4o (128,000 tokens) (chat-app plan; adk-deepagents resolves the window from it).",
     )
     context_window: OptionalWhole = Field(
         None, gt=0, description="Window in tokens, over the model table (adk-deepagents)."

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import warnings
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from synopsis.errors import ConfigurationError, ConversationError
+from synopsis.errors import ConfigurationError, ConversationError, UnknownModelWarning
 from synopsis.events import SummarizerFellBack, SummaryFilledIn, listening
 from synopsis.messages import Message, Role, TextPart
 from synopsis.summarizers import RuleBasedSummarizer, SummaryRecord, Usage
@@ -570,3 +571,16 @@ def test_an_answer_in_sections_becomes_the_record(caplog):
     assert record.model == "small-model"
     assert record.sections.pending_tasks == ("add a guard for empty input",)
     assert "answer in sections, not JSON" in caplog.text
+
+
+def test_an_unknown_summarizer_model_says_how_to_give_its_window() -> None:
+    from synopsis import models  # noqa: PLC0415 - its once-per-model memory is reset here
+
+    models._warned.discard("zz-made-up-summarizer")
+    with pytest.warns(UnknownModelWarning, match="max_input_tokens= on the LLMSummarizer"):
+        LLMSummarizer(ScriptedCompletion(), models=["zz-made-up-summarizer"])
+    # Given the cap, nothing is assumed and nothing said.
+    models._warned.discard("zz-made-up-summarizer")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LLMSummarizer(ScriptedCompletion(), models=["zz-made-up-summarizer"], max_input_tokens=8000)

@@ -103,6 +103,9 @@ logger = logging.getLogger("synopsis.summarizers")
 Oversize: TypeAlias = Literal["chunk", "trim"]
 
 
+_INPUT_HINT: Final = (
+    "max_input_tokens= on the LLMSummarizer; a server's first refusal as too long also teaches it"
+)
 _OVERFLOW_MARGIN: Final = 0.9
 """Of the room a server's window leaves, the share a request is cut to when the server said it
 was too long: its tokenizer and ours do not count alike."""
@@ -223,7 +226,7 @@ class LLMSummarizer:
         caps = [
             whole_number(f"max_input_tokens[{m!r}]", named[m], 1)
             if m in named
-            else max(context_window(m) - self.max_summary_tokens, 1)
+            else max(context_window(m, hint=_INPUT_HINT) - self.max_summary_tokens, 1)
             for m in self.models
         ]
         return min(caps)
