@@ -299,6 +299,23 @@ def test_plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
         plot_bytes(report, "png")
 
 
+def test_an_html_report_without_matplotlib_is_written_without_its_plot(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # --html asks for no plot: the page is written, and says how to get the picture.
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    report = replay([{"role": "user", "content": "hi"}])
+    page = tmp_path / "r.html"
+    write_html(report, page, title="no plot")
+    text = page.read_text()
+    assert "<h2>Totals</h2>" in text
+    assert "<svg" not in text
+    assert (
+        'No plot of tokens per turn: plotting needs matplotlib: pip install "synopsis[report]"'
+        in (html.unescape(text))
+    )
+
+
 def test_the_plot_names_the_transcript_and_the_tokens_saved(
     demo: tuple[ReplayReport, str],
 ) -> None:

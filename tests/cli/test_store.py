@@ -15,6 +15,7 @@ import synopsis
 from synopsis.cli import main
 from synopsis.cli.store import _emphasis, _print_compact
 from synopsis.stores import SessionState
+from synopsis.testing.server import FakeLLMServer
 from tests.cli.helpers import AIDER, CODEX, TAU, lines
 
 if TYPE_CHECKING:
@@ -410,3 +411,18 @@ def test_a_request_body_is_written_back_whole(
     for name in given.keys() - {key}:
         assert written[name] == given[name], name
     assert 0 < len(written[key]) < len(items)
+
+
+def test_the_summarizer_model_has_a_flag_of_its_own(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The error for an LLM summarizer without a model named options compact had no flag for.
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with FakeLLMServer() as server:  # it answers nothing: the rules take over, as warned
+        args = ["compact", str(AIDER), "--force", "--window", "8000", "--summarizer", "openai"]
+        assert main([*args, "--base-url", server.base_url]) == 2
+        assert "--summarizer-model or --model" in capsys.readouterr().err
+        flagged = [*args, "--summarizer-model", "gpt-4o-mini", "--base-url", server.base_url]
+        assert main(flagged) == 0
+    assert server.requests
+    assert {r.body["model"] for r in server.requests} == {"gpt-4o-mini"}

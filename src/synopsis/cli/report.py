@@ -160,7 +160,12 @@ def plot(report: ReplayReport, path: Path, *, source: str | None = None) -> None
 
 
 def _figure(report: ReplayReport, kind: str, source: str | None) -> str:
-    data = plot_bytes(report, kind, source=source)
+    try:
+        data = plot_bytes(report, kind, source=source)
+    except UsageError as missing:
+        # No plot was asked for: the page is whole without its picture, and says how to get it.
+        return f'<p class="note">No plot of tokens per turn: {html.escape(str(missing))}.</p>'
+
     if kind == "svg":
         text = data.decode("utf-8")
         return text[text.find("<svg") :]

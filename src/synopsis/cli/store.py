@@ -98,6 +98,7 @@ def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
         "keep": args.keep,
         "trigger": args.trigger,
         "summarizer": args.summarizer,
+        "summarizer_models": [args.summarizer_model] if args.summarizer_model else None,
         "base_url": args.base_url,
         "session_id": args.session,
         "provider": args.provider,
@@ -343,6 +344,9 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     compact.add_argument("file", help=HISTORY_FILE)
     add_compaction_options(compact)
     compact.add_argument("--summarizer", choices=_SUMMARIZERS, help="who writes the summary")
+    compact.add_argument(
+        "--summarizer-model", help="the model an LLM summarizer asks (default: --model)"
+    )
     compact.add_argument("--base-url", help="the summarizer API's base URL")
     compact.add_argument("--out", help="write the compacted history here, in its own format")
     compact.add_argument("--format", choices=FORMAT_CHOICES, help="skip detection")

@@ -161,7 +161,8 @@ def _summarizer(settings: Settings, model: str | None) -> LLMSummarizer | None:
     models = list(settings.summarizer_models) or ([model] if model else [])
     if not models:
         raise ConfigurationError(
-            f"summarizer={kind!r} needs a model: set summarizer_models or model"
+            f"summarizer={kind!r} needs a model: set summarizer_models or model "
+            "(--summarizer-model or --model on the command line)"
         )
     api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
     if settings.api_key_env and api_key is None:
