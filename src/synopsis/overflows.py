@@ -139,7 +139,7 @@ def read(status: int | None, error: str | bytes, sent: str | bytes = "") -> Over
     text = error.decode("utf-8", "replace") if isinstance(error, bytes) else error
     if not _PHRASE.search(text):
         return None  # most errors: the request is not looked at
-    echoed = _echoes(sent.decode("utf-8", "replace") if isinstance(sent, bytes) else sent)
+    echoed = _echoes(sent)
     if all(echoed(found.group()) for found in _PHRASE.finditer(text)):
         return None
     return Overflow(
@@ -149,11 +149,18 @@ def read(status: int | None, error: str | bytes, sent: str | bytes = "") -> Over
     )
 
 
-def _echoes(sent: str) -> Callable[[str], bool]:
-    """Whether a piece of an error was in the request ``sent`` (quotes of either kind alike:
-    a server may write the client's JSON back in Python's repr)."""
-    request = sent.replace("'", '"')
-    return lambda words: bool(request) and words.replace("'", '"') in request
+def _echoes(sent: str | bytes) -> Callable[[str], bool]:
+    """Whether a piece of an error was in the request ``sent``, as it is or with its quotes
+    all of the other kind (a server may write the client's JSON back in Python's repr). The
+    request, tens of megabytes at most, is searched as it came, never decoded or copied."""
+
+    def echoed(words: str) -> bool:
+        forms = {words, words.replace("'", '"'), words.replace('"', "'")}
+        if isinstance(sent, bytes):
+            return any(form.encode() in sent for form in forms)
+        return any(form in sent for form in forms)
+
+    return echoed
 
 
 def _figure(
