@@ -85,8 +85,9 @@ class TransportError(SynopsisError, ConnectionError):
     """The completion could not be obtained; ``retryable`` says whether asking again may help.
 
     When the server said the request was over its context window, ``context_window`` is that
-    window and ``prompt_tokens`` (when it said so) how many tokens of its own the request's
-    messages took: a smaller request may then pass where the same one never will."""
+    window, ``prompt_tokens`` (when it said so) how many tokens of its own the request's
+    messages took and ``answer_tokens`` how many it counted for the answer beside them: a
+    smaller request may then pass where the same one never will."""
 
     def __init__(
         self,
@@ -95,10 +96,12 @@ class TransportError(SynopsisError, ConnectionError):
         retryable: bool = True,
         context_window: int | None = None,
         prompt_tokens: int | None = None,
+        answer_tokens: int | None = None,
     ) -> None:
         self.retryable = retryable
         self.context_window = context_window
         self.prompt_tokens = prompt_tokens
+        self.answer_tokens = answer_tokens
         super().__init__(message)
 
 

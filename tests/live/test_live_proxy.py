@@ -22,9 +22,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-def _proxy(base_url: str, model: str, window: int) -> Any:
+def _proxy(base_url: str, model: str, window: int, *, given: bool = True) -> Any:
+    """The proxy in front of the server: ``window`` given for the model (never replaced by
+    one learnt), or, not ``given``, for every model (``--window``, which a refusal refines)."""
     root = base_url.removesuffix("/v1")
-    return create_app(upstream_openai=root, windows={model: window}, environ={}, summarizer="rules")
+    sized: dict[str, Any] = {"windows": {model: window}} if given else {"context_window": window}
+    return create_app(upstream_openai=root, environ={}, summarizer="rules", **sized)
 
 
 def _turn(n: int) -> dict[str, str]:
@@ -68,7 +71,7 @@ def test_the_servers_own_overflow_teaches_the_proxy_its_window(
     base_url: str, model: str, live_report: Callable[[str], None]
 ) -> None:
     # The proxy believes in 16,000 tokens; the server has 2,048.
-    with Served(_proxy(base_url, model, 16_000)) as proxy:
+    with Served(_proxy(base_url, model, 16_000, given=False)) as proxy:
         history: list[Any] = [{"role": "system", "content": "You answer in one word."}]
         history += [
             m for n in range(14) for m in (_turn(n), {"role": "assistant", "content": "ok"})
@@ -78,7 +81,7 @@ def test_the_servers_own_overflow_teaches_the_proxy_its_window(
             raw = c.chat.completions.with_raw_response.create(
                 model=model, messages=history, max_tokens=8
             )
-            learnt = proxy.state.compactors.window(model)
+            learnt = proxy.state.compactors.window(model, proxy.state.upstreams["openai"])
     live_report(f"retried: {raw.headers.get('x-synopsis-retried')}, window learnt {learnt}")
     assert raw.status_code == 200
     assert raw.headers.get("x-synopsis-retried") == "overflow"

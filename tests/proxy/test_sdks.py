@@ -467,15 +467,15 @@ def test_an_overflow_is_retried_once_only(upstream: FakeLLMServer, proxy: ServeP
     first, second = upstream.requests  # one retry, no more
     assert len(second.raw) < len(first.raw)
     assert [holds_summary(m) for m in second.body["messages"]].count(True) == 1
-    assert served.state.compactors.window("gpt-4o") == 2000
+    assert served.state.compactors.window("gpt-4o", upstream.root) == 2000
 
 
 def test_an_overflow_that_compaction_cannot_fix_is_relayed(
     upstream: FakeLLMServer, proxy: ServeProxy
 ) -> None:
     served = proxy(context_window=100_000, summarizer=ScriptedSummarizer(default="Thirty steps."))
-    upstream.picky = Picky(context_window=60)  # less than the last question alone
-    history = long_history()
+    upstream.picky = Picky(context_window=1_300)  # less than the system prompt alone
+    history = [{"role": "system", "content": "You are a careful agent. " * 250}, *long_history()]
     with openai_client(served) as client, pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(model="gpt-4o", messages=history)
     assert isinstance(refused.value.body, dict)

@@ -1,6 +1,6 @@
-"""The proxy's pure parts, one function at a time: error bodies, overflow errors as each server
-words them, session keys, the usage a response reports, which headers cross, and the
-compactor of each model (windows given, learnt and calibrated; summarizer calls timed)."""
+"""The proxy's pure parts, one function at a time: error bodies, session keys, the usage a
+response reports, which headers cross, and the compactor of each model (windows given, learnt
+and calibrated; summarizer calls timed)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,8 @@ from starlette.datastructures import Headers
 import synopsis
 import synopsis.proxy
 from synopsis.proxy import create_app
-from synopsis.proxy.compactors import Compactors, Timed
-from synopsis.proxy.errors import (
-    error_body,
-    fitting_window,
-    is_overflow,
-    overflow_asked,
-    overflow_limit,
-)
+from synopsis.proxy.compactors import LEARNT_FLOOR, Compactors, Timed
+from synopsis.proxy.errors import error_body
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
@@ -38,7 +32,6 @@ from synopsis.stores import MemoryStore
 from synopsis.summarizers import RuleBasedSummarizer
 from synopsis.testing import ScriptedSummarizer, conversation
 from synopsis.testing.server import (
-    Picky,
     anthropic_message,
     chat_completion,
     response,
@@ -103,126 +96,6 @@ def test_each_status_has_the_error_type_its_provider_uses(
 ) -> None:
     assert error_body("openai", status, "m")["error"]["type"] == openai  # type: ignore[index]
     assert error_body("anthropic", status, "m")["error"]["type"] == anthropic  # type: ignore[index]
-
-
-# -- overflow errors ---------------------------------------------------------------------------
-
-OPENAI_OVERFLOW = (
-    b'{"error": {"message": "This model\'s maximum context length is 128000 tokens. However, '
-    b'your messages resulted in 130412 tokens. Please reduce the length of the messages.", '
-    b'"type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}'
-)
-RESPONSES_OVERFLOW = (
-    b'{"error": {"message": "Your input exceeds the context window of this model. Please adjust '
-    b'your input and try again.", "type": "invalid_request_error", "param": "input", '
-    b'"code": "context_length_exceeded"}}'
-)
-ANTHROPIC_OVERFLOW = (
-    b'{"type":"error","error":{"type":"invalid_request_error",'
-    b'"message":"prompt is too long: 208310 tokens > 200000 maximum"}}'
-)
-ANTHROPIC_WITH_ANSWER = (
-    b'{"type":"error","error":{"type":"invalid_request_error","message":"input length and '
-    b"`max_tokens` exceed context limit: 199759 + 8192 > 200000, decrease input length or "
-    b'`max_tokens` and try again"}}'
-)
-VLLM_OVERFLOW = (
-    b'{"object":"error","message":"This model\'s maximum context length is 4096 tokens. '
-    b"However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). "
-    b'Please reduce the length of the messages or completion.","type":"BadRequestError",'
-    b'"param":null,"code":400}'
-)
-LLAMACPP_OVERFLOW = (
-    b'{"error":{"code":400,"message":"the request exceeds the available context size, try '
-    b'increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}'
-)
-LLAMA_CPP_PYTHON_OVERFLOW = (
-    b'{"error": {"message": "Requested tokens (5012) exceed context window of 4096", '
-    b'"type": "internal_server_error", "param": null, "code": null}}'
-)
-
-
-@pytest.mark.parametrize(
-    ("body", "limit"),
-    [
-        (OPENAI_OVERFLOW, 128000),
-        (RESPONSES_OVERFLOW, None),
-        (ANTHROPIC_OVERFLOW, 200000),
-        (ANTHROPIC_WITH_ANSWER, 200000),
-        (VLLM_OVERFLOW, 4096),
-        (LLAMACPP_OVERFLOW, 4096),
-        (LLAMA_CPP_PYTHON_OVERFLOW, 4096),
-    ],
-    ids=["openai", "responses", "anthropic", "anthropic-answer", "vllm", "llama.cpp", "lcp-python"],
-)
-def test_each_servers_overflow_is_recognised_with_the_window_it_names(
-    body: bytes, limit: int | None
-) -> None:
-    assert is_overflow(400, body)
-    assert is_overflow(413, body)
-    assert is_overflow(422, body)
-    assert overflow_limit(body) == limit
-
-
-@pytest.mark.parametrize("overflow", ["openai", "anthropic", "vllm", "llamacpp"])
-@pytest.mark.parametrize("counts_answer", [False, True])
-def test_the_fake_servers_overflows_are_recognised(overflow: str, counts_answer: bool) -> None:
-    picky = Picky(context_window=100, overflow=overflow, counts_answer=counts_answer)
-    body = {"messages": [{"role": "user", "content": "x" * 600}], "max_tokens": 500}
-    if counts_answer:  # only the answer brings it over
-        body["messages"] = [{"role": "user", "content": "x" * 300}]
-    refused = picky.refusal(body)
-    assert refused is not None
-    status, error = refused
-    data = encoded(error)
-    assert is_overflow(status, data)
-    assert overflow_limit(data) == 100
-
-
-@pytest.mark.parametrize(
-    ("status", "body"),
-    [
-        (429, b'{"error": {"message": "Rate limit reached: too many tokens per minute"}}'),
-        (500, OPENAI_OVERFLOW),
-        (400, b'{"error": {"message": "Invalid value for \'tool_choice\'"}}'),
-        (400, encoded(error_body("anthropic", 400, "max_tokens: Field required"))),
-        (413, encoded(error_body("anthropic", 413, "Request exceeds the maximum allowed size"))),
-    ],
-)
-def test_other_errors_are_no_overflow(status: int, body: bytes) -> None:
-    assert not is_overflow(status, body)
-
-
-@pytest.mark.parametrize(
-    ("body", "asked"),
-    [
-        (OPENAI_OVERFLOW, 130412),
-        (RESPONSES_OVERFLOW, None),
-        (ANTHROPIC_OVERFLOW, 208310),
-        (ANTHROPIC_WITH_ANSWER, 199759),
-        (VLLM_OVERFLOW, 4000),
-        (LLAMACPP_OVERFLOW, 5012),
-        (LLAMA_CPP_PYTHON_OVERFLOW, 5012),
-    ],
-    ids=["openai", "responses", "anthropic", "anthropic-answer", "vllm", "llama.cpp", "lcp-python"],
-)
-def test_each_servers_overflow_says_how_many_tokens_the_prompt_took(
-    body: bytes, asked: int | None
-) -> None:
-    assert overflow_asked(body) == asked
-
-
-def test_the_window_that_fits_is_put_in_synopsiss_own_count() -> None:
-    # The upstream counted 5,012 where synopsis counted 4,000: its 4,096 are 3,268 of ours.
-    assert fitting_window(LLAMACPP_OVERFLOW, 4000) == 4096 * 4000 // 5012
-    assert fitting_window(LLAMACPP_OVERFLOW, None) == 4096  # nothing sent was counted
-    assert fitting_window(RESPONSES_OVERFLOW, 7000) == 7000  # no number: what was sent is too much
-    assert fitting_window(RESPONSES_OVERFLOW, None) is None
-
-
-def test_a_window_is_read_only_from_its_own_words() -> None:
-    assert overflow_limit(b'{"error": {"message": "bad request 400 > 2 things"}}') is None
-    assert overflow_limit(b"") is None
 
 
 # -- session keys ------------------------------------------------------------------------------
@@ -454,9 +327,50 @@ def test_a_learnt_window_rebuilds_the_models_compactor(compactors: Compactors) -
     assert compactors.for_model("gpt-4o") is new  # nothing new learnt
     assert not compactors.learn_window("gpt-4o", 64_000)  # a larger one is not taken
     assert compactors.window("gpt-4o") == 32_000
-    # The upstream's refusal outranks a window given for the model: it is what fits.
-    assert compactors.learn_window("pinned", 8_000)
-    assert compactors.window("pinned") == 8_000
+
+
+def test_a_window_given_for_the_model_is_never_replaced_by_one_learnt(
+    compactors: Compactors,
+) -> None:
+    pinned = compactors.for_model("pinned")
+    assert not compactors.learn_window("pinned", 8_000, upstream="http://a", limit=8_000)
+    assert compactors.window("pinned", "http://a") == 50_000
+    assert compactors.for_model("pinned", "http://a") is pinned
+
+
+def test_a_learnt_window_is_never_below_the_floor(compactors: Compactors) -> None:
+    assert compactors.learn_window("gpt-4o", 7, limit=1)
+    assert compactors.window("gpt-4o") == LEARNT_FLOOR
+    assert not compactors.learn_window("gpt-4o", 500)  # the floor again: nothing changes
+
+
+def test_a_window_is_learnt_for_the_upstream_that_refused(compactors: Compactors) -> None:
+    usual = compactors.for_model("gpt-4o")
+    assert compactors.learn_window("gpt-4o", 32_000, upstream="http://a", limit=30_000)
+    assert compactors.window("gpt-4o", "http://a") == 32_000
+    assert compactors.for_model("gpt-4o", "http://b") is usual
+    assert compactors.for_model("gpt-4o") is usual
+    assert compactors.window("gpt-4o", "http://b") == 128_000
+
+
+@pytest.mark.parametrize(
+    ("reported", "estimated"),
+    [(30_001, None), (20_000, 32_001)],
+    ids=["more-than-it-named", "more-than-learnt"],
+)
+def test_an_answer_showing_more_fits_forgets_the_learnt_window(
+    compactors: Compactors, reported: int, estimated: int | None
+) -> None:
+    compactors.learn_window("gpt-4o", 32_000, upstream="http://a", limit=30_000)
+    # Another upstream's answers say nothing of this one's window.
+    assert not compactors.calibrate("gpt-4o", reported, estimated, upstream="http://b")
+    assert compactors.window("gpt-4o", "http://a") == 32_000
+    # Answers within it leave it.
+    assert not compactors.calibrate("gpt-4o", 30_000, 32_000, upstream="http://a")
+    assert compactors.window("gpt-4o", "http://a") == 32_000
+    assert compactors.calibrate("gpt-4o", reported, estimated, upstream="http://a")
+    assert compactors.window("gpt-4o", "http://a") == 128_000
+    assert compactors.for_model("gpt-4o", "http://a") is compactors.for_model("gpt-4o")
 
 
 def test_a_report_of_more_tokens_than_counted_scales_the_window_down(

@@ -6,6 +6,12 @@ the model) and keep one fast-path memo per session each. Two things refine a mod
 as the proxy runs: an upstream that refuses a request as too long and names its window, and
 the prompt tokens an upstream reports, when they show that synopsis counts this model's
 tokens low.
+
+A window learnt from a refusal is the upstream's: it is kept per model and upstream, so one
+server's small window never shrinks another's, and a model with a compactor for the window
+it learnt at one upstream keeps its usual one at the others. It is never below
+:data:`LEARNT_FLOOR`, never replaces a window given for the model, and is forgotten when a
+later answer shows that more fits.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import contextlib
 import math
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction import Compactor
@@ -28,7 +34,15 @@ if TYPE_CHECKING:
     from synopsis.messages import Message
     from synopsis.summarizers import SummaryRecord
 
-__all__ = ["Compactors", "Timed"]
+__all__ = ["LEARNT_FLOOR", "Compactors", "Timed"]
+
+LEARNT_FLOOR = 1_024
+"""The smallest window a refusal teaches, in synopsis's tokens. The smallest windows local
+servers run with are 2,048 tokens (llama-cpp-python's default ``n_ctx``, Ollama's former
+default ``num_ctx``); a refusal is believed only when the server's count of the request is
+within :data:`~synopsis.overflows.TOLERANCE` (twice) of synopsis's, so such a window is never
+less than 1,024 of synopsis's tokens, and can be learnt. Below it, a refusal's figures are not
+a window a conversation can be held to."""
 
 _CALIBRATE_ABOVE = 1.05
 """Reported over estimated prompt tokens past which a model's window is scaled down: below
@@ -39,6 +53,15 @@ _MAX_SCALE = 1.5
 by less; a larger gap means the report counts something else (cached tools, images)."""
 _MIN_ESTIMATE = 1000
 """Smaller requests are not compared: the provider's fixed overhead per request swamps them."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Learnt:
+    """A window learnt from an upstream's refusal: in synopsis's tokens, and the window the
+    refusal named, in the upstream's."""
+
+    window: int
+    limit: int
 
 
 class Timed:
@@ -135,46 +158,47 @@ class Compactors:
         self._root = root
         self.store = root.setup.store
         self.settings = root.settings
-        self._by_model: dict[str, Compactor] = {}
+        self._by_model: dict[tuple[str, str], Compactor] = {}
+        """Per model, and upstream for a window learnt there ("" for the usual one)."""
         self._scale: dict[str, float] = {}
-        self._learned: dict[str, int] = {}
+        self._learned: dict[tuple[str, str], _Learnt] = {}
         self._applied: dict[str, float] = {}
         self._lock = threading.Lock()
         # A summarizer that cannot be built (an LLM's missing key or SDK) is said now, once,
         # rather than at every request's compaction.
         probe = next(iter(self.settings.summarizer_models), None) or "gpt-4o"
-        self._make(probe).close()
+        self._make(probe, None).close()
 
-    def for_model(self, model: str) -> Compactor:
-        """The compactor for requests to ``model``."""
-        found = self._by_model.get(model)
+    def for_model(self, model: str, upstream: str = "") -> Compactor:
+        """The compactor for requests to ``model`` at ``upstream``."""
+        key = (model, upstream) if (model, upstream) in self._learned else (model, "")
+        found = self._by_model.get(key)
         if found is None:
             with self._lock:
-                found = self._by_model.get(model) or self._make(model)
-                self._by_model[model] = found
+                found = self._by_model.get(key) or self._make(model, self._learned.get(key))
+                self._by_model[key] = found
         return found
 
-    def _make(self, model: str) -> Compactor:
+    def _make(self, model: str, learned: _Learnt | None) -> Compactor:
         # The root opened the store (or was given it): every model's compactor shares it.
         options = {k: v for k, v in self._options.items() if k != "store"}
         options["model"] = model
-        learned = self._learned.get(model)
-        window = learned or self._windows.get(model)
+        window = learned.window if learned else self._windows.get(model)
         if window is not None:
             options["context_window"] = window
         compactor = Compactor(
             config=self._config, environ=self._environ, store=self.store, **options
         )
         # A window learnt from a refusal is in synopsis's own count already.
-        scale = 1.0 if learned else self._target(model)
-        self._applied[model] = scale
-        if scale > 1.0:
-            shrunk = max(1, math.floor(compactor.setup.window / scale))
-            compactor.close()
-            options["context_window"] = shrunk
-            compactor = Compactor(
-                config=self._config, environ=self._environ, store=self.store, **options
-            )
+        if learned is None:
+            scale = self._applied[model] = self._target(model)
+            if scale > 1.0:
+                shrunk = max(1, math.floor(compactor.setup.window / scale))
+                compactor.close()
+                options["context_window"] = shrunk
+                compactor = Compactor(
+                    config=self._config, environ=self._environ, store=self.store, **options
+                )
         compactor.remembered_sessions = self._remembered
         if self._observe is not None:
             setup = compactor.setup
@@ -182,27 +206,47 @@ class Compactors:
             compactor.setup = replace(setup, summarizer=timed)
         return compactor
 
-    def window(self, model: str) -> int:
-        return self.for_model(model).setup.window
+    def window(self, model: str, upstream: str = "") -> int:
+        return self.for_model(model, upstream).setup.window
 
-    def learn_window(self, model: str, window: int) -> bool:
-        """An upstream refused a request to ``model`` as too long, and ``window`` tokens (as
-        synopsis counts them) is what fits: compact for that from now on, when it is smaller
-        than the window used so far, even one given for the model. Whether it was."""
-        current = self.window(model)
+    def learn_window(
+        self, model: str, window: int, *, upstream: str = "", limit: int | None = None
+    ) -> bool:
+        """``upstream`` refused a request to ``model`` as too long, naming its window
+        (``limit``, in its own count), and ``window`` tokens (as synopsis counts them) is what
+        would have fitted: compact for that at this upstream from now on, when it is smaller
+        than the window used so far there (and at least :data:`LEARNT_FLOOR`). A window given
+        for the model is never replaced. Whether the window changed."""
+        if model in self._windows:
+            return False
+        learnt = max(window, LEARNT_FLOOR)
+        if learnt >= self.window(model, upstream):
+            return False
         with self._lock:
-            if window >= current:
-                return False
-            self._learned[model] = max(window, 1)
-            self._by_model.pop(model, None)
-            return True
+            self._learned[model, upstream] = _Learnt(learnt, limit or learnt)
+            self._by_model.pop((model, upstream), None)
+        return True
 
-    def calibrate(self, model: str, reported: int, estimated: int) -> None:
-        """The upstream counted ``reported`` prompt tokens where synopsis counted
-        ``estimated``: when synopsis counts this model low, its window is scaled down by the
-        (smoothed) ratio, so that what synopsis thinks fits does."""
-        if estimated < _MIN_ESTIMATE or model in self._windows:
-            return
+    def calibrate(
+        self, model: str, reported: int, estimated: int | None, *, upstream: str = ""
+    ) -> bool:
+        """``upstream`` answered a request to ``model`` and counted ``reported`` prompt
+        tokens, where synopsis counted ``estimated`` (None when synopsis did not count what
+        was sent). A window learnt there that the answer shows to be wrong (the upstream took
+        more than the window its refusal named, or more of synopsis's tokens than it learnt)
+        is forgotten; otherwise, when synopsis counts this model low, its usual window is
+        scaled down by the (smoothed) ratio, so that what synopsis thinks fits does. Whether
+        a learnt window was forgotten."""
+        learned = self._learned.get((model, upstream))
+        if learned is not None and (
+            reported > learned.limit or (estimated is not None and estimated > learned.window)
+        ):
+            with self._lock:
+                self._learned.pop((model, upstream), None)
+                self._by_model.pop((model, upstream), None)
+            return True
+        if estimated is None or estimated < _MIN_ESTIMATE or model in self._windows:
+            return False
         with self._lock:
             old = self._scale.get(model, 1.0)
             ratio = min(max(reported / estimated, 0.0), _MAX_SCALE)
@@ -210,7 +254,8 @@ class Compactors:
             self._scale[model] = new
             applied = self._applied.get(model, 1.0)
             if abs(self._target(model) - applied) / applied > _CALIBRATE_ABOVE - 1:
-                self._by_model.pop(model, None)
+                self._by_model.pop((model, ""), None)
+        return False
 
     def scale(self, model: str) -> float:
         return self._scale.get(model, 1.0)

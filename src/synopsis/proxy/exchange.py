@@ -70,7 +70,7 @@ class Exchange:
             return
         start = time.perf_counter()
         try:
-            compactor = state.compactors.for_model(self.model)
+            compactor = state.compactors.for_model(self.model, self.upstream)
             self.result = await departure.race(
                 compactor.acompact(
                     items,
@@ -95,6 +95,11 @@ class Exchange:
             took = time.perf_counter() - start
             self.line.ms_compaction += took * 1000
             state.metrics.compaction_seconds.labels(route.path).observe(took)
+
+    @property
+    def upstream(self) -> str:
+        """The upstream this request goes to (a window learnt is learnt for it)."""
+        return self.state.upstreams[self.route.api]
 
     def payload(self) -> bytes:
         """The body to forward: the client's bytes when the history is unchanged."""

@@ -13,13 +13,15 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from synopsis.errors import BudgetUnreachableError
-from synopsis.proxy.errors import Api, fitting_window, is_overflow, json_error
+from synopsis.overflows import read
+from synopsis.proxy.errors import Api, json_error
 from synopsis.proxy.exchange import unchanged
 from synopsis.proxy.relay import forwarded_headers, relayed, returned_headers, usage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
+    from synopsis.overflows import Overflow
     from synopsis.proxy.exchange import Exchange
     from synopsis.proxy.logs import Line
     from synopsis.proxy.relay import Departure
@@ -129,12 +131,9 @@ async def forward(exchange: Exchange, departure: Departure, payload: bytes) -> R
         return sent
     if sent.status_code >= 400:
         error = await _read_error(sent, departure)
-        if (
-            exchange.items is not None
-            and not exchange.line.retried
-            and is_overflow(sent.status_code, error)
-        ):
-            retry = await _retry(exchange, departure, error)
+        if exchange.items is not None and not exchange.line.retried:
+            overflow = read(sent.status_code, error, payload)
+            retry = None if overflow is None else await _retry(exchange, departure, overflow)
             if retry is not None:
                 return retry
         exchange.line.error = f"the upstream answered {sent.status_code}"
@@ -164,16 +163,19 @@ async def forward(exchange: Exchange, departure: Departure, payload: bytes) -> R
     return streamed(sent, _headers(exchange, sent), done)
 
 
-async def _retry(exchange: Exchange, departure: Departure, error: bytes) -> Response | None:
-    """The upstream said the request is too long: learn the window it names, compact harder
-    (forced) and send once more; None when there is nothing more to do."""
+async def _retry(exchange: Exchange, departure: Departure, overflow: Overflow) -> Response | None:
+    """The upstream said the request is too long: learn the window it names, when its figures
+    hold together with what was sent, compact harder (forced) and send once more; None when
+    there is nothing more to do."""
     state, route, line = exchange.state, exchange.route, exchange.line
     state.metrics.retries.labels(route.path).inc()
     before = exchange.result
-    sent = before.tokens_after if before is not None else None
-    fits = fitting_window(error, sent)
-    if fits is not None and state.compactors.learn_window(exchange.model, fits):
-        line.window = state.compactors.window(exchange.model)
+    fits = overflow.fitting(before.tokens_after if before is not None else None)
+    compactors, model, upstream = state.compactors, exchange.model, exchange.upstream
+    if fits is not None and compactors.learn_window(
+        model, fits, upstream=upstream, limit=overflow.window
+    ):
+        line.window = compactors.window(model, upstream)
     # The first pass read this history, so a forced one does too.
     try:
         await exchange.compact(departure, force=True)
@@ -227,12 +229,17 @@ def _count_tokens(exchange: Exchange) -> None:
 
 
 def _calibrate(exchange: Exchange, ends: bytes) -> None:
-    """The upstream's reported prompt tokens against synopsis's count of what was sent."""
+    """The upstream's reported prompt tokens against synopsis's count of what was sent (and
+    against a window learnt there, which the answer may show to be wrong)."""
+    line, result, compactors = exchange.line, exchange.result, exchange.state.compactors
     reported = usage(ends, anthropic=exchange.route.api == "anthropic")
-    exchange.line.usage = reported
-    result = exchange.result
-    if reported is not None and result is not None and not exchange.line.failed_open:
-        exchange.state.compactors.calibrate(exchange.model, reported, result.tokens_after)
+    line.usage = reported
+    if reported is None:
+        return
+    counted = result.tokens_after if result is not None and not line.failed_open else None
+    upstream = exchange.upstream
+    if compactors.calibrate(exchange.model, reported, counted, upstream=upstream):
+        line.window = compactors.window(exchange.model, upstream)
 
 
 async def count(exchange: Exchange, departure: Departure, payload: bytes) -> Response:

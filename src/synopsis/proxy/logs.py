@@ -31,7 +31,8 @@ class Line:
     retried: bool = False
     """Sent once more, compacted harder, after the upstream refused it as too long."""
     window: int | None = None
-    """The model's window, when this request's overflow taught a smaller one."""
+    """The model's window, when this request changed it: its overflow taught a smaller one,
+    or its usage showed a learnt one wrong."""
     failed_open: str | None = None
     error: str | None = None
     ms_compaction: float = 0.0

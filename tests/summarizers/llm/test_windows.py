@@ -10,9 +10,10 @@ import openai
 import pytest
 
 from synopsis.errors import ConfigurationError, TransportError
+from synopsis.overflows import Overflow, read
 from synopsis.summarizers import LLMSummarizer, openai_chat_completion
 from synopsis.summarizers.llm.asking import DIALECTS, transport_error
-from synopsis.summarizers.llm.dialects import overflow, refusal
+from synopsis.summarizers.llm.dialects import refusal
 from synopsis.testing.server import Picky, chat_completion
 from tests.summarizers.helpers import TRANSCRIPTS, load
 from tests.summarizers.llm.test_clients import GOOD_TEXT
@@ -87,7 +88,9 @@ def test_an_overflow_is_told_apart_and_not_retried(
     status: int, text: str, window: int | None, prompt: int | None
 ) -> None:
     assert refusal(status, text) == "overflow"
-    assert overflow(text) == (window, prompt)
+    found = read(status, text)
+    assert found is not None
+    assert (found.window, found.prompt) == (window, prompt)
 
     class Refused(Exception):
         status_code = status
@@ -194,3 +197,49 @@ def test_an_overflow_that_names_only_the_window_is_sized_by_our_own_count(
     assert record.model == "local"
     answer = min(summarizer.max_summary_tokens, 3000 // 2)
     assert summarizer.input_cap == int((3000 - answer) * 0.9)
+
+
+def test_a_refusal_echoing_the_transcript_is_no_overflow() -> None:
+    # A validation error quoting a message of the transcript, which quotes a refusal.
+    quoted = "the API said: This model's maximum context length is 1000 tokens"
+    sent = json.dumps({"messages": [{"role": "user", "content": None}, {"content": quoted}]})
+    text = (
+        "1 validation error: {'type': 'string_type', 'loc': ('body', 'messages', 0, 'content'), "
+        f"'msg': 'Input should be a valid string', 'input': None, 'context': '{quoted}'}}"
+    )
+    assert refusal(500, text) == "overflow"  # the words alone deceive
+    assert refusal(500, text, sent) == "messages"
+
+    class Refused(Exception):
+        status_code = 500
+
+    error = transport_error("openai", Refused(text), sent)
+    assert error.context_window is None
+
+
+def test_an_overflow_of_another_requests_size_does_not_shrink_the_cap(
+    llm_server: FakeLLMServer,
+) -> None:
+    # A window named beside a prompt 200 times what was sent: not this request's refusal.
+    llm_server.error(
+        400,
+        "This model's maximum context length is 1000 tokens. However, your messages "
+        "resulted in 2000000 tokens.",
+    )
+    answers(llm_server)
+    with openai.OpenAI(api_key="k", base_url=llm_server.base_url, max_retries=0) as client:
+        summarizer = local(client)
+        record = summarizer.summarize(load(TRANSCRIPTS[0])[:60])
+    assert record.model == "rules"  # refused, and nothing learnt to ask again with
+    assert len(llm_server.requests) == 1
+    assert summarizer.input_cap == summarizer.max_input_tokens
+
+
+def test_an_answer_counted_beside_the_prompt_is_carried_on_the_error() -> None:
+    class Refused(Exception):
+        status_code = 400
+
+    text = "input length and `max_tokens` exceed context limit: 3000 + 2000 > 4096"
+    error = transport_error("anthropic", Refused(text))
+    assert (error.context_window, error.prompt_tokens, error.answer_tokens) == (4096, 3000, 2000)
+    assert Overflow(4096, 3000, 2000).consistent(3100)

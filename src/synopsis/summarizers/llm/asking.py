@@ -4,6 +4,7 @@ dialect when the server refused it for a reason one avoids (see :mod:`.dialects`
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -11,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from synopsis.errors import TransportError, brief
+from synopsis.overflows import read
 from synopsis.summarizers.llm.completion import CompletionRequest, CompletionResponse
-from synopsis.summarizers.llm.dialects import Dialect, Dialects, overflow, refusal
+from synopsis.summarizers.llm.dialects import Dialect, Dialects, refusal
 
 __all__ = [
     "DIALECTS",
@@ -23,6 +25,7 @@ __all__ = [
     "completion",
     "http_errors",
     "missing",
+    "sent_text",
     "transport_error",
     "unfinished",
 ]
@@ -54,21 +57,28 @@ def http_errors() -> Failures:
     return tuple(module.RequestError for module in loaded if module is not None)
 
 
-def transport_error(provider: str, error: Exception) -> TransportError:
+def transport_error(provider: str, error: Exception, sent: str = "") -> TransportError:
     """A timeout, a lost connection (no status), a 408, a 429 or a 5xx is worth another try;
     so is an error event inside a stream that had started (the status of that stream is below
     400). A request refused as invalid is not: any other 4xx, and a 5xx whose body is a
-    validation error (see :func:`~.dialects.refusal`)."""
+    validation error (see :func:`~.dialects.refusal`). A refusal as too long carries the
+    figures it names (``sent``, the request, tells the server's words from echoed ones)."""
     status: int | None = getattr(error, "status_code", None)
-    refused = refusal(status, str(error))
-    window, prompt = overflow(str(error)) if refused == "overflow" else (None, None)
+    refused = refusal(status, str(error), sent)
+    found = read(status, str(error), sent) if refused == "overflow" else None
     where = f" (HTTP {status})" if status is not None else ""
     return TransportError(
         f"{provider}: {type(error).__name__}{where}: {brief(str(error))}",
         retryable=refused is None,
-        context_window=window,
-        prompt_tokens=prompt,
+        context_window=found.window if found else None,
+        prompt_tokens=found.prompt if found else None,
+        answer_tokens=found.answer if found else None,
     )
+
+
+def sent_text(arguments: Mapping[str, Any]) -> str:
+    """A request's arguments as the text a server's error may echo parts of (its JSON)."""
+    return json.dumps(arguments, ensure_ascii=False, default=str)
 
 
 def unfinished(provider: str, last: str) -> TransportError:
@@ -114,11 +124,11 @@ class _Asking:
         return replace(known, strict=known.strict or self.start.strict)
 
     def after(
-        self, dialect: Dialect, error: Exception, request: CompletionRequest
+        self, dialect: Dialect, error: Exception, request: CompletionRequest, sent: str
     ) -> Dialect | None:
-        """The dialect to ask again in when the server refused ``dialect`` for a reason a
-        lesser one avoids; else None."""
-        refused = refusal(getattr(error, "status_code", None), str(error))
+        """The dialect to ask again in when the server refused ``dialect`` (asked as
+        ``sent``) for a reason a lesser one avoids; else None."""
+        refused = refusal(getattr(error, "status_code", None), str(error), sent)
         if refused == "structure" and (request.json_schema is None or dialect.structure == "plain"):
             refused = "messages"  # no response format was sent: the refusal is of the rest
         lower = dialect.after(refused) if refused in ("structure", "messages") else None
@@ -147,14 +157,16 @@ def _sync(
     def complete(request: CompletionRequest) -> CompletionResponse:
         dialect = asking.first(request)
         while True:
+            asked = arguments(request, dialect)
             try:
-                answer = create(**arguments(request, dialect))
+                answer = create(**asked)
                 if stream:
                     answer = list(answer)
             except failures as error:
-                lower = asking.after(dialect, error, request)
+                sent = sent_text(asked)
+                lower = asking.after(dialect, error, request, sent)
                 if lower is None:
-                    raise transport_error(asking.endpoint.provider, error) from error
+                    raise transport_error(asking.endpoint.provider, error, sent) from error
                 dialect = lower
                 continue
             asking.worked(request, dialect)
@@ -172,14 +184,16 @@ def _async(
     async def acomplete(request: CompletionRequest) -> CompletionResponse:
         dialect = asking.first(request)
         while True:
+            asked = arguments(request, dialect)
             try:
-                answer = await create(**arguments(request, dialect))
+                answer = await create(**asked)
                 if stream:
                     answer = [event async for event in answer]
             except failures as error:
-                lower = asking.after(dialect, error, request)
+                sent = sent_text(asked)
+                lower = asking.after(dialect, error, request, sent)
                 if lower is None:
-                    raise transport_error(asking.endpoint.provider, error) from error
+                    raise transport_error(asking.endpoint.provider, error, sent) from error
                 dialect = lower
                 continue
             asking.worked(request, dialect)

@@ -22,7 +22,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias
 
-__all__ = ["Dialect", "Dialects", "Refusal", "overflow", "refusal", "strict_messages"]
+from synopsis.overflows import read
+
+__all__ = ["Dialect", "Dialects", "Refusal", "refusal", "strict_messages"]
 
 Structure: TypeAlias = Literal["json_schema", "json_object_schema", "json_object", "plain"]
 Refusal: TypeAlias = Literal["structure", "messages", "overflow", "invalid"]
@@ -38,22 +40,6 @@ _MESSAGES = re.compile(
     r"'content'(?:, 'str')?\),\s*'msg':\s*'Input should be a valid string'|"
     r"\bcontent['\"]?\s*[:=]\s*(null|None)\b|(roles?|messages?) must alternate|"
     r"alternate (user|between)",
-    re.I,
-)
-_OVERFLOW = re.compile(
-    r"maximum context length|context window of|context_length_exceeded|"
-    r"exceeds? (the )?(model'?s? |available )?context|exceed_context_size|prompt is too long",
-    re.I,
-)
-# llama-cpp-python and OpenAI; llama.cpp's own server (n_ctx, n_prompt_tokens); Anthropic.
-_WINDOW = re.compile(
-    r"(?:maximum context length is|context window of) (\d+)|['\"]n_ctx['\"]:\s*(\d+)|"
-    r"tokens > (\d+) maximum",
-    re.I,
-)
-_PROMPT = re.compile(
-    r"\((\d+) in the messages|requested tokens \((\d+)\)|['\"]n_prompt_tokens['\"]:\s*(\d+)|"
-    r"prompt is too long: (\d+) tokens",
     re.I,
 )
 _VALIDATION = re.compile(
@@ -79,16 +65,17 @@ class Dialect:
         return None
 
 
-def refusal(status: int | None, text: str) -> Refusal | None:
+def refusal(status: int | None, text: str, sent: str = "") -> Refusal | None:
     """Why a server refused a request, when it refused it as invalid: a 4xx other than 408
     and 429, or a 5xx whose body is a validation error (which a retry would meet again).
-    ``"overflow"`` when the request was over the model's context window, ``"structure"``
-    when it names the response format, ``"messages"`` when it names null content or
-    alternating roles, ``"invalid"`` for anything else; None when the failure may pass (a
-    timeout, a lost connection, a rate limit, a server error)."""
+    ``"overflow"`` when the request was over the model's context window (as
+    :func:`synopsis.overflows.read` reads it, ``sent`` being the request, whose words a
+    server may echo), ``"structure"`` when it names the response format, ``"messages"`` when
+    it names null content or alternating roles, ``"invalid"`` for anything else; None when
+    the failure may pass (a timeout, a lost connection, a rate limit, a server error)."""
     if status is None or status < 400 or status in (408, 429):
         return None
-    if _OVERFLOW.search(text):
+    if read(status, text, sent) is not None:
         return "overflow"
     if status >= 500 and not _VALIDATION.search(text):
         return None
@@ -97,19 +84,6 @@ def refusal(status: int | None, text: str) -> Refusal | None:
     if _MESSAGES.search(text):
         return "messages"
     return "invalid"
-
-
-def overflow(text: str) -> tuple[int | None, int | None]:
-    """The context window a server's overflow error names, and the tokens of its own it
-    counted in the request's messages (llama.cpp's and OpenAI's wording); None for each it
-    does not say."""
-    return _number(_WINDOW.search(text)), _number(_PROMPT.search(text))
-
-
-def _number(found: re.Match[str] | None) -> int | None:
-    """The number a match of one of several wordings caught."""
-    group = next((g for g in found.groups() if g), None) if found else None
-    return int(group) if group else None
 
 
 class Dialects:

@@ -55,6 +55,7 @@ from synopsis.errors import ConfigurationError
 from synopsis.events import SummarizerFellBack, SummaryFilledIn, notify
 from synopsis.messages import Message, Role, TextPart
 from synopsis.models import context_window
+from synopsis.overflows import Overflow
 from synopsis.summarizers._options import history, utc_now, whole_number
 from synopsis.summarizers.llm import contexts, effects
 from synopsis.summarizers.llm.answers import SUMMARY_SCHEMA, SummaryContent, parse_summary
@@ -305,19 +306,24 @@ class LLMSummarizer:
 
     def _fitting(self, job: Job, result: SummaryRecord | Failure) -> tuple[int, int] | None:
         """The input cap and answer size that fit the window an overflow error named, when
-        the cap is below the one in use; else None."""
+        its figures hold together with the request that drew it (see
+        :meth:`synopsis.overflows.Overflow.consistent`) and the cap is below the one in use;
+        else None."""
         if not isinstance(result, Failure) or result.context is None:
             return None
         cause = result.cause
         if not isinstance(cause, TransportError) or cause.context_window is None:
             return None
-        window = cause.context_window
+        window, asked = cause.context_window, self._asked(result.context)
+        said = Overflow(window, cause.prompt_tokens, cause.answer_tokens)
+        if not said.consistent(asked):
+            return None
         # A small window keeps half for the answer, which some servers count in the window
         # and others cut short; cut short, a JSON answer cannot be read.
         answer = min(job.limit, window // 2)
         ratio = 1.0
         if cause.prompt_tokens:  # the server's tokens per one of ours
-            ratio = max(cause.prompt_tokens / max(self._asked(result.context), 1), 1.0)
+            ratio = max(cause.prompt_tokens / max(asked, 1), 1.0)
         cap = int((window - answer) / ratio * _OVERFLOW_MARGIN)
         return (cap, answer) if MIN_TRANSCRIPT <= cap < self._input_cap_now() else None
 
