@@ -289,7 +289,7 @@ def test_a_response_the_proxy_could_not_get_is_logged_as_a_warning(
     (line, other) = proxy_lines(caplog)
     assert line.levelno == other.levelno == logging.WARNING
     assert "status=502" in line.getMessage()
-    assert "error=upstream unreachable" in line.getMessage()
+    assert 'error="upstream unreachable' in line.getMessage()
 
 
 def test_nothing_is_logged_when_info_is_off(caplog: pytest.LogCaptureFixture) -> None:

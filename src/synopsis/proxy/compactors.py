@@ -116,6 +116,7 @@ class Compactors:
         environ: Mapping[str, str] | None = None,
         windows: Mapping[str, int] | None = None,
         remembered_sessions: int = 256,
+        max_compactors: int = 64,
         observe_summarizer: Callable[[str, float, bool], None] | None = None,
         **options: Any,  # noqa: ANN401 - Settings validates each option
     ) -> None:
@@ -124,6 +125,7 @@ class Compactors:
         self._options = dict(options)
         self._windows = dict(windows or {})
         self._remembered = remembered_sessions
+        self._max_compactors = max_compactors
         self._observe = observe_summarizer
         # The root only opens the store and reads the settings: it names no model, so it
         # uses the rules (an LLM summarizer asks, unless told otherwise, each request's model).
@@ -146,12 +148,17 @@ class Compactors:
         self._make(probe).close()
 
     def for_model(self, model: str) -> Compactor:
-        """The compactor for requests to ``model``."""
-        found = self._by_model.get(model)
-        if found is None:
-            with self._lock:
-                found = self._by_model.get(model) or self._make(model)
-                self._by_model[model] = found
+        """The compactor for requests to ``model``. Those of the ``max_compactors`` models
+        asked for last are kept (clients may name models without end); one dropped is not
+        closed, since a request may still be using it: it shares the store, and its fast-path
+        memo goes with it."""
+        with self._lock:
+            found = self._by_model.pop(model, None) or self._make(model)
+            self._by_model[model] = found  # the most recently used last
+            while len(self._by_model) > self._max_compactors:
+                oldest = next(iter(self._by_model))
+                del self._by_model[oldest]
+                self._applied.pop(oldest, None)
         return found
 
     def _make(self, model: str) -> Compactor:
