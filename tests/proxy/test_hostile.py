@@ -293,6 +293,24 @@ def test_a_history_nested_deep_anywhere_is_the_upstreams_or_an_error_in_shape(
     _post(rig, route, b"[" * 1025 + b"]" * 1025)
 
 
+@pytest.mark.parametrize("route", sorted(PLACES))
+def test_a_conversation_opening_nested_deeper_than_orjson_writes_reaches_the_upstream(
+    rig: Rig, route: str
+) -> None:
+    """Before: a plain-text 500 from the session's key, which writes the opening again."""
+    items = "input" if route == RESPONSES else "messages"
+    body = copy.deepcopy(BODIES[route])
+    body[items][0]["metadata"] = None
+    raw = with_nested(body, 300, (items, 0, "metadata"))
+    before = len(rig.fake.requests)
+    with httpx2.Client(base_url=rig.served.url, timeout=30) as client:
+        answer = client.post(route, content=raw)  # no session named: the proxy names it
+    assert answer.status_code == 200
+    assert answer.headers["x-synopsis-session"].startswith("auto:")
+    (sent,) = rig.fake.requests[before:]
+    assert json.loads(sent.raw)[items][0] == json.loads(raw)[items][0]
+
+
 def test_a_body_nested_past_pythons_own_limit_is_refused_in_shape(rig: Rig) -> None:
     body = {"model": "gpt-4o", "messages": [{"role": "user", "content": None}]}
     raw = with_nested(body, 1000, ("messages", 0, "content"))
