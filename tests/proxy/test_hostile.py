@@ -510,3 +510,20 @@ def test_a_method_the_proxy_does_not_relay_is_refused_in_shape(rig: Rig, method:
     assert_shaped("openai", answer.status, answer.body)
     assert answer.status in (400, 405)
     assert len(rig.fake.requests) == before
+
+
+@pytest.mark.parametrize(("path", "api"), [("/v1/models", "openai"), (MESSAGES, "anthropic")])
+def test_a_websocket_handshake_is_refused_in_shape(rig: Rig, path: str, api: str) -> None:
+    before, errors = len(rig.fake.requests), rig.errors()
+    upgrade = {
+        b"upgrade": b"websocket",
+        b"connection": b"Upgrade",
+        b"sec-websocket-key": b"dGhlIHNhbXBsZSBub25jZQ==",
+        b"sec-websocket-version": b"13",
+    }
+    answer = send_raw(rig.port, request("GET", path, headers=upgrade))
+    assert answer.status == 400
+    assert "WebSocket" in assert_shaped(api, answer.status, answer.body)["message"]
+    assert len(rig.fake.requests) == before
+    assert rig.errors() == errors + 1
+    assert rig.lines.proxy()[-1].startswith(f"method=GET path={path} status=400 ")

@@ -11,9 +11,11 @@ import logging
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING
+from unittest.mock import ANY
 
 import httpx2
 import pytest
@@ -252,13 +254,15 @@ def test_serve_writes_only_json_lines_when_a_stream_breaks_or_a_request_is_hosti
         assert not got.whole
         assert send_raw(port, request("GET", "/v1/../admin")).status == 400
         assert send_raw(port, request("POST", CHAT, b"\xff")).status == 400
+        assert send_raw(port, b"GET /v1/caf\xc3\xa9 HTTP/1.1\r\n\r\n").status == 400
         assert served.stop() == 0
         err = served.stderr
     lines = err.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     parsed = [json.loads(line) for line in lines]
-    assert [p["status"] for p in parsed] == [200, 400, 400]
+    assert [p.get("status") for p in parsed] == [200, 400, 400, None]
     assert "broke off" in parsed[0]["error"]
+    assert parsed[3] == {"event": "server", "level": "warning", "message": ANY}
 
 
 def test_serve_help_shows_each_limit_and_its_default() -> None:
@@ -358,3 +362,23 @@ def test_uvicorns_own_errors_are_still_logged(caplog: pytest.LogCaptureFixture) 
     create_app(environ={})  # the filter is in place
     logging.getLogger("uvicorn.error").error("something else")
     assert [r.getMessage() for r in caplog.records] == ["something else"]
+
+
+def test_the_servers_own_lines_are_json_with_log_json() -> None:
+    from uvicorn.config import LOGGING_CONFIG  # noqa: PLC0415
+
+    from synopsis.proxy.connections import ServerLines, log_config  # noqa: PLC0415
+
+    assert log_config(False) == LOGGING_CONFIG
+    assert log_config(True)["formatters"]["default"] == {
+        "()": "synopsis.proxy.connections.ServerLines"
+    }
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        record = logging.LogRecord(
+            "uvicorn.error", logging.ERROR, __file__, 1, "failed: %s", ("x",), sys.exc_info()
+        )
+    line = json.loads(ServerLines().format(record))
+    assert (line["event"], line["level"], line["message"]) == ("server", "error", "failed: x")
+    assert "ValueError: boom" in line["exception"]

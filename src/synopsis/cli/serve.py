@@ -90,7 +90,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             + ("" if args.auth_token else "; consider --auth-token"),
             file=sys.stderr,
         )
-    from synopsis.proxy.connections import header_timed  # noqa: PLC0415 - needs uvicorn
+    from synopsis.proxy.connections import header_timed, log_config  # noqa: PLC0415
 
     _logging(args.log_json)
     uvicorn.run(
@@ -101,6 +101,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         server_header=False,
         date_header=False,
         http=header_timed(args.header_timeout),
+        log_config=log_config(args.log_json),
     )
     return 0
 

@@ -6,14 +6,19 @@ client likes: enough such connections and the proxy has no file descriptors left
 HTTP protocol is given a timer: from the connection's opening, and again from each response's
 end, the next request's headers must have come whole within ``seconds``, else the connection
 is closed. (A body's pauses are the app's to time: :mod:`.guard`.) Bytes that are not HTTP
-get their 400 in OpenAI's JSON shape, as every other error of the proxy.
+get their 400 in OpenAI's JSON shape, as every other error of the proxy; with ``--log-json``
+the server's own log lines are JSON too (:func:`log_config`).
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from synopsis.proxy.errors import error_body
@@ -21,7 +26,7 @@ from synopsis.proxy.errors import error_body
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["header_timed"]
+__all__ = ["ServerLines", "header_timed", "log_config"]
 
 
 def header_timed(seconds: float) -> type[asyncio.Protocol]:
@@ -78,3 +83,28 @@ def header_timed(seconds: float) -> type[asyncio.Protocol]:
                 self._arm()
 
     return HeaderTimed
+
+
+class ServerLines(logging.Formatter):
+    """The server's own log records (uvicorn's warnings and errors) as JSON lines, beside
+    the proxy's, so that ``--log-json`` output is JSON throughout."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "event": "server",
+            "level": record.levelname.lower(),
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
+
+
+def log_config(as_json: bool) -> dict[str, Any]:
+    """uvicorn's logging configuration (``log_config``): its own, or with ``as_json`` the
+    same loggers writing :class:`ServerLines`."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    if as_json:
+        for name in ("default", "access"):
+            config["formatters"][name] = {"()": f"{__name__}.ServerLines"}
+    return config

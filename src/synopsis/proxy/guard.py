@@ -108,6 +108,9 @@ class Guard:
         quiet_server_log()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await _no_websocket(scope, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -202,6 +205,22 @@ class Guard:
             return message
 
         return timed
+
+
+async def _no_websocket(scope: Scope, send: Send) -> None:
+    """A WebSocket handshake: refused with a 400 in the route's shape where the server lets
+    an app answer one with an HTTP response, else closed (the proxy relays HTTP only)."""
+    state: ProxyState = scope["app"].state.proxy
+    line = Line("GET", scope["path"], status=400)
+    why = "the proxy relays HTTP requests only, not WebSocket"
+    _count(state, line, "bad_request", why, "other")
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008})  # pragma: no cover - uvicorn's do
+        return
+    response = json_error(api_of(scope["path"], scope["headers"]), 400, why)
+    start = {"status": 400, "headers": response.raw_headers}
+    await send({"type": "websocket.http.response.start", **start})
+    await send({"type": "websocket.http.response.body", "body": response.body})
 
 
 async def _unread() -> Message:  # pragma: no cover - a whole Response never receives
