@@ -212,6 +212,11 @@ def assert_upstreams_or_shaped(
         assert_shaped(api, status, body)
         assert rig.errors() > errors_before
     assert not rig.lines.tracebacks()
+    # No input here is a bug's: the guard's 500 is the net under the proxy, never its answer.
+    internal = rig.served.state.metrics.registry.get_sample_value(
+        "synopsis_proxy_errors_total", {"kind": "internal"}
+    )
+    assert not internal
 
 
 @contextlib.contextmanager

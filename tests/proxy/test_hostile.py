@@ -247,6 +247,16 @@ def test_a_tool_whose_function_is_not_an_object_reaches_the_upstream(
     assert len(rig.fake.requests) == before + 1
 
 
+@pytest.mark.parametrize("route", sorted(PLACES))
+@pytest.mark.parametrize("role", [[], ["system"], {}, {"role": "user"}])
+def test_a_role_that_is_not_a_string_is_the_upstreams_or_an_error_in_shape(
+    rig: Rig, route: str, role: object
+) -> None:
+    """Before: a 500 (the session's key asked whether an unhashable role was a system one)."""
+    items = "input" if route == RESPONSES else "messages"
+    _post(rig, route, json.dumps(replaced(BODIES[route], (items, 0, "role"), role)).encode())
+
+
 # -- nesting -----------------------------------------------------------------------------------
 
 

@@ -45,6 +45,7 @@ def opening(items: Sequence[Any], system: object, tools: object) -> bytes:
     leading = True
     for item in items:
         role = item.get("role") if isinstance(item, dict) else None
+        role = role if isinstance(role, str) else None  # a list or an object names no role
         if leading and role in _SYSTEM_ROLES:
             head.append(item)
             continue
