@@ -10,6 +10,7 @@ of a fake upstream that records every request as it came.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import uuid
@@ -537,3 +538,20 @@ def test_a_websocket_handshake_is_refused_in_shape(rig: Rig, path: str, api: str
     assert len(rig.fake.requests) == before
     assert rig.errors() == errors + 1
     assert rig.lines.proxy()[-1].startswith(f"method=GET path={path} status=400 ")
+
+
+def test_a_websocket_handshake_is_closed_where_the_server_cannot_answer_it_in_http() -> None:
+    app = create_app(environ={})
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:  # pragma: no cover - the refusal reads nothing
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "websocket", "path": "/v1/models", "headers": [], "extensions": {}}
+    asyncio.run(app(scope, receive, send))
+    assert sent == [{"type": "websocket.close", "code": 1008}]
+    metrics = app.state.proxy.metrics.registry
+    assert metrics.get_sample_value("synopsis_proxy_errors_total", {"kind": "bad_request"}) == 1

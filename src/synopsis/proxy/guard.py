@@ -215,7 +215,7 @@ async def _no_websocket(scope: Scope, send: Send) -> None:
     why = "the proxy relays HTTP requests only, not WebSocket"
     _count(state, line, "bad_request", why, "other")
     if "websocket.http.response" not in scope.get("extensions", {}):
-        await send({"type": "websocket.close", "code": 1008})  # pragma: no cover - uvicorn's do
+        await send({"type": "websocket.close", "code": 1008})
         return
     response = json_error(api_of(scope["path"], scope["headers"]), 400, why)
     start = {"status": 400, "headers": response.raw_headers}
