@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from starlette.requests import Request
     from starlette.responses import Response
+    from starlette.types import Message
 
 COMPACTING: dict[str, Any] = {"context_window": 10_000, "counter": FixedCounter(per_message=100)}
 HISTORY = conversation(turns=24)
@@ -542,12 +543,12 @@ def test_a_websocket_handshake_is_refused_in_shape(rig: Rig, path: str, api: str
 
 def test_a_websocket_handshake_is_closed_where_the_server_cannot_answer_it_in_http() -> None:
     app = create_app(environ={})
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
-    async def receive() -> dict[str, Any]:  # pragma: no cover - the refusal reads nothing
+    async def receive() -> Message:  # pragma: no cover - the refusal reads nothing
         return {"type": "websocket.connect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     scope = {"type": "websocket", "path": "/v1/models", "headers": [], "extensions": {}}
