@@ -466,12 +466,26 @@ def test_an_overflow_naming_no_window_is_retried_and_teaches_no_window() -> None
         assert served.state.compactors.window("gpt-4o", fake.root) == 128_000
 
 
-def test_a_huge_upstream_error_is_cut_at_a_mebibyte(plain: Rig) -> None:
+def test_a_huge_upstream_error_is_relayed_cut_and_never_as_if_whole(
+    plain: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="synopsis.proxy")
     plain.fake.error(500, "x" * (3 << 19))  # 1.5 MiB
-    answer = plain.client.post(CHAT, json=BODIES[CHAT])
-    assert answer.status_code == 500
-    assert 1 << 20 <= len(answer.content) < 3 << 19
-    assert answer.content.startswith(b'{"error": {"type": "error", "message": "xxx')
+    got = bytearray()
+    with plain.client.stream("POST", CHAT, json=BODIES[CHAT]) as answer:
+        assert answer.status_code == 500
+        assert "content-length" not in answer.headers
+
+        def drain() -> None:
+            for chunk in answer.iter_raw():
+                got.extend(chunk)
+
+        with pytest.raises(httpx2.RemoteProtocolError):
+            drain()
+    assert len(got) == 1 << 20
+    assert got.startswith(b'{"error": {"type": "error", "message": "xxx')
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "synopsis.proxy"]
+    assert "relayed cut" in line
 
 
 # -- an upstream that is not there or does not answer ----------------------------------------

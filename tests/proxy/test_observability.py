@@ -289,7 +289,7 @@ def test_a_response_the_proxy_could_not_get_is_logged_as_a_warning(
     (line, other) = proxy_lines(caplog)
     assert line.levelno == other.levelno == logging.WARNING
     assert "status=502" in line.getMessage()
-    assert "error=upstream unreachable" in line.getMessage()
+    assert 'error="upstream unreachable' in line.getMessage()
 
 
 def test_nothing_is_logged_when_info_is_off(caplog: pytest.LogCaptureFixture) -> None:
@@ -298,3 +298,33 @@ def test_nothing_is_logged_when_info_is_off(caplog: pytest.LogCaptureFixture) ->
         answer = client.post(CHAT, json={"model": "gpt-4o", "messages": HISTORY[:3]})
         assert answer.status_code == 200
     assert proxy_lines(caplog) == []
+
+
+def test_an_unknown_model_is_said_once_on_the_log_and_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A local 8k model named by a client would be sized as 200k with nothing said: now one
+    # warning line at first sight (Python's warnings are errors in this suite, so none is
+    # raised from inside the request either) and a metric.
+    caplog.set_level(logging.WARNING, logger="synopsis.proxy")
+    with proxied() as (fake, _served, client):
+        for model in ("zz-local-8k", "zz-local-8k", "zz-other\nmodel=forged", "gpt-4o"):
+            body = {"model": model, "messages": HISTORY[:3]}
+            assert client.post(CHAT, json=body).status_code == 200
+        samples = scrape(client)
+    assert len(fake.requests) == 4
+    said = [r.getMessage() for r in caplog.records if "unknown model" in r.getMessage()]
+    assert len(said) == 2
+    assert said[0].startswith("unknown model 'zz-local-8k': synopsis assumes a context window")
+    assert "--model-window zz-local-8k=TOKENS" in said[0]
+    assert "\n" not in said[1]  # the name is written escaped
+    assert value(samples, "synopsis_unknown_model_total") == 2
+
+
+def test_a_window_given_for_a_model_or_all_says_nothing() -> None:
+    for options in ({"windows": {"zz-local-8k": 8000}}, {"context_window": 8000}):
+        with proxied(**options) as (_fake, served, client):
+            body = {"model": "zz-local-8k", "messages": HISTORY[:3]}
+            assert client.post(CHAT, json=body).status_code == 200
+            assert value(scrape(client), "synopsis_unknown_model_total") == 0
+            assert served.app.state.proxy.compactors.window("zz-local-8k") == 8000

@@ -35,6 +35,12 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _token(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("an empty token would let anyone in: give a token")
+    return text
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     given = {
         "context_window": args.window,
@@ -65,6 +71,9 @@ def app_for(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a Starlette app
         log_bodies=args.log_bodies,
         windows=dict(args.model_window or ()),
         remembered_sessions=args.remembered_sessions,
+        body_timeout=args.body_timeout,
+        max_concurrent=args.max_concurrent,
+        max_compactors=args.max_compactors,
         config=args.config,
         **_options(args),
     )
@@ -81,6 +90,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             + ("" if args.auth_token else "; consider --auth-token"),
             file=sys.stderr,
         )
+    from synopsis.proxy.connections import header_timed, log_config  # noqa: PLC0415
+
     _logging(args.log_json)
     uvicorn.run(
         app,
@@ -89,6 +100,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         log_level="warning",
         server_header=False,
         date_header=False,
+        http=header_timed(args.header_timeout),
+        log_config=log_config(args.log_json),
     )
     return 0
 
@@ -131,7 +144,12 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         metavar="URL",
         help="where Anthropic Messages go (%(default)s)",
     )
-    cmd.add_argument("--auth-token", metavar="TOKEN", help="require this token in x-synopsis-token")
+    cmd.add_argument(
+        "--auth-token",
+        type=_token,
+        metavar="TOKEN",
+        help="require this token in x-synopsis-token (not empty)",
+    )
     cmd.add_argument(
         "--fail-closed",
         action="store_true",
@@ -180,6 +198,35 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         default=256,
         metavar="N",
         help="sessions whose last request is kept for the fast path (256)",
+    )
+    cmd.add_argument(
+        "--header-timeout",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a connection may take to send a request's headers, from its opening or "
+        "the last response's end (30)",
+    )
+    cmd.add_argument(
+        "--body-timeout",
+        type=_positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long a request body may pause between two chunks, then 408 (60)",
+    )
+    cmd.add_argument(
+        "--max-concurrent",
+        type=positive_int,
+        default=1024,
+        metavar="N",
+        help="requests handled at once; beyond, 503 (/healthz and /metrics excepted) (1024)",
+    )
+    cmd.add_argument(
+        "--max-compactors",
+        type=positive_int,
+        default=64,
+        metavar="N",
+        help="models whose compactor is kept; the least recently used is dropped (64)",
     )
     cmd.add_argument("--log-json", action="store_true", help="one JSON object per request")
     cmd.add_argument(

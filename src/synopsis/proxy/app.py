@@ -9,16 +9,19 @@ sees a summary: it gets the upstream's answer as the upstream sent it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
 import time
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as Endpoint
 
 from synopsis.errors import BudgetUnreachableError, ConversationError
+from synopsis.models import assumed_window
 from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
@@ -33,7 +36,8 @@ from synopsis.proxy.forward import (
     upstream_url,
     why,
 )
-from synopsis.proxy.logs import Line
+from synopsis.proxy.guard import METHODS, Guard, api_of
+from synopsis.proxy.logs import LOGGER, Line
 from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.relay import (
     ClientGone,
@@ -69,6 +73,9 @@ def create_app(
     log_bodies: bool = False,
     windows: Mapping[str, int] | None = None,
     remembered_sessions: int = 256,
+    body_timeout: float = 60.0,
+    max_concurrent: int = 1024,
+    max_compactors: int = 64,
     transport: httpx2.AsyncBaseTransport | None = None,
     config: str | PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -82,11 +89,16 @@ def create_app(
     ``x-synopsis-token``. ``fail_open``: a compaction that fails for a reason other than an
     unreadable history forwards the request unchanged (else the client gets a 500).
     ``timeout``: seconds the upstream may take to start answering, and between two chunks
-    of a stream; ``windows``: a window per model name, over the model table. Any other
+    of a stream; ``windows``: a window per model name, over the model table.
+    ``body_timeout``: seconds a request body may pause between two chunks (then 408);
+    ``max_concurrent``: requests handled at once (beyond: 503); ``max_compactors``: the
+    models whose compactor is kept (the least recently used is dropped). Any other
     keyword is a compaction option (``trigger``, ``keep``, ``summarizer``, ``store``, …) as
     ``Compactor`` takes it; sessions need a store, ``"memory"`` unless one is given.
     ``transport``: an httpx2 transport for the upstream (tests).
     """
+    if auth_token == "":
+        raise ValueError("auth_token is empty: give a token, or None for no authentication")
     metrics = Metrics()
     state = ProxyState(
         compactors=Compactors(
@@ -94,7 +106,9 @@ def create_app(
             environ=environ,
             windows=windows,
             remembered_sessions=remembered_sessions,
+            max_compactors=max_compactors,
             observe_summarizer=metrics.summarizer_call,
+            unknown_model=functools.partial(_unknown_model, metrics),
             **options,
         ),
         metrics=metrics,
@@ -132,12 +146,21 @@ def create_app(
         *(Endpoint(r.path, _compacting(r), methods=["POST"]) for r in ROUTES),
         Endpoint("/{path:path}", _passthrough, methods=_METHODS),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    guard = Middleware(Guard, body_timeout=body_timeout, max_concurrent=max_concurrent)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
     app.state.proxy = state
     return app
 
 
-_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+_METHODS = list(METHODS)
+
+
+def _unknown_model(metrics: Metrics, model: str) -> None:
+    """A request named a model the table does not know: said once, where an operator looks."""
+    metrics.unknown_model()
+    shown = repr(model)[1:-1]  # a client's name: escaped, so it cannot forge a log line
+    hint = f"--model-window {shown}=TOKENS, or --window TOKENS for every model"
+    LOGGER.warning("%s", assumed_window(model, hint))
 
 
 def _state(request: Request) -> ProxyState:
@@ -157,19 +180,15 @@ def _refused(state: ProxyState, request: Request, api: Api) -> Response | None:
     """401 without the inbound token, when one is configured."""
     if state.auth_token is None:
         return None
-    given = request.headers.get(TOKEN_HEADER, "")
-    if hmac.compare_digest(given.encode(), state.auth_token.encode()):
+    given = request.headers.get(TOKEN_HEADER, "").encode("latin-1")  # the bytes as sent
+    if hmac.compare_digest(given, state.auth_token.encode()):
         return None
     state.metrics.errors.labels("unauthorized").inc()
     return json_error(api, 401, f"this proxy needs its token in the {TOKEN_HEADER} header")
 
 
 def _api_of(request: Request) -> Api:
-    headers = request.headers
-    path = request.url.path
-    if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers:
-        return "anthropic"
-    return "openai"
+    return api_of(request.url.path, request.headers.raw)
 
 
 def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
@@ -251,9 +270,9 @@ async def _passthrough(request: Request) -> Response:
     client = state.client(api)
     upstream = client.build_request(
         request.method,
-        upstream_url(state.upstreams[api], request.url.path, request.url.query),
+        upstream_url(state.upstreams[api], request.scope),
         content=await request.body(),
-        headers=forwarded_headers(request.headers),
+        headers=forwarded_headers(request.headers.raw),
     )
     try:
         sent = await client.send(upstream, stream=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from synopsis.compaction import Compactor
+from synopsis.models import DEFAULT_CONTEXT_WINDOW, lookup
 from synopsis.summarizers import AsyncSummarizer, Summarizer
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ _MAX_SCALE = 1.5
 """The most a report scales a window down: tokenizers of one model family's neighbours differ
 by less; a larger gap means the report counts something else (cached tools, images)."""
 _MIN_ESTIMATE = 1000
+_UNKNOWN_REMEMBERED = 4096
+"""Unknown model names said once each; past this many the memory starts again."""
 """Smaller requests are not compared: the provider's fixed overhead per request swamps them."""
 
 
@@ -139,7 +142,9 @@ class Compactors:
         environ: Mapping[str, str] | None = None,
         windows: Mapping[str, int] | None = None,
         remembered_sessions: int = 256,
+        max_compactors: int = 64,
         observe_summarizer: Callable[[str, float, bool], None] | None = None,
+        unknown_model: Callable[[str], None] | None = None,
         **options: Any,  # noqa: ANN401 - Settings validates each option
     ) -> None:
         self._config = config
@@ -147,6 +152,9 @@ class Compactors:
         self._options = dict(options)
         self._windows = dict(windows or {})
         self._remembered = remembered_sessions
+        self._unknown_model = unknown_model
+        self._unknown: set[str] = set()
+        self._max_compactors = max_compactors
         self._observe = observe_summarizer
         # The root only opens the store and reads the settings: it names no model, so it
         # uses the rules (an LLM summarizer asks, unless told otherwise, each request's model).
@@ -170,13 +178,19 @@ class Compactors:
         self._make(probe, None).close()
 
     def for_model(self, model: str, upstream: str = "") -> Compactor:
-        """The compactor for requests to ``model`` at ``upstream``."""
+        """The compactor for requests to ``model`` at ``upstream``. Those of the
+        ``max_compactors`` models asked for last are kept (clients may name models without
+        end); one dropped is not closed, since a request may still be using it: it shares the
+        store, and its fast-path memo goes with it."""
         key = (model, upstream) if (model, upstream) in self._learned else (model, "")
-        found = self._by_model.get(key)
-        if found is None:
-            with self._lock:
-                found = self._by_model.get(key) or self._make(model, self._learned.get(key))
-                self._by_model[key] = found
+        with self._lock:
+            found = self._by_model.pop(key, None) or self._make(model, self._learned.get(key))
+            self._by_model[key] = found  # the most recently used last
+            while len(self._by_model) > self._max_compactors:
+                oldest = next(iter(self._by_model))
+                del self._by_model[oldest]
+                # Made again if asked for again (a harmless rebuild at worst).
+                self._applied.pop(oldest[0], None)
         return found
 
     def _make(self, model: str, learned: _Learnt | None) -> Compactor:
@@ -184,6 +198,11 @@ class Compactors:
         options = {k: v for k, v in self._options.items() if k != "store"}
         options["model"] = model
         window = learned.window if learned else self._windows.get(model)
+        if window is None and self.settings.context_window is None and lookup(model) is None:
+            # Said here, once per model, on the proxy's log and metrics; not as a Python
+            # warning from deep in a request.
+            window = DEFAULT_CONTEXT_WINDOW
+            self._first_sight(model)
         if window is not None:
             options["context_window"] = window
         compactor = Compactor(
@@ -205,6 +224,15 @@ class Compactors:
             timed = Timed(setup.summarizer, setup.summarizer_name, self._observe)
             compactor.setup = replace(setup, summarizer=timed)
         return compactor
+
+    def _first_sight(self, model: str) -> None:
+        if model in self._unknown:
+            return
+        if len(self._unknown) >= _UNKNOWN_REMEMBERED:  # clients may name models without end
+            self._unknown.clear()
+        self._unknown.add(model)
+        if self._unknown_model is not None:
+            self._unknown_model(model)
 
     def window(self, model: str, upstream: str = "") -> int:
         return self.for_model(model, upstream).setup.window

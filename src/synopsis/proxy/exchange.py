@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from synopsis.errors import BudgetUnreachableError, ConversationError
+from synopsis.proxy.encoding import dumps, exact, inexact
 from synopsis.proxy.errors import json_error
 from synopsis.proxy.relay import ClientGone
 from synopsis.proxy.sessions import session_key
@@ -102,11 +103,36 @@ class Exchange:
         return self.state.upstreams[self.route.api]
 
     def payload(self) -> bytes:
-        """The body to forward: the client's bytes when the history is unchanged."""
+        """The body to forward: the client's bytes when the history is unchanged; else the
+        compacted body, every other field as the client sent it (integers beyond 64 bits
+        too). One too deeply nested for Python to write goes on as the client sent it, as a
+        compaction that failed open."""
         result, items = self.result, self.items
         if result is None or items is None or unchanged(result, items, self.system):
             return self.raw
-        return orjson.dumps(self.route.rebuilt(self.body, result))
+        try:
+            body = self.route.rebuilt(self.body, result)
+            return dumps(self._exact(body, items) if inexact(self.raw) else body)
+        except RecursionError as error:
+            self.state.metrics.errors.labels("compaction_failed").inc()
+            self.line.failed_open = type(error).__name__
+            self.line.error = "the compacted body is nested too deeply to write: sent unchanged"
+            self.result = None
+            return self.raw
+
+    def _exact(self, body: dict[str, Any], items: list[Any]) -> dict[str, Any]:
+        """``body`` with what it took from the client read again with every integer exact:
+        the other fields, the history's items kept as they came, and Anthropic's system
+        prompt when the compaction kept it (each known by identity)."""
+        client = exact(self.raw)
+        key = self.route.items_key
+        twins = {id(item): twin for item, twin in zip(items, client[key], strict=True)}
+        out = {name: client.get(name, value) for name, value in body.items()}
+        out[key] = [twins.get(id(m), m) for m in body[key]]
+        if self.route.format == "anthropic" and "system" in body:
+            twins[id(self.system)] = client["system"]
+            out["system"] = twins.get(id(body["system"]), body["system"])
+        return out
 
     def note(self) -> None:
         """The result, on the log line."""
@@ -156,8 +182,13 @@ def opened(
     session, system, tools = "", None, None
     if items is not None:
         system, tools = route.system(body), body.get("tools")
-        session = session_key(request.headers, items, system, tools)
-        system, tools = stable(state, session, system, tools)
+        try:
+            session = session_key(request.headers, items, system, tools)
+            system, tools = stable(state, session, system, tools)
+        except RecursionError:
+            state.metrics.errors.labels("bad_request").inc()
+            why = "the request body is nested too deeply for synopsis to read"
+            return json_error(route.api, 400, why)
         line.session = session
         line.messages_in = len(items)
     return Exchange(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import httpx2
 import orjson
@@ -16,10 +17,18 @@ from synopsis.errors import BudgetUnreachableError
 from synopsis.overflows import read
 from synopsis.proxy.errors import Api, json_error
 from synopsis.proxy.exchange import unchanged
-from synopsis.proxy.relay import forwarded_headers, relayed, returned_headers, usage
+from synopsis.proxy.relay import (
+    ConnectionDropped,
+    forwarded_headers,
+    relayed,
+    returned_headers,
+    usage,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
+
+    from starlette.types import Receive, Scope, Send
 
     from synopsis.overflows import Overflow
     from synopsis.proxy.exchange import Exchange
@@ -38,7 +47,8 @@ __all__ = [
 ]
 
 _READ_ERROR_LIMIT = 1 << 20
-"""An upstream's error body is cut here: errors are small, and one is read whole."""
+"""An upstream's error body is read whole up to here (errors are small); a longer one is
+relayed cut, its connection dropped (:class:`Cut`)."""
 _LOCAL_COUNT = frozenset({404, 405, 501})
 """An upstream without ``count_tokens`` (a local server): the proxy answers it itself."""
 
@@ -46,7 +56,9 @@ _LOCAL_COUNT = frozenset({404, 405, 501})
 def why(line: Line, response: Response) -> None:
     """An error's own message on its log line, when nothing said more already (both APIs'
     error bodies keep it at ``error.message``)."""
-    if line.error is None and response.status_code >= 400:
+    if isinstance(response, Cut):
+        line.error = f"{line.error}; its body passed {_READ_ERROR_LIMIT} bytes: relayed cut"
+    elif line.error is None and response.status_code >= 400:
         # Every error the proxy answers without a reason already noted is one of its own.
         line.error = str(orjson.loads(response.body)["error"]["message"])[:300]
 
@@ -67,7 +79,7 @@ def ended(
 
 def streamed(
     sent: httpx2.Response,
-    headers: list[tuple[str, str]],
+    headers: list[tuple[bytes, bytes]],
     done: Callable[[bytes | None, str | None], None],
 ) -> StreamingResponse:
     """The upstream's answer, relayed as it comes, with ``headers`` (repeats kept)."""
@@ -76,15 +88,30 @@ def streamed(
         status_code=sent.status_code,
         background=BackgroundTask(sent.aclose),
     )
-    for key, value in headers:
-        response.headers.append(key, value)
+    response.raw_headers.extend(headers)
     return response
 
 
-def _buffered(content: bytes, status: int, headers: list[tuple[str, str]]) -> Response:
-    response = Response(content, status_code=status)
-    for key, value in headers:
-        response.headers.append(key, value)
+class Cut(Response):
+    """An upstream error whose body passed :data:`_READ_ERROR_LIMIT`: its status, headers
+    and the part read, then the connection dropped, so that the client cannot take the part
+    for the whole (no ``content-length``: the body is chunked, and never ends)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        framed = (b"content-length", str(len(self.body)).encode())
+        headers = [h for h in self.raw_headers if h != framed]
+        await send({"type": "http.response.start", "status": self.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body, "more_body": True})
+        raise ConnectionDropped("an upstream error body relayed cut")
+
+
+class _Partial(bytes):
+    """The first :data:`_READ_ERROR_LIMIT` bytes of a longer error body."""
+
+
+def _buffered(content: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> Response:
+    response = (Cut if isinstance(content, _Partial) else Response)(content, status_code=status)
+    response.raw_headers.extend(headers)
     return response
 
 
@@ -97,9 +124,9 @@ async def _send(
     client = state.client(route.api)
     upstream = client.build_request(
         request.method,
-        upstream_url(state.upstreams[route.api], request.url.path, request.url.query),
+        upstream_url(state.upstreams[route.api], request.scope),
         content=payload,
-        headers=forwarded_headers(request.headers),
+        headers=forwarded_headers(request.headers.raw),
     )
     start = time.perf_counter()
     try:
@@ -197,28 +224,34 @@ async def _retry(exchange: Exchange, departure: Departure, overflow: Overflow) -
 
 
 async def _read_error(response: httpx2.Response, departure: Departure) -> bytes:
-    """An upstream error's body (errors are small; a huge one is cut)."""
+    """An upstream error's body (errors are small): whole, or, past the limit, its start as
+    a :class:`_Partial`, which the client gets :class:`Cut`."""
     data = bytearray()
     try:
         async for chunk in _bounded(response):
             data += chunk
     finally:
         await response.aclose()
+    if len(data) > _READ_ERROR_LIMIT:
+        return _Partial(data[:_READ_ERROR_LIMIT])
     return bytes(data)
 
 
 async def _bounded(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """The body's chunks until one byte more than the limit has come (the sign that it is
+    longer)."""
     size = 0
     async for chunk in response.aiter_raw():
         size += len(chunk)
         yield chunk
-        if size >= _READ_ERROR_LIMIT:
+        if size > _READ_ERROR_LIMIT:
             return
 
 
-def _headers(exchange: Exchange, response: httpx2.Response) -> list[tuple[str, str]]:
+def _headers(exchange: Exchange, response: httpx2.Response) -> list[tuple[bytes, bytes]]:
     """The upstream's headers (repeats kept, ``set-cookie`` say) and the proxy's own."""
-    return [*returned_headers(response.headers), *exchange.headers().items()]
+    own = [(k.encode(), v.encode("latin-1")) for k, v in exchange.headers().items()]
+    return [*returned_headers(response.headers), *own]
 
 
 def _count_tokens(exchange: Exchange) -> None:
@@ -257,8 +290,21 @@ async def count(exchange: Exchange, departure: Departure, payload: bytes) -> Res
     return _buffered(data, sent.status_code, _headers(exchange, sent))
 
 
-def upstream_url(base: str, path: str, query: str) -> str:
-    """``path`` on the upstream; a base that ends in ``/v1`` is not given a second one."""
-    if base.rstrip("/").endswith("/v1") and path.startswith("/v1/"):
+def upstream_url(base: str, scope: Scope) -> str:
+    """The request's path on the upstream, under ``base`` (a base that ends in ``/v1`` is not
+    given a second one): the path as the client wrote it, percent-escapes and all, so that
+    the upstream decodes it once, as the client meant (the guard has refused dot segments and
+    escaped slashes, which could climb out of ``base``). The URL is absolute: a path that
+    starts ``//`` stays a path on ``base``'s host."""
+    path = quote(scope.get("raw_path") or scope["path"].encode(), safe=_PATH_SAFE)
+    root = base.rstrip("/")
+    if root.endswith("/v1") and path.startswith("/v1/"):
         path = path[3:]
-    return f"{path}?{query}" if query else path
+    query = quote(scope["query_string"], safe=_QUERY_SAFE)
+    return f"{root}{path}?{query}" if query else f"{root}{path}"
+
+
+_PATH_SAFE = "/%!$&'()*+,;=:@-._~"
+"""What a path keeps as it came (RFC 3986's path characters and escapes): anything else (a
+byte outside ASCII, say) is escaped."""
+_QUERY_SAFE = _PATH_SAFE + "?"

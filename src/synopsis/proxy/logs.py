@@ -1,15 +1,34 @@
-"""One log line per request, as text or JSON; never a header, and a body only when asked."""
+"""One log line per request, as text or JSON; never a header, and a body only when asked.
+
+Values come from clients (a model's name, a path): in a text line, one that holds a space, a
+quote, an equals sign or any control character is written quoted, its specials escaped as
+JSON escapes them, so that no value can end the line or forge a field of its own."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["LOGGER", "Line"]
 
 LOGGER = logging.getLogger("synopsis.proxy")
+
+_BARE = re.compile(r"[!#-<>-~]*")
+"""What a text value may hold unquoted: printable ASCII but the space, ``"`` and ``=``."""
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Characters that end or garble a line in a terminal or a log reader: escaped in a body."""
+
+
+def _text(value: object) -> str:
+    text = str(value)
+    return text if _BARE.fullmatch(text) else json.dumps(text)
+
+
+def _escaped(body: str) -> str:
+    return _BREAKS.sub(lambda found: json.dumps(found.group())[1:-1], body)
 
 
 @dataclass(slots=True)
@@ -54,8 +73,8 @@ class Line:
         if as_json:
             text = json.dumps({"event": "proxy_request", **fields}, ensure_ascii=False)
         else:
-            text = " ".join(f"{k}={v}" for k, v in fields.items() if k != "body")
+            text = " ".join(f"{k}={_text(v)}" for k, v in fields.items() if k != "body")
             if "body" in fields:
-                text += f"\nbody: {fields['body']}"
+                text += f"\nbody: {_escaped(fields['body'])}"
         level = logging.WARNING if self.status >= 500 or self.failed_open else logging.INFO
         LOGGER.log(level, text)

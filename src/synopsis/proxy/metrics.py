@@ -58,11 +58,20 @@ class Metrics:
         self.errors = Counter(
             "synopsis_proxy_errors", "Errors, by kind.", ["kind"], registry=r,
         )  # fmt: skip
+        self.unknown_models = Counter(
+            "synopsis_unknown_model",
+            "Models a request named that the model table does not know, each counted at first "
+            "sight: their window was assumed (200,000 tokens).",
+            registry=r,
+        )
         self.retries = Counter(
             "synopsis_proxy_overflow_retries",
             "Requests the upstream refused as too long, compacted harder and sent again.",
             ["route"], registry=r,
         )  # fmt: skip
+
+    def unknown_model(self) -> None:
+        self.unknown_models.inc()
 
     def summarizer_call(self, name: str, seconds: float, ok: bool) -> None:
         self.summarizer_calls.labels(name, "ok" if ok else "failed").inc()

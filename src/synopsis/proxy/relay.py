@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, TypeVar
 import httpx2
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+    from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 
     from starlette.types import Receive
 
 __all__ = [
     "ClientGone",
+    "ConnectionDropped",
     "Departure",
     "forwarded_headers",
     "relayed",
@@ -34,38 +35,44 @@ T = TypeVar("T")
 # Headers of one hop (RFC 9110 section 7.6.1) and framing the proxy redoes itself.
 _HOP = frozenset(
     {
-        "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-        "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length",
-        "accept-encoding",
+        b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+        b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+        b"accept-encoding",
     }
 )  # fmt: skip
-_BACK = _HOP | {"server", "date"}
+_BACK = _HOP | {b"server", b"date"}
 """Not returned: the proxy's server writes its own ``server`` and ``date``, and a duplicate
 makes strict clients refuse the response."""
-_OWN = "x-synopsis-"
+_OWN = b"x-synopsis-"
 _KEEP = 8192
 
 
-def forwarded_headers(headers: Mapping[str, str]) -> list[tuple[str, str]]:
-    """The client's headers the upstream gets: all but those of this hop and the proxy's own
-    (``x-synopsis-*``), a repeated one as often as it came; credentials pass unchanged. The
-    upstream is asked not to compress, so that a stream's chunks are relayed as they come."""
-    out = [
-        (k, v)
-        for k, v in headers.items()
-        if k.lower() not in _HOP and not k.lower().startswith(_OWN)
-    ]
-    out.append(("accept-encoding", "identity"))
+def forwarded_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The client's headers (as the server read them, bytes) the upstream gets: all but
+    those of this hop and the proxy's own (``x-synopsis-*``), a repeated one as often as it
+    came; credentials pass unchanged. Each goes on as the bytes the client sent: a value
+    outside ASCII is relayed, not re-encoded (nor refused). The upstream is asked not to
+    compress, so that a stream's chunks are relayed as they come."""
+    out = [(k, v) for k, v in raw if k.lower() not in _HOP and not k.lower().startswith(_OWN)]
+    out.append((b"accept-encoding", b"identity"))
     return out
 
 
-def returned_headers(headers: httpx2.Headers) -> list[tuple[str, str]]:
-    """The upstream's response headers the client gets (repeated ones kept)."""
-    return [(k, v) for k, v in headers.multi_items() if k.lower() not in _BACK]
+def returned_headers(headers: httpx2.Headers) -> list[tuple[bytes, bytes]]:
+    """The upstream's response headers the client gets (repeated ones kept), as the bytes
+    the upstream sent."""
+    return [(k.lower(), v) for k, v in headers.raw if k.lower() not in _BACK]
 
 
 class ClientGone(Exception):
     """The client closed the connection before the response started."""
+
+
+class ConnectionDropped(Exception):
+    """Raised once a response has started and cannot end whole: the server drops the
+    client's connection, so that a cut answer never looks complete. What went wrong is
+    counted and logged already; the server's own report of it is silenced
+    (:mod:`.guard`)."""
 
 
 class Departure:
@@ -137,7 +144,7 @@ async def relayed(
     except httpx2.HTTPError as error:
         said = f": {error}" if str(error) else ""
         failure = f"the upstream broke off its answer: {type(error).__name__}{said}"
-        raise
+        raise ConnectionDropped(failure) from error
     finally:
         await response.aclose()
         done(ends, failure)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-import orjson
+from synopsis.proxy.encoding import dumps
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -45,6 +45,7 @@ def opening(items: Sequence[Any], system: object, tools: object) -> bytes:
     leading = True
     for item in items:
         role = item.get("role") if isinstance(item, dict) else None
+        role = role if isinstance(role, str) else None  # a list or an object names no role
         if leading and role in _SYSTEM_ROLES:
             head.append(item)
             continue
@@ -52,11 +53,21 @@ def opening(items: Sequence[Any], system: object, tools: object) -> bytes:
         if role == "user":
             first_user = item
             break
-    names = [
-        (t.get("name") or (t.get("function") or {}).get("name")) if isinstance(t, dict) else None
-        for t in (tools if isinstance(tools, list) else ())
-    ]
-    return orjson.dumps([head, names, first_user], option=orjson.OPT_SORT_KEYS)
+    names = [_tool_name(t) for t in (tools if isinstance(tools, list) else ())]
+    # Nested deeper than orjson writes, the standard library writes it (RecursionError past
+    # Python's own limit: the caller refuses such a body).
+    return dumps([head, names, first_user], sort_keys=True)
+
+
+def _tool_name(tool: object) -> object:
+    """A tool's name (Anthropic's and Responses' ``name``, chat's ``function.name``), or None
+    for an entry that has none: whatever the types, it is the client's to be wrong about and
+    the upstream's to refuse."""
+    if not isinstance(tool, dict):
+        return None
+    function = tool.get("function")
+    nested = function.get("name") if isinstance(function, dict) else None
+    return tool.get("name") or nested
 
 
 def session_key(
