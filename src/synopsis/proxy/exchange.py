@@ -24,12 +24,17 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from synopsis.compaction import CompactionResult
+    from synopsis.compaction.compactor import Threaded
     from synopsis.proxy.bodies import Route
     from synopsis.proxy.logs import Line
     from synopsis.proxy.relay import Departure
     from synopsis.proxy.state import ProxyState
 
-__all__ = ["Exchange", "opened", "stable", "unchanged"]
+__all__ = ["THREADED_ABOVE", "Exchange", "opened", "stable", "unchanged"]
+
+THREADED_ABOVE = 256 * 1024
+"""Bodies larger than this (in bytes) take even the fast path in a worker thread: below it
+the fast path costs about what two hand-offs to a thread do (benchmarks/results/proxy.md)."""
 
 
 def unchanged(result: CompactionResult, items: list[Any], system: object) -> bool:
@@ -79,6 +84,7 @@ class Exchange:
                     session_id=self.session,
                     format=route.format,
                     force=force,
+                    threaded=self.threaded,
                 )
             )
         except (ClientGone, ConversationError, BudgetUnreachableError):
@@ -95,6 +101,14 @@ class Exchange:
             took = time.perf_counter() - start
             self.line.ms_compaction += took * 1000
             state.metrics.compaction_seconds.labels(route.path).observe(took)
+
+    @property
+    def threaded(self) -> Threaded:
+        """Where the compaction's own work runs: never on the event loop when it compacts, and
+        off it for the fast path too when the body is large (a fast path over a long history
+        or a large appended message takes milliseconds to seconds; over a short one, well
+        under a millisecond, less than the hand-off to a thread costs)."""
+        return "all" if len(self.raw) > THREADED_ABOVE else "compaction"
 
     def payload(self) -> bytes:
         """The body to forward: the client's bytes when the history is unchanged."""
