@@ -9,7 +9,13 @@ and how many requests per second one and two worker processes serve.
    compaction's own work runs in a worker thread (``acompact(threaded=...)``), so the event
    loop answers around it; what it cannot free is the time the parse of the large body holds
    the interpreter.
-2. **Workers.** ``synopsis serve --workers N`` on one SQLite file, N = 1 and 2, driven for a
+2. **Where the fast path runs.** In this process, no network: a session's request that
+   compacts nothing (its history grown by one message, as the proxy reads it from JSON),
+   timed through ``acompact`` with its steps on the event loop (``threaded="compaction"``,
+   what the proxy does below ``THREADED_ABOVE``) and in a worker thread (``"all"``), at a few
+   history sizes: what moving it off the loop costs the request, against the time it holds
+   the loop.
+3. **Workers.** ``synopsis serve --workers N`` on one SQLite file, N = 1 and 2, driven for a
    few seconds by a client keeping a fixed number of requests in flight (each a session of 100
    messages or so, growing by one a request); requests per second each way. The machine's
    cores are shared by the client, the upstream, the workers and whatever else runs on it:
@@ -36,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx2
+import orjson
 
 from benchmarks._harness import (
     Child,
@@ -49,6 +56,7 @@ from benchmarks._harness import (
 from benchmarks._upstream import MODEL, PATH, answer_text
 from benchmarks.bench_proxy import appended, request_body
 from benchmarks.compare.inputs import build_history, load_transcripts
+from synopsis.proxy.exchange import THREADED_ABOVE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -77,11 +85,13 @@ class Plan:
     worker_warmup: float = 5.0
     """Seconds of requests sent before the timing starts: every worker has loaded its
     vocabularies and opened its sessions by then (``/healthz`` answers once one has)."""
+    fast_sizes: tuple[int, ...] = (100, 1_000, 3_000, 10_000)
+    fast_rounds: int = 40
 
 
 FULL = Plan(
     large_messages=5_000,
-    large_bytes=50_000_000,
+    large_bytes=58_000_000,
     samples=200,
     small_messages=20,
     worker_counts=(1, 2),
@@ -214,6 +224,44 @@ def in_flight(transcripts: dict[str, Items], upstream: str, plan: Plan) -> InFli
     return out
 
 
+# -- where the fast path runs ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FastPath:
+    messages: int
+    body_bytes: int
+    on_loop_ms: float
+    in_thread_ms: float
+    """Medians per request."""
+
+
+async def _fast_path(transcripts: dict[str, Items], size: int, rounds: int) -> FastPath:
+    from synopsis import Compactor  # noqa: PLC0415 - as the proxy holds it
+
+    base = build_history(transcripts, size)
+    medians = {}
+    for mode in ("compaction", "all"):
+        compactor = Compactor(model=MODEL, context_window=10**9, store="memory", environ={})
+        history = orjson.loads(request_body(base))["messages"]
+        taken = []
+        for n in range(rounds + 5):
+            # Read afresh from JSON each time, as the proxy reads each request.
+            body = request_body([*history, appended("fast", n)])
+            history = orjson.loads(body)["messages"]
+            start = time.perf_counter()
+            await compactor.acompact(history, session_id="fast", format="openai", threaded=mode)
+            if n >= 5:  # the first reads the whole history; the next few warm up
+                taken.append(time.perf_counter() - start)
+        compactor.close()
+        medians[mode] = statistics.median(taken) * 1e3
+    return FastPath(size, len(request_body(base)), medians["compaction"], medians["all"])
+
+
+def fast_paths(transcripts: dict[str, Items], plan: Plan) -> list[FastPath]:
+    return [asyncio.run(_fast_path(transcripts, m, plan.fast_rounds)) for m in plan.fast_sizes]
+
+
 # -- workers ----------------------------------------------------------------------------------
 
 
@@ -285,6 +333,7 @@ class Results:
     plan: Plan
     flight: InFlight
     workers: list[Throughput]
+    fast: list[FastPath] = field(default_factory=list)
     seconds: float = 0.0
     load: tuple[float, float] = (0.0, 0.0)
     when: str = field(default_factory=now)
@@ -297,7 +346,7 @@ def run(plan: Plan) -> Results:
     with Child("benchmarks._upstream", name="upstream") as upstream:
         flight = in_flight(transcripts, upstream, plan)
         workers = [throughput(transcripts, upstream, n, plan) for n in plan.worker_counts]
-    results = Results(plan, flight, workers)
+    results = Results(plan, flight, workers, fast_paths(transcripts, plan))
     results.seconds = time.perf_counter() - started
     results.load = (load, load_average())
     return results
@@ -348,6 +397,28 @@ def section(results: Results) -> str:
         "parse and serialization (orjson) hold the interpreter for their whole length, on "
         "the loop or off it, and account for the largest waits.",
         "",
+        "### Where the fast path runs",
+        "",
+        "A session's request that compacts nothing, its history grown by one message and "
+        "read afresh from JSON, through `acompact` in this process: its steps on the event "
+        "loop, or in a worker thread (two hand-offs: the fast path reads the session in "
+        f"between). Medians of {plan.fast_rounds}. The time on the loop is what the others "
+        "wait; the difference is what the thread costs the request itself, mostly the "
+        "scheduler's delay in waking a thread on a busy machine. The proxy keeps the fast "
+        f"path on the loop for bodies up to {THREADED_ABOVE // (1 << 20)} MiB "
+        "(`THREADED_ABOVE`): there the parse of the body, which holds the interpreter "
+        "wherever it runs, already takes several times the fast path's own work; above it, "
+        "the fast path goes to a thread, so that a session whose request appends megabytes "
+        "in one message (counted in the fast path) does not hold the loop for seconds.",
+        "",
+        "| history | body | on the loop (ms) | in a thread (ms) |",
+        "|---:|---:|---:|---:|",
+        *(
+            f"| {p.messages:,} messages | {p.body_bytes / 1e6:.2f} MB | {ms(p.on_loop_ms)} "
+            f"| {ms(p.in_thread_ms)} |"
+            for p in results.fast
+        ),
+        "",
         "### Workers",
         "",
         f"`synopsis serve --workers N --store FILE.db`, timed for {plan.worker_seconds:g} s "
@@ -386,6 +457,11 @@ def table(results: Results) -> list[str]:
             f"{kind:>8}: alone p50 {_q(f.alone[kind], 0.5)} p99 {_q(f.alone[kind], 0.99)} ms; "
             f"during ({len(f.during[kind])}) p50 {_q(f.during[kind], 0.5)} p99 "
             f"{_q(f.during[kind], 0.99)} max {_q(f.during[kind], 1.0)} ms"
+        )
+    for p in results.fast:
+        lines.append(
+            f"fast path at {p.messages:,} messages ({p.body_bytes / 1e6:.2f} MB): on the loop "
+            f"{p.on_loop_ms:.3f} ms, in a thread {p.in_thread_ms:.3f} ms"
         )
     for t in results.workers:
         lines.append(

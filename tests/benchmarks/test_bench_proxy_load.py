@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
+from benchmarks.bench_proxy import request_body
 from benchmarks.compare.inputs import load_transcripts
 
 from benchmarks import bench_proxy_load as bench
@@ -31,6 +32,8 @@ TINY = bench.Plan(
     in_flight=2,
     worker_messages=20,
     worker_warmup=1.0,
+    fast_sizes=(20, 60),
+    fast_rounds=3,
 )
 
 
@@ -68,6 +71,15 @@ def test_each_worker_count_serves_without_error(ran: Run) -> None:
     assert all(t.requests > 0 and t.per_second > 0 for t in ran.results.workers)
 
 
+def test_the_fast_path_is_timed_both_ways_at_each_size(ran: Run) -> None:
+    fast = ran.results.fast
+    assert [p.messages for p in fast] == [20, 60]
+    assert fast[0].body_bytes < fast[1].body_bytes
+    assert all(p.on_loop_ms > 0 and p.in_thread_ms > 0 for p in fast)
+    assert "| 60 messages | " in ran.written
+    assert "fast path at 60 messages" in ran.printed
+
+
 def test_the_section_lands_after_what_the_file_held(ran: Run) -> None:
     text = ran.written
     assert text.startswith("# The proxy's own cost\n\nWhat bench_proxy wrote.\n\n## Under load\n")
@@ -83,6 +95,6 @@ def test_the_section_lands_after_what_the_file_held(ran: Run) -> None:
 
 def test_a_large_history_is_about_the_size_asked() -> None:
     history = bench.large_history(load_transcripts(), 100, 200_000)
-    body = bench.request_body(history)
+    body = request_body(history)
     assert 140_000 < len(body) < 280_000  # the system prompt is not padded
     assert history[-1]["content"].endswith("bench-mark-large-0")

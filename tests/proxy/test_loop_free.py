@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import pytest
 
+from synopsis.compaction import drivers
+from synopsis.proxy.exchange import THREADED_ABOVE
 from synopsis.stores import MemoryStore
 from synopsis.testing import FixedCounter, conversation
 from synopsis.testing.server import FakeLLMServer, Recorded, Reply, chat_completion
@@ -113,3 +115,36 @@ def _eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def test_a_large_body_takes_even_the_fast_path_in_a_worker_thread(
+    proxy: ServeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[str, bool]] = []
+    step = drivers._step
+
+    def spied(plan: Any, outcome: Any) -> Any:
+        # asyncio.to_thread's workers are the loop's executor's, named asyncio_N.
+        seen.append((plan.gi_code.co_name, threading.current_thread().name.startswith("asyncio")))
+        return step(plan, outcome)
+
+    monkeypatch.setattr(drivers, "_step", spied)
+    served = proxy(windows={"gpt-4o": 10**9})
+    line = "word " * 20 + "\n"
+    large = [{"role": "user", "content": line * (THREADED_ABOVE // len(line) + 1)}]
+    where: dict[str, set[bool]] = {}
+    for messages, session in ((SMALL, "small"), (large, "large")):
+        grown = [*messages, {"role": "assistant", "content": "ok"}, *SMALL]
+        for n, history in enumerate((messages, grown)):
+            seen.clear()
+            assert _chat(served.url, history, session, 30.0).status_code == 200
+            plans = {name for name, _ in seen}
+            assert plans == ({"compaction"} if n == 0 else {"skip"})
+            where[f"{session} {plans.pop()}"] = {threaded for _, threaded in seen}
+    # The fast path of the small body stayed on the loop; every other plan left it.
+    assert where == {
+        "small compaction": {True},
+        "small skip": {False},
+        "large compaction": {True},
+        "large skip": {True},
+    }

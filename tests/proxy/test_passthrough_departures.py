@@ -88,7 +88,7 @@ def test_clients_that_leave_a_relayed_request_free_the_upstream_for_the_next(
     proxy: ServeProxy,
 ) -> None:
     slow = SlowUpstream()
-    with Served(slow.app) as upstream:  # type: ignore[arg-type]
+    with Served(slow.app) as upstream:
         served = proxy(upstream_openai=upstream.url)
         left = asyncio.run(_leave(served.url + "/v1/models", LEAVERS))
         assert all(isinstance(r, httpx2.ReadTimeout) for r in left)
@@ -125,10 +125,10 @@ def test_a_client_that_leaves_midway_through_its_body_is_counted_as_gone(
         time.sleep(0.2)  # the proxy starts reading it
     route = path if path.endswith("completions") else "other"
     assert eventually(
-        lambda: _counted(
-            served, "synopsis_proxy_requests_total", {"route": route, "status": "499"}
-        )
-        == 1,
+        lambda: (
+            _counted(served, "synopsis_proxy_requests_total", {"route": route, "status": "499"})
+            == 1
+        ),
         within=5.0,
     )
     kind = {"kind": "client_gone"}

@@ -32,9 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = ["THREADED_ABOVE", "Exchange", "opened", "stable", "unchanged"]
 
-THREADED_ABOVE = 256 * 1024
-"""Bodies larger than this (in bytes) take even the fast path in a worker thread: below it
-the fast path costs about what two hand-offs to a thread do (benchmarks/results/proxy.md)."""
+THREADED_ABOVE = 4 * 1024 * 1024
+"""Bodies larger than this (in bytes) take even the fast path in a worker thread. Below it
+the fast path holds the loop for a few milliseconds at most, less than the body's parse
+does, and a thread would add about as much to the request's own time on a busy machine
+(``benchmarks/results/proxy.md``, "Where the fast path runs"); above it a single appended
+message of megabytes, counted in the fast path, would hold the loop for seconds."""
 
 
 def unchanged(result: CompactionResult, items: list[Any], system: object) -> bool:
@@ -105,9 +108,7 @@ class Exchange:
     @property
     def threaded(self) -> Threaded:
         """Where the compaction's own work runs: never on the event loop when it compacts, and
-        off it for the fast path too when the body is large (a fast path over a long history
-        or a large appended message takes milliseconds to seconds; over a short one, well
-        under a millisecond, less than the hand-off to a thread costs)."""
+        off it for the fast path too when the body is over :data:`THREADED_ABOVE`."""
         return "all" if len(self.raw) > THREADED_ABOVE else "compaction"
 
     def payload(self) -> bytes:
