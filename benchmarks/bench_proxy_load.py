@@ -407,7 +407,7 @@ def section(results: Results) -> str:
         "scheduler's delay in waking a thread on a busy machine. The proxy keeps the fast "
         f"path on the loop for bodies up to {THREADED_ABOVE // (1 << 20)} MiB "
         "(`THREADED_ABOVE`): there the parse of the body, which holds the interpreter "
-        "wherever it runs, already takes several times the fast path's own work; above it, "
+        "wherever it runs, takes as long as the fast path's own work or longer; above it, "
         "the fast path goes to a thread, so that a session whose request appends megabytes "
         "in one message (counted in the fast path) does not hold the loop for seconds.",
         "",
