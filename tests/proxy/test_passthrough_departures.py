@@ -76,9 +76,11 @@ def _counted(served: Served, name: str, labels: dict[str, str]) -> float:
 
 
 async def _leave(url: str, count: int) -> list[BaseException | httpx2.Response]:
-    """``count`` clients asking for ``url`` at once, each giving up after half a second."""
+    """``count`` clients asking for ``url`` at once, each giving up a second after it sent
+    its request (connecting may take longer on a busy machine)."""
     limits = httpx2.Limits(max_connections=count, max_keepalive_connections=0)
-    async with httpx2.AsyncClient(timeout=0.5, limits=limits) as client:
+    timeout = httpx2.Timeout(1.0, connect=30.0, pool=30.0)
+    async with httpx2.AsyncClient(timeout=timeout, limits=limits) as client:
         return await asyncio.gather(
             *(client.get(url) for _ in range(count)), return_exceptions=True
         )
@@ -91,9 +93,15 @@ def test_clients_that_leave_a_relayed_request_free_the_upstream_for_the_next(
     with Served(slow.app) as upstream:
         served = proxy(upstream_openai=upstream.url)
         left = asyncio.run(_leave(served.url + "/v1/models", LEAVERS))
-        assert all(isinstance(r, httpx2.ReadTimeout) for r in left)
-        assert eventually(lambda: slow.seen == LEAVERS, within=10.0)
-        # Each upstream request closed as its client left, not at --timeout (600 s).
+        assert [type(r) for r in left] == [httpx2.ReadTimeout] * LEAVERS
+        errors = "synopsis_proxy_errors_total"
+        # Each let go as its client left, not at --timeout (600 s), and its upstream request
+        # closed (most reached the upstream; on a busy machine a few clients may have left
+        # before their request was sent on).
+        assert eventually(
+            lambda: _counted(served, errors, {"kind": "client_gone"}) == LEAVERS, within=10.0
+        )
+        assert slow.seen > 0
         assert eventually(lambda: slow.open == 0, within=5.0), f"{slow.open} still open"
         answer = httpx2.post(
             served.url + "/v1/chat/completions",
@@ -102,10 +110,6 @@ def test_clients_that_leave_a_relayed_request_free_the_upstream_for_the_next(
         )
         assert answer.status_code == 200
         assert answer.json()["choices"][0]["message"]["content"] == "prompt"
-        errors = "synopsis_proxy_errors_total"
-        assert eventually(
-            lambda: _counted(served, errors, {"kind": "client_gone"}) == LEAVERS, within=5.0
-        )
         assert _counted(served, errors, {"kind": "upstream_unreachable"}) == 0
         requests = "synopsis_proxy_requests_total"
         assert _counted(served, requests, {"route": "other", "status": "499"}) == LEAVERS

@@ -284,21 +284,28 @@ async def _passthrough(request: Request) -> Response:
         content=content,
         headers=forwarded_headers(request.headers),
     )
-    # As on the compacting routes: a client that leaves before the upstream's headers has
-    # the upstream request closed at once, not held (with its pooled connection) until
-    # --timeout.
-    departure = Departure(request.receive)
     try:
-        sent = await departure.race(client.send(upstream, stream=True))
+        sent = await _raced(request, client, upstream)
     except httpx2.TransportError as error:
         return _early(state, "other", line, started, unreachable(state, api, line, error))
     except ClientGone:
         return _early(state, "other", line, started, _gone(state, line))
-    finally:
-        await departure.stop()
     line.ms_upstream = line.ms_total = (time.perf_counter() - started) * 1000
 
     def done(ends: bytes | None, failure: str | None) -> None:
         ended(state, line, started, ends, failure)
 
     return _finish(state, "other", line, streamed(sent, returned_headers(sent.headers), done))
+
+
+async def _raced(
+    request: Request, client: httpx2.AsyncClient, upstream: httpx2.Request
+) -> httpx2.Response:
+    """The upstream's response (its body not read yet), raced with the client's departure,
+    as on the compacting routes: a client that leaves before the upstream's headers has the
+    upstream request closed at once, not held (with its pooled connection) until --timeout."""
+    departure = Departure(request.receive)
+    try:
+        return await departure.race(client.send(upstream, stream=True))
+    finally:
+        await departure.stop()
