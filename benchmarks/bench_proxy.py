@@ -1103,7 +1103,10 @@ def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
     results = run(plan)
     print("\n".join(table(results)))
     if results_path is not None:
-        results_path.write_text(markdown(results), encoding="utf-8")
+        # What bench_proxy_load wrote at the end of the file stays, until it runs again.
+        old = results_path.read_text(encoding="utf-8") if results_path.exists() else ""
+        _, heading, rest = old.partition("\n## Under load")
+        results_path.write_text(markdown(results) + heading + rest, encoding="utf-8")
         print(f"written: {results_path.name}")
     return results
 

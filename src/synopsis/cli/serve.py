@@ -1,21 +1,30 @@
-"""``synopsis serve``: run the proxy (:mod:`synopsis.proxy`) under uvicorn."""
+"""``synopsis serve``: run the proxy (:mod:`synopsis.proxy`) under uvicorn, in this process
+or (``--workers N``) in N processes that share the store."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
 from synopsis.cli.common import UsageError, positive_int
+from synopsis.stores import MemoryStore
 
 if TYPE_CHECKING:
     from synopsis.cli.common import Parser
 
-__all__ = ["register"]
+__all__ = ["register", "worker_app"]
 
 _SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
 _LOCAL = ("127.0.0.1", "localhost", "::1")
+_WORKER_ARGS = "_SYNOPSIS_SERVE_ARGS"
+"""How ``--workers`` hands the command's options to each worker process (as JSON): uvicorn
+starts a worker from an import string, :func:`worker_app`. Not ``SYNOPSIS_*``, which the
+settings read as compaction options."""
 
 
 def _model_window(text: str) -> tuple[str, int]:
@@ -74,9 +83,27 @@ def app_for(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a Starlette app
         body_timeout=args.body_timeout,
         max_concurrent=args.max_concurrent,
         max_compactors=args.max_compactors,
+        max_body_size=args.max_body_size,
         config=args.config,
         **_options(args),
     )
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - a protocol class
+    """``WorkerProtocol``: uvicorn's HTTP protocol with the header timeout the command was
+    given, for a ``--workers`` process (which imports it by name)."""
+    if name != "WorkerProtocol":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from synopsis.proxy.connections import header_timed  # noqa: PLC0415 - the proxy extra
+
+    return header_timed(float(json.loads(os.environ[_WORKER_ARGS])["header_timeout"]))
+
+
+def worker_app() -> Any:  # noqa: ANN401 - a Starlette app
+    """The app of one ``--workers`` process, from the options the command handed over."""
+    args = argparse.Namespace(**json.loads(os.environ[_WORKER_ARGS]))
+    _logging(args.log_json)
+    return app_for(args)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -92,18 +119,58 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
     from synopsis.proxy.connections import header_timed, log_config  # noqa: PLC0415
 
-    _logging(args.log_json)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        server_header=False,
-        date_header=False,
-        http=header_timed(args.header_timeout),
-        log_config=log_config(args.log_json),
+    common: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": "warning",
+        "server_header": False,
+        "date_header": False,
+        "log_config": log_config(args.log_json),
+    }
+    if args.workers == 1:
+        _logging(args.log_json)
+        uvicorn.run(app, http=header_timed(args.header_timeout), **common)
+        return 0
+    # Each worker builds its own app (its own compactors and upstream clients) on the store
+    # they share: the one built here checked the options and made the store ready (a
+    # SQLite file's schema), once.
+    compactors = app.state.proxy.compactors
+    shared = not isinstance(compactors.store, MemoryStore)
+    compactors.close()
+    if not shared:
+        raise UsageError(
+            "--workers needs a shared store (a SQLite file or postgresql:// URL), not memory"
+        )
+    listening = _listening(args.host, args.port)
+    os.environ[_WORKER_ARGS] = json.dumps({k: v for k, v in vars(args).items() if k != "run"})
+    # A worker is started from import strings: the protocol, made for the header timeout,
+    # is one too (see __getattr__).
+    config = uvicorn.Config(
+        f"{__name__}:worker_app",
+        factory=True,
+        workers=args.workers,
+        http=f"{__name__}:WorkerProtocol",
+        **common,
     )
+    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415 - with uvicorn, above
+
+    Multiprocess(config, sockets=[listening]).run()
     return 0
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """The socket the workers share. Made here, not by uvicorn, to name its protocol: asyncio
+    sets TCP_NODELAY on a connection only when its socket says TCP, and without it each
+    answer on a kept-alive connection waits about 40 ms for the client's delayed ACK."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    return sock
 
 
 def _logging(as_json: bool) -> None:
@@ -119,7 +186,10 @@ def _logging(as_json: bool) -> None:
 
 def register(sub: argparse._SubParsersAction[Parser]) -> None:
     """Add ``serve`` to the subcommands."""
-    from synopsis.proxy.defaults import UPSTREAMS  # noqa: PLC0415 - no third-party imports
+    from synopsis.proxy.defaults import (  # noqa: PLC0415 - no third-party imports
+        MAX_BODY_SIZE,
+        UPSTREAMS,
+    )
 
     cmd = sub.add_parser(
         "serve",
@@ -227,6 +297,21 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         default=64,
         metavar="N",
         help="models whose compactor is kept; the least recently used is dropped (64)",
+    )
+    cmd.add_argument(
+        "--max-body-size",
+        type=positive_int,
+        default=MAX_BODY_SIZE,
+        metavar="BYTES",
+        help="the largest request body read; a larger one gets a 413 (%(default)s, 32 MiB)",
+    )
+    cmd.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="serve from N processes, which need a shared store: a SQLite file or a "
+        "postgresql:// URL (1)",
     )
     cmd.add_argument("--log-json", action="store_true", help="one JSON object per request")
     cmd.add_argument(

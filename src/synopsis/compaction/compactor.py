@@ -40,7 +40,15 @@ if TYPE_CHECKING:
     from synopsis.stores import SearchHit, StoredMessage
     from synopsis.tokens import TokenCounter
 
-__all__ = ["Compactor", "StoreOption", "SummarizerOption", "SystemPrompt", "acompact", "compact"]
+__all__ = [
+    "Compactor",
+    "StoreOption",
+    "SummarizerOption",
+    "SystemPrompt",
+    "Threaded",
+    "acompact",
+    "compact",
+]
 
 SummarizerOption: TypeAlias = (
     Summarizer
@@ -51,6 +59,11 @@ SummarizerOption: TypeAlias = (
 """A summarizer object, or the name of one the settings build (``None``: the settings')."""
 StoreOption: TypeAlias = Store | AsyncStore | str | PathLike[str] | None
 """A store object, ``"memory"``, ``"sqlite"`` (the default file) or a SQLite file's path."""
+Threaded: TypeAlias = Literal["compaction", "all"] | None
+"""Where ``acompact`` does the plan's own work (decoding, counting, planning): on the event
+loop (``None``); in a worker thread when it compacts, the fast path staying on the loop
+(``"compaction"``); in a worker thread for the fast path too (``"all"``)."""
+_THREADINGS = (None, "compaction", "all")
 SystemPrompt: TypeAlias = str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None
 """A system prompt sent apart from the messages: text, Anthropic's list of blocks, or
 Gemini's ``systemInstruction`` content."""
@@ -266,9 +279,13 @@ class Compactor:
         instructions: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         listeners: Sequence[Listener] = (),
+        threaded: Threaded = None,
     ) -> CompactionResult:
         """:meth:`compact`, awaiting an async summarizer and store (a sync one runs in a
-        thread, so the event loop is never blocked)."""
+        thread). ``threaded``: the plan's own work in a worker thread too, so that a long
+        history keeps the event loop free while it compacts (:data:`Threaded`); a task
+        cancelled meanwhile ends at once, and the work's result is dropped. Listeners then
+        hear some events from that thread."""
         request, setup = self._request(
             messages,
             {
@@ -282,16 +299,26 @@ class Compactor:
             },
             asynchronous=True,
         )
+        if threaded not in _THREADINGS:
+            raise ConfigurationError(
+                f"threaded must be None, 'compaction' or 'all', got {threaded!r}"
+            )
         with (
             span("synopsis.acompact", session_id=request.session_id or ""),
             listening((*request.listeners, request.collected.append), request.session_id),
         ):
             async with async_gate(setup.store, request.session_id):
-                return await self._acompact(setup, request)
+                return await self._acompact(setup, request, threaded)
 
-    async def _acompact(self, setup: Setup, request: Request) -> CompactionResult:
+    async def _acompact(
+        self, setup: Setup, request: Request, threaded: Threaded
+    ) -> CompactionResult:
         memo = self._take(request)
-        found = await arun(skip(memo, setup, request), setup) if memo is not None else None
+        found = (
+            await arun(skip(memo, setup, request), setup, threaded=threaded == "all")
+            if memo is not None
+            else None
+        )
         fast = self._skipped(request, found)
         if fast is not None:
             return fast
@@ -299,7 +326,7 @@ class Compactor:
         plan = compaction(
             setup, request, observe=self._observer(memos), prefix=self._prefix_of(request)
         )
-        result = await arun(plan, setup)
+        result = await arun(plan, setup, threaded=threaded is not None)
         self._keep(self._memos, request.session_id, memos[0] if memos else None)
         return result
 

@@ -3,6 +3,14 @@
 Each sends the plan the value of every effect it yields, or the exception the effect raised
 (the plan decides what a failure means: a summarizer's falls back to the rules, a store's
 leaves the input untouched). A summarizer's deadline is kept here, where the waiting is.
+
+:func:`arun` may take the plan's own steps (decoding, counting, planning: pure work that
+takes seconds on a history of many megabytes) off the event loop, each into a worker thread,
+while it awaits the effects on the loop as ever (so an async summarizer's call and an async
+store's stay on it). The plan is a generator that only one thread runs at a time: the next
+step starts once the last one ended. Cancelled while a step runs, the awaiting task ends at
+once; the step runs to its end in its thread and its result is dropped, and the plan is
+never resumed, so it saves nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ if TYPE_CHECKING:
     from synopsis.stores import Store
 
 __all__ = ["arun", "run"]
+
+_Advanced = tuple[bool, Any]
+"""(whether the plan ended, then its value; else the effect it yields next)."""
 
 T = TypeVar("T")
 """What the plan gives back: a compaction's result, or a skip's (see :mod:`.incremental`)."""
@@ -143,6 +154,14 @@ def _step(plan: Generator[Effect, Outcome, T], outcome: Outcome) -> Effect:
         return plan.send(outcome)
 
 
+def _advance(plan: Generator[Effect, Outcome, T], outcome: Outcome) -> _Advanced:
+    """One step, its end told apart by value: a StopIteration cannot cross a future."""
+    try:
+        return False, _step(plan, outcome)
+    except StopIteration as stop:
+        return True, stop.value
+
+
 def run(plan: Generator[Effect, Outcome, T], setup: Setup) -> T:
     """Carry the plan out, blocking on each effect."""
     outcome: Outcome = None
@@ -158,17 +177,19 @@ def run(plan: Generator[Effect, Outcome, T], setup: Setup) -> T:
     return result
 
 
-async def arun(plan: Generator[Effect, Outcome, T], setup: Setup) -> T:
+async def arun(plan: Generator[Effect, Outcome, T], setup: Setup, *, threaded: bool = False) -> T:
     """Carry the plan out, awaiting each effect (a blocking summarizer or store runs in a
-    thread, so the event loop is never blocked)."""
+    thread); ``threaded``: the plan's own steps too (see the module docstring)."""
     outcome: Outcome = None
-    try:
-        while True:
-            effect = _step(plan, outcome)
-            if isinstance(effect, Summarize):
-                outcome = await _asummarize(setup, effect)
-            else:
-                outcome = await _astore(setup, effect)
-    except StopIteration as stop:
-        result: T = stop.value
-    return result
+    while True:
+        if threaded:
+            ended, value = await asyncio.to_thread(_advance, plan, outcome)
+        else:
+            ended, value = _advance(plan, outcome)
+        if ended:
+            result: T = value
+            return result
+        if isinstance(value, Summarize):
+            outcome = await _asummarize(setup, value)
+        else:
+            outcome = await _astore(setup, value)

@@ -24,6 +24,7 @@ from synopsis.errors import BudgetUnreachableError, ConversationError
 from synopsis.models import assumed_window
 from synopsis.proxy.bodies import ROUTES, Route
 from synopsis.proxy.compactors import Compactors
+from synopsis.proxy.defaults import MAX_BODY_SIZE
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
 from synopsis.proxy.errors import json_error
 from synopsis.proxy.exchange import Exchange, opened
@@ -37,6 +38,7 @@ from synopsis.proxy.forward import (
     why,
 )
 from synopsis.proxy.guard import METHODS, Guard, api_of
+from synopsis.proxy.intake import TooLarge, read_body, too_large
 from synopsis.proxy.logs import LOGGER, Line
 from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.relay import (
@@ -76,6 +78,7 @@ def create_app(
     body_timeout: float = 60.0,
     max_concurrent: int = 1024,
     max_compactors: int = 64,
+    max_body_size: int = MAX_BODY_SIZE,
     transport: httpx2.AsyncBaseTransport | None = None,
     config: str | PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -89,9 +92,10 @@ def create_app(
     ``x-synopsis-token``. ``fail_open``: a compaction that fails for a reason other than an
     unreadable history forwards the request unchanged (else the client gets a 500).
     ``timeout``: seconds the upstream may take to start answering, and between two chunks
-    of a stream; ``windows``: a window per model name, over the model table.
-    ``body_timeout``: seconds a request body may pause between two chunks (then 408);
-    ``max_concurrent``: requests handled at once (beyond: 503); ``max_compactors``: the
+    of a stream; ``max_body_size``: the largest request body read, in bytes (a larger one
+    gets a 413 without being read whole); ``windows``: a window per model name, over the
+    model table. ``body_timeout``: seconds a request body may pause between two chunks (then
+    408); ``max_concurrent``: requests handled at once (beyond: 503); ``max_compactors``: the
     models whose compactor is kept (the least recently used is dropped). Any other
     keyword is a compaction option (``trigger``, ``keep``, ``summarizer``, ``store``, …) as
     ``Compactor`` takes it; sessions need a store, ``"memory"`` unless one is given.
@@ -121,6 +125,7 @@ def create_app(
         log_bodies=log_bodies,
         transport=transport,
         remembered_sessions=remembered_sessions,
+        max_body_size=max_body_size,
     )
 
     @contextlib.asynccontextmanager
@@ -198,25 +203,43 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
         if refused is not None:
             return _finish(state, route.path, Line(request.method, request.url.path), refused)
         line, started = Line(request.method, request.url.path), time.perf_counter()
-        raw = await request.body()
+        try:
+            raw = await read_body(request, state.max_body_size)
+        except TooLarge:
+            return _early(state, route.path, line, started, too_large(state, route.api, line))
+        except ClientGone:
+            return _early(state, route.path, line, started, _gone(state, line))
         exchange = opened(state, route, request, raw, line=line, started=started)
         if not isinstance(exchange, Exchange):
-            line.ms_total = (time.perf_counter() - started) * 1000
-            return _finish(state, route.path, line, exchange)
+            return _early(state, route.path, line, started, exchange)
         # Watched only once the body is read: the watch reads the same channel.
         departure = Departure(request.receive)
         try:
             response = await _exchange(exchange, departure)
         except ClientGone:
-            state.metrics.errors.labels("client_gone").inc()
-            line.error = "the client went away"
-            response = Response(status_code=499)
+            response = _gone(state, line)
         finally:
             await departure.stop()
         exchange.line.ms_total = (time.perf_counter() - exchange.started) * 1000
         return _finish(state, route.path, exchange.line, response)
 
     return endpoint
+
+
+def _gone(state: ProxyState, line: Line) -> Response:
+    """What is logged for a client that left before its answer started (it gets nothing)."""
+    state.metrics.errors.labels("client_gone").inc()
+    line.error = "the client went away"
+    return Response(status_code=499)
+
+
+def _early(
+    state: ProxyState, label: str, line: Line, started: float, response: Response
+) -> Response:
+    """:func:`_finish` for an answer of the proxy's own (no upstream response to relay), with
+    its time so far."""
+    line.ms_total = (time.perf_counter() - started) * 1000
+    return _finish(state, label, line, response)
 
 
 def _finish(state: ProxyState, label: str, line: Line, response: Response) -> Response:
@@ -265,23 +288,42 @@ async def _passthrough(request: Request) -> Response:
     started = time.perf_counter()
     refused = _refused(state, request, api)
     if refused is not None:
-        line.ms_total = (time.perf_counter() - started) * 1000
-        return _finish(state, "other", line, refused)
+        return _early(state, "other", line, started, refused)
+    try:
+        content = await read_body(request, state.max_body_size)
+    except TooLarge:
+        return _early(state, "other", line, started, too_large(state, api, line))
+    except ClientGone:
+        return _early(state, "other", line, started, _gone(state, line))
     client = state.client(api)
     upstream = client.build_request(
         request.method,
         upstream_url(state.upstreams[api], request.scope),
-        content=await request.body(),
+        content=content,
         headers=forwarded_headers(request.headers.raw),
     )
     try:
-        sent = await client.send(upstream, stream=True)
+        sent = await _raced(request, client, upstream)
     except httpx2.TransportError as error:
-        line.ms_total = (time.perf_counter() - started) * 1000
-        return _finish(state, "other", line, unreachable(state, api, line, error))
+        return _early(state, "other", line, started, unreachable(state, api, line, error))
+    except ClientGone:
+        return _early(state, "other", line, started, _gone(state, line))
     line.ms_upstream = line.ms_total = (time.perf_counter() - started) * 1000
 
     def done(ends: bytes | None, failure: str | None) -> None:
         ended(state, line, started, ends, failure)
 
     return _finish(state, "other", line, streamed(sent, returned_headers(sent.headers), done))
+
+
+async def _raced(
+    request: Request, client: httpx2.AsyncClient, upstream: httpx2.Request
+) -> httpx2.Response:
+    """The upstream's response (its body not read yet), raced with the client's departure,
+    as on the compacting routes: a client that leaves before the upstream's headers has the
+    upstream request closed at once, not held (with its pooled connection) until --timeout."""
+    departure = Departure(request.receive)
+    try:
+        return await departure.race(client.send(upstream, stream=True))
+    finally:
+        await departure.stop()

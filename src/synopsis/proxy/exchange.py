@@ -25,12 +25,20 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from synopsis.compaction import CompactionResult
+    from synopsis.compaction.compactor import Threaded
     from synopsis.proxy.bodies import Route
     from synopsis.proxy.logs import Line
     from synopsis.proxy.relay import Departure
     from synopsis.proxy.state import ProxyState
 
-__all__ = ["Exchange", "opened", "stable", "unchanged"]
+__all__ = ["THREADED_ABOVE", "Exchange", "opened", "stable", "unchanged"]
+
+THREADED_ABOVE = 4 * 1024 * 1024
+"""Bodies larger than this (in bytes) take even the fast path in a worker thread. Below it
+the fast path holds the loop for a few milliseconds at most, less than the body's parse
+does, and a thread would add about as much to the request's own time on a busy machine
+(``benchmarks/results/proxy.md``, "Where the fast path runs"); above it a single appended
+message of megabytes, counted in the fast path, would hold the loop for seconds."""
 
 
 def unchanged(result: CompactionResult, items: list[Any], system: object) -> bool:
@@ -80,6 +88,7 @@ class Exchange:
                     session_id=self.session,
                     format=route.format,
                     force=force,
+                    threaded=self.threaded,
                 )
             )
         except (ClientGone, ConversationError, BudgetUnreachableError):
@@ -101,6 +110,12 @@ class Exchange:
     def upstream(self) -> str:
         """The upstream this request goes to (a window learnt is learnt for it)."""
         return self.state.upstreams[self.route.api]
+
+    @property
+    def threaded(self) -> Threaded:
+        """Where the compaction's own work runs: never on the event loop when it compacts, and
+        off it for the fast path too when the body is over :data:`THREADED_ABOVE`."""
+        return "all" if len(self.raw) > THREADED_ABOVE else "compaction"
 
     def payload(self) -> bytes:
         """The body to forward: the client's bytes when the history is unchanged; else the

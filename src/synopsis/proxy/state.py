@@ -1,11 +1,13 @@
 """What the proxy holds while it runs (``app.state.proxy``): its compactors, metrics,
 upstream clients and options. Every other proxy module reads it; it imports none of them
-but the compactors and metrics."""
+but the compactors and metrics (and the defaults)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from synopsis.proxy.defaults import MAX_BODY_SIZE
 
 if TYPE_CHECKING:
     import httpx2
@@ -37,6 +39,8 @@ class ProxyState:
     last, in order of use."""
     remembered_sessions: int = 256
     """How many sessions ``stable`` keeps, as the compactors' fast path remembers."""
+    max_body_size: int = MAX_BODY_SIZE
+    """The largest request body read, in bytes (``--max-body-size``); larger gets a 413."""
 
     def client(self, api: str) -> httpx2.AsyncClient:
         return self.clients[api]

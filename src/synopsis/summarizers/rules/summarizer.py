@@ -9,6 +9,7 @@ for both render styles.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -155,9 +156,15 @@ class RuleBasedSummarizer:
         instructions: str | None = None,
         max_tokens: int | None = None,
     ) -> SummaryRecord:
-        """The same as :meth:`summarize`: rules do no I/O, so there is nothing to await."""
-        return self.summarize(
-            messages, previous=previous, instructions=instructions, max_tokens=max_tokens
+        """:meth:`summarize`, in a worker thread: rules do no I/O, but on a long history
+        their work takes seconds, which an event loop must not spend waiting (the hand-off
+        costs a tenth of a millisecond)."""
+        return await asyncio.to_thread(
+            self.summarize,
+            messages,
+            previous=previous,
+            instructions=instructions,
+            max_tokens=max_tokens,
         )
 
 
