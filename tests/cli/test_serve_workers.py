@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from synopsis.cli import build_parser, main
+from synopsis.cli import serve
 from synopsis.cli.serve import _WORKER_ARGS, app_for, worker_app
 from synopsis.proxy.defaults import MAX_BODY_SIZE
 from synopsis.testing.server import FakeLLMServer, Reply, chat_completion
@@ -93,6 +94,13 @@ def test_a_worker_builds_its_app_from_the_options_handed_over(
     assert state.max_body_size == 1000
     assert state.compactors.window("local") == 4096
     state.compactors.close()
+    # Its HTTP protocol too, imported by name, with the command's header timeout.
+    from uvicorn.importer import import_from_string  # noqa: PLC0415
+
+    protocol = import_from_string("synopsis.cli.serve:WorkerProtocol")
+    assert protocol.__name__ == "HeaderTimed"
+    with pytest.raises(AttributeError, match="no attribute 'Elsewhere'"):
+        _ = serve.Elsewhere
 
 
 def test_the_body_limit_defaults_to_32_mib() -> None:

@@ -386,3 +386,23 @@ def test_the_servers_own_lines_are_json_with_log_json() -> None:
     line = json.loads(ServerLines().format(record))
     assert (line["event"], line["level"], line["message"]) == ("server", "error", "failed: x")
     assert "ValueError: boom" in line["exception"]
+
+
+def test_unknown_models_are_said_once_each_and_their_memory_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import synopsis.proxy.compactors as module  # noqa: PLC0415
+
+    monkeypatch.setattr(module, "_UNKNOWN_REMEMBERED", 2)
+    said: list[str] = []
+    compactors = Compactors(environ={}, unknown_model=said.append)
+    try:
+        for model in ("zz-a", "zz-a", "zz-b", "gpt-4o", "zz-c", "zz-a"):
+            compactors.for_model(model)
+        # a, b; c fills the memory past two, which starts again: a is new once more.
+        assert said == ["zz-a", "zz-b", "zz-c"]
+        compactors._by_model.clear()
+        compactors.for_model("zz-a")
+        assert said == ["zz-a", "zz-b", "zz-c", "zz-a"]
+    finally:
+        compactors.close()

@@ -171,11 +171,8 @@ class Guard:
                 line.status = answered
                 _count(state, line, "client_gone" if gone else "internal", _said(error))
                 raise ConnectionDropped(line.error) from error
-            if gone:
-                # The client left while sending its body: nobody to answer.
-                line.status = 499
-                _count(state, line, "client_gone", "the client went away", _label(scope))
-                return
+            # A client that leaves while sending its body is answered 499 where the body is
+            # read (intake.read_body): what reaches here before an answer is the proxy's own.
             api = _shape(scope)
             if isinstance(error, BodyTimeout):
                 why = f"the request body paused more than {self.body_timeout:g} s"
