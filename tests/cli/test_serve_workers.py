@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 import httpx2
 import pytest
 
-from synopsis.cli import build_parser, main
-from synopsis.cli import serve
+from synopsis.cli import build_parser, main, serve
 from synopsis.cli.serve import _WORKER_ARGS, app_for, worker_app
 from synopsis.proxy.defaults import MAX_BODY_SIZE
 from synopsis.testing.server import FakeLLMServer, Reply, chat_completion
