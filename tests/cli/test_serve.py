@@ -30,11 +30,14 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def started_at(stderr: str) -> str:
+    """The address the command's start-up line names ("" before it is written)."""
+    for line in stderr.splitlines():
+        if line.startswith("{") and '"proxy_started"' in line:
+            return str(json.loads(line)["listening"])
+        if line.startswith("synopsis serve: listening on "):
+            return line.split()[4]
+    return ""
 
 
 class Serving:
@@ -64,30 +67,31 @@ class Serving:
 
 @contextmanager
 def serving(*flags: str, host: str = "127.0.0.1") -> Iterator[tuple[str, Serving]]:
-    """The command running with ``flags``; its root URL once it answers /healthz."""
-    port = _free_port()
+    """The command running with ``flags`` on a port of its choosing (``--port 0``), read from
+    the line it says at start; its root URL once it answers /healthz."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYNOPSIS_")}
     err = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the block ends, below
     process = subprocess.Popen(
-        [SCRIPT, "serve", "--host", host, "--port", str(port), *flags],
+        [SCRIPT, "serve", "--host", host, "--port", "0", *flags],
         stdout=subprocess.DEVNULL,
         stderr=err,
         env=env,
     )
     served = Serving(process, err)
-    url = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + 30
+        url = ""
         while True:
             if process.poll() is not None:
                 raise AssertionError(f"serve exited: {served.stderr}")
+            url = url or started_at(served.stderr)
             try:
-                if httpx2.get(f"{url}/healthz", timeout=1).status_code == 200:
+                if url and httpx2.get(f"{url}/healthz", timeout=1).status_code == 200:
                     break
             except httpx2.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise AssertionError("serve did not start within 30 s")
+                raise AssertionError(f"serve did not start within 30 s: {served.stderr}")
             time.sleep(0.1)
         yield url, served
     finally:
@@ -126,7 +130,12 @@ def test_serve_compacts_for_a_real_client_and_stops_cleanly(tmp_path: Path) -> N
         assert len(sent) < len(history) - 1  # the upstream got less than the client keeps
         assert served.stop() == 0
         err = served.stderr
-    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    said = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    started, *lines = said
+    assert started["event"] == "proxy_started"
+    assert started["listening"] == url
+    assert started["store"] == f"the SQLite file {store}"
+    assert started["windows"] == "--window 1,500 for every model"
     assert len(lines) == 30
     assert all(line["event"] == "proxy_request" and line["status"] == 200 for line in lines)
     assert "sk-test" not in err
@@ -140,6 +149,43 @@ def test_serve_warns_when_it_listens_beyond_this_machines_loopback_name() -> Non
         err = served.stderr
     assert "warning: listening on 127.0.0.2" in err
     assert "--auth-token" in err
+
+
+def test_serve_says_in_one_line_where_it_listens_and_with_what() -> None:
+    flags = ["--upstream-openai", "http://127.0.0.1:9/v1", "--model-window", "local=8000"]
+    with serving(*flags, "--auth-token", "t0ken") as (url, served):
+        served.stop()
+        err = served.stderr
+    (line,) = [line for line in err.splitlines() if line.startswith("synopsis serve:")]
+    assert line == (
+        f"synopsis serve: listening on {url} · upstreams: openai http://127.0.0.1:9/v1, "
+        "anthropic https://api.anthropic.com · store: memory (gone when it stops) · auth: on "
+        "(x-synopsis-token) · windows: the model table (an unknown model: 200,000, said when "
+        "first named); local 8,000"
+    )
+    assert "t0ken" not in err
+
+
+def test_a_busy_port_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"synopsis: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_a_store_that_cannot_be_reached_is_one_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as held:  # bound, not listening: the connection is refused
+        held.bind(("127.0.0.1", 0))
+        url = f"postgresql://synopsis@127.0.0.1:{held.getsockname()[1]}/db"
+        assert main(["serve", "--store", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"synopsis: error: cannot reach the store {url}")
+    assert err.count("\n") == 1
 
 
 @pytest.mark.parametrize(

@@ -258,8 +258,9 @@ def test_serve_writes_only_json_lines_when_a_stream_breaks_or_a_request_is_hosti
         assert served.stop() == 0
         err = served.stderr
     lines = err.splitlines()
-    assert len(lines) == 4
-    parsed = [json.loads(line) for line in lines]
+    assert len(lines) == 5
+    started, *parsed = [json.loads(line) for line in lines]
+    assert started["event"] == "proxy_started"
     assert [p.get("status") for p in parsed] == [200, 400, 400, None]
     assert "broke off" in parsed[0]["error"]
     assert parsed[3] == {"event": "server", "level": "warning", "message": ANY}

@@ -61,10 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # written to the closed pipe when the interpreter flushes at exit.
         _quiet_stdout()
         return _BROKEN_PIPE
-    except UsageError as exc:
-        print(f"synopsis: error: {exc}", file=sys.stderr)
-    except (ConversationError, ConfigurationError, StoreError) as exc:
-        print(f"synopsis: error: {exc}", file=sys.stderr)
+    except (UsageError, ConversationError, ConfigurationError, StoreError) as exc:
+        # One line, whatever the error carries (a database driver's message spans several).
+        print(f"synopsis: error: {' '.join(str(exc).split())}", file=sys.stderr)
     return 2
 
 

@@ -4,6 +4,7 @@ or (``--workers N``) in N processes that share the store."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -12,15 +13,17 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from synopsis.cli.common import UsageError, positive_int
-from synopsis.stores import MemoryStore
+from synopsis.stores import MemoryStore, SQLiteStore
 
 if TYPE_CHECKING:
     from synopsis.cli.common import Parser
+    from synopsis.proxy.state import ProxyState
 
 __all__ = ["register", "worker_app"]
 
 _SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
 _LOCAL = ("127.0.0.1", "localhost", "::1")
+_MAX_PORT = 65535
 _WORKER_ARGS = "_SYNOPSIS_SERVE_ARGS"
 """How ``--workers`` hands the command's options to each worker process (as JSON): uvicorn
 starts a worker from an import string, :func:`worker_app`. Not ``SYNOPSIS_*``, which the
@@ -32,6 +35,16 @@ def _model_window(text: str) -> tuple[str, int]:
     if not sep or not model:
         raise argparse.ArgumentTypeError(f"expected MODEL=TOKENS, got {text!r}")
     return model, positive_int(tokens)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= _MAX_PORT:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to {_MAX_PORT}, got {value}")
+    return value
 
 
 def _positive_seconds(text: str) -> float:
@@ -128,20 +141,29 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         "log_config": log_config(args.log_json),
     }
     if args.workers == 1:
+        listening = _listening(args.host, args.port)
+        print(_started(args, app.state.proxy, listening), file=sys.stderr, flush=True)
         _logging(args.log_json)
-        uvicorn.run(app, http=header_timed(args.header_timeout), **common)
+        config = uvicorn.Config(app, http=header_timed(args.header_timeout), **common)
+        # The server re-raises the Ctrl-C it stopped on: a stop asked for is a clean exit.
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn.Server(config).run(sockets=[listening])
         return 0
     # Each worker builds its own app (its own compactors and upstream clients) on the store
     # they share: the one built here checked the options and made the store ready (a
     # SQLite file's schema), once.
     compactors = app.state.proxy.compactors
     shared = not isinstance(compactors.store, MemoryStore)
-    compactors.close()
     if not shared:
+        compactors.close()
         raise UsageError(
             "--workers needs a shared store (a SQLite file or postgresql:// URL), not memory"
         )
-    listening = _listening(args.host, args.port)
+    try:
+        listening = _listening(args.host, args.port)
+        print(_started(args, app.state.proxy, listening), file=sys.stderr, flush=True)
+    finally:
+        compactors.close()
     os.environ[_WORKER_ARGS] = json.dumps({k: v for k, v in vars(args).items() if k != "run"})
     # A worker is started from import strings: the protocol, made for the header timeout,
     # is one too (see __getattr__).
@@ -156,6 +178,42 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     Multiprocess(config, sockets=[listening]).run()
     return 0
+
+
+def _started(args: argparse.Namespace, state: ProxyState, listening: socket.socket) -> str:
+    """The one line the command says when it starts: where it listens (the port it got, when
+    asked for any), its upstreams, its store, whether it asks for a token, its windows; as
+    JSON with ``--log-json``, like every other line it writes."""
+    host, port = listening.getsockname()[:2]
+    store = state.compactors.store
+    if isinstance(store, SQLiteStore):
+        kept = f"the SQLite file {store.path}"
+    elif isinstance(store, MemoryStore):
+        kept = "memory (gone when it stops)"
+    else:
+        kept = f"PostgreSQL {getattr(store, 'url', type(store).__name__)}"
+    if args.window is not None:
+        windows = f"--window {args.window:,} for every model"
+    else:
+        windows = "the model table (an unknown model: 200,000, said when first named)"
+    if args.model_window:
+        windows += "; " + ", ".join(f"{m} {t:,}" for m, t in args.model_window)
+    said = {
+        "listening": f"http://{f'[{host}]' if ':' in host else host}:{port}",
+        "workers": args.workers,
+        "upstreams": dict(state.upstreams),
+        "store": kept,
+        "auth": "on (x-synopsis-token)" if args.auth_token else "off",
+        "windows": windows,
+    }
+    if args.log_json:
+        return json.dumps({"event": "proxy_started", **said})
+    workers = f" ({args.workers} workers)" if args.workers > 1 else ""
+    upstreams = ", ".join(f"{api} {url}" for api, url in state.upstreams.items())
+    return (
+        f"synopsis serve: listening on {said['listening']}{workers} · upstreams: {upstreams}"
+        f" · store: {kept} · auth: {said['auth']} · windows: {windows}"
+    )
 
 
 def _listening(host: str, port: int) -> socket.socket:
@@ -201,7 +259,9 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         ),
     )
     cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    cmd.add_argument("--port", type=positive_int, default=8787, help="port (8787)")
+    cmd.add_argument(
+        "--port", type=_port, default=8787, help="port (8787; 0: any free one, said at start)"
+    )
     cmd.add_argument(
         "--upstream-openai",
         default=UPSTREAMS["openai"],
