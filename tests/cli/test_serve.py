@@ -196,6 +196,9 @@ def test_a_store_that_cannot_be_reached_is_one_error_line(
         (["--timeout", "0"], "expected a positive number of seconds"),
         (["--timeout", "soon"], "expected seconds"),
         (["--timeout", "nan"], "expected a positive number of seconds"),
+        (["--port", "http"], "expected a port number, got 'http'"),
+        (["--port", "70000"], "expected a port from 0 to 65535, got 70000"),
+        (["--port", "-1"], "expected a port from 0 to 65535, got -1"),
     ],
 )
 def test_bad_flags_are_refused_with_a_sentence(
