@@ -15,7 +15,6 @@ import importlib.metadata
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -139,12 +138,14 @@ def write(path: Path | None, text: str) -> None:
 # -- processes --------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def listening_at(said: str) -> str:
+    """The root URL that ``synopsis serve --port 0``'s start-up line names in ``said`` (its
+    stderr so far), or "" before the line is written. The command takes the free port itself:
+    a port found free here could be taken by another process before the command binds it."""
+    for line in said.splitlines():
+        if line.startswith("synopsis serve: listening on "):
+            return line.split()[4]
+    return ""
 
 
 def synopsis_command() -> list[str]:

@@ -46,7 +46,7 @@ import orjson
 
 from benchmarks._harness import (
     Child,
-    free_port,
+    listening_at,
     load_average,
     ms,
     now,
@@ -108,22 +108,25 @@ FULL = Plan(
 def serving(*flags: str) -> Iterator[str]:
     """``synopsis serve`` with ``flags`` on a free port, as a user runs it; its root once it
     answers ``/healthz``; interrupted as Ctrl-C does at the end."""
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYNOPSIS_")}
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the block ends, below
     process = subprocess.Popen(
-        [*synopsis_command(), "serve", "--port", str(port), *flags],
+        [*synopsis_command(), "serve", "--port", "0", *flags],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=err,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = ""
     try:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"synopsis serve {' '.join(flags)} exited")
+            if not url:
+                err.seek(0)
+                url = listening_at(err.read().decode(errors="replace"))
             with contextlib.suppress(httpx2.TransportError):
-                if httpx2.get(url + "/healthz", timeout=1).status_code == 200:
+                if url and httpx2.get(url + "/healthz", timeout=1).status_code == 200:
                     break
             if time.monotonic() > deadline:
                 raise RuntimeError("synopsis serve did not start in 60 s")
@@ -136,6 +139,7 @@ def serving(*flags: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        err.close()
 
 
 # -- a large request in flight ----------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 import httpx2
 import psycopg
 
-from benchmarks._harness import free_port, synopsis_command
+from benchmarks._harness import listening_at, synopsis_command
 from benchmarks._upstream import MODEL
 
 if TYPE_CHECKING:
@@ -72,15 +72,14 @@ class Replica:
     process id (Ctrl-C's signal, then a kill after 15 s)."""
 
     def __init__(self, upstream: str, store: str, window: int) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = ""  # known from the command's start-up line (it takes a free port itself)
         self.err: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYNOPSIS_")}
         self.process = subprocess.Popen(
             [
                 *synopsis_command(),
                 "serve",
-                *("--host", "127.0.0.1", "--port", str(self.port)),
+                *("--host", "127.0.0.1", "--port", "0"),
                 *("--upstream-openai", upstream, "--store", store, "--summarizer", "rules"),
                 # The window given for the model, not --window: a model named with its own
                 # window is not recalibrated from the upstream's usage figures, and this
@@ -97,8 +96,9 @@ class Replica:
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"synopsis serve exited: {self.stderr()[-2000:]}")
+            self.url = self.url or listening_at(self.stderr())
             with contextlib.suppress(httpx2.TransportError):
-                if httpx2.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if self.url and httpx2.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"synopsis serve did not start: {self.stderr()[-2000:]}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import socket
 import zlib
 
 import httpx2
@@ -64,10 +63,14 @@ def test_versions_name_what_is_installed_and_leave_out_the_rest() -> None:
     assert _harness.listed({"a": "1", "b": "2"}) == "a 1, b 2"
 
 
-def test_a_free_port_can_be_bound() -> None:
-    port = _harness.free_port()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", port))
+def test_the_address_is_read_from_the_start_up_line_once_it_is_written() -> None:
+    assert _harness.listening_at("") == ""
+    assert _harness.listening_at("synopsis: warning: listening on 0.0.0.0: …\n") == ""
+    said = (
+        "synopsis: warning: something first\n"
+        "synopsis serve: listening on http://127.0.0.1:40123 · upstreams: openai http://x\n"
+    )
+    assert _harness.listening_at(said) == "http://127.0.0.1:40123"
 
 
 def test_the_upstream_answers_with_the_marker_and_the_crc_of_what_it_received() -> None:
