@@ -15,9 +15,14 @@ MODULES = {
     "zrb": "benchmarks.compare.peers.zrb_split",
     "adk-deepagents": "benchmarks.compare.peers.adk_deepagents",
     "langmem": "benchmarks.compare.peers.langmem_sm",
+    "langchain-clear": "benchmarks.compare.peers.langchain_editing",
+    "langchain-clear+summarize": "benchmarks.compare.peers.langchain_editing",
 }
 NAMES = tuple(MODULES)
 PEERS = NAMES[1:]
+FACTORIES = {"langchain-clear+summarize": "create_stacked"}
+"""The factory of a system that shares its module with another (else ``create``), for
+:func:`create` and :func:`create_non_llm` alike."""
 
 
 def _module(name: str) -> Any:
@@ -38,7 +43,7 @@ compaction."""
 
 def create(name: str) -> System:
     """The system with the shared fake summarizer (or a variant of one)."""
-    base, factory = VARIANTS.get(name, (name, "create"))
+    base, factory = VARIANTS.get(name, (name, FACTORIES.get(name, "create")))
     system: System = getattr(_module(base), factory)()
     return system
 
@@ -48,6 +53,7 @@ def create_non_llm(name: str) -> System:
     :func:`create`'s (the fake summary carries nothing, so only the machinery's choices of
     what to keep count)."""
     module = _module(name)
-    factory = getattr(module, "create_non_llm", None) or module.create
+    own = FACTORIES.get(name)
+    factory = getattr(module, own) if own else getattr(module, "create_non_llm", module.create)
     system: System = factory()
     return system

@@ -5,8 +5,8 @@ context window of 8,000 and of 32,000 tokens. Before each assistant message (a m
 the system gets the history as it stands; when it compacts, its output is what goes to the
 model and, for a system that persists its compaction, the history the next messages are
 appended to (a system that only rewrites the outgoing request, ``persists`` false, keeps the
-whole history and compacts again on the next request, as in production; see
-:mod:`benchmarks.compare.replay`).
+whole history and compacts again on the next request, as in production, less what a part of
+it that does persist changed; see :func:`benchmarks.compare.systems.carried`).
 
 At each compaction the *removed part* is the messages of the history before the call that are
 not, word for word, in the output (summaries of earlier compactions included: a path an earlier
@@ -65,7 +65,7 @@ from benchmarks.compare.anchors import message_key
 from benchmarks.compare.inputs import leading_system, observation_sessions
 from benchmarks.compare.judge import call_step, tokens
 from benchmarks.compare.session_costs import Meter, counting_summaries, merged, uncompacted
-from benchmarks.compare.systems import Budget, Items, System
+from benchmarks.compare.systems import Budget, Items, System, carried
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -261,7 +261,6 @@ def replay_session(system: System, session: Session, budget: Budget) -> Tally:
     """``session`` played back through ``system``: a request before each assistant message."""
     tally = Tally()
     history: Items = []
-    persists = getattr(system, "persists", True)
     meter = Meter(budget.window)
     with counting_summaries() as summaries:
         for index, item in enumerate(session.items):
@@ -273,8 +272,7 @@ def replay_session(system: System, session: Session, budget: Budget) -> Tally:
                 if result is not None:
                     sent = system.items(result)
                     measure(tally, session, history, sent, index)
-                    if persists:
-                        history = sent
+                    history = carried(system, history, sent, result)
                 size = tokens(sent)
                 tally.requests_made += 1
                 tally.tokens_sent += size
