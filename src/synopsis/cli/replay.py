@@ -352,6 +352,11 @@ def _detailed(
     stored = (
         compactor.recall(result.session_id, ids=list(result.offloaded)) if result.offloaded else []
     )
+    if stored:
+        # An id from a call id names every copy of that result stored so far: this
+        # compaction's rows are those it stored last.
+        newest = max(stored, key=lambda m: m.position).compaction_id
+        stored = [m for m in stored if m.compaction_id == newest]
     # By content, in timeline order: two equal messages (a repeated "continue") are stored
     # twice, and each is told its own place.
     where: dict[str, list[int]] = {}
