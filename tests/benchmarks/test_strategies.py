@@ -16,8 +16,6 @@ from benchmarks.compare import replay_retention as rr
 from benchmarks.compare.inputs import load_transcripts
 from benchmarks.compare.synopsis_system import SynopsisSystem
 
-import synopsis
-
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -25,10 +23,6 @@ if TYPE_CHECKING:
 
 CLEARED = "[synopsis: cleared"
 """How a tool output synopsis cleared begins."""
-needs_strategy = pytest.mark.skipif(
-    "strategy" not in synopsis.Settings.model_fields,
-    reason="synopsis has no strategy option yet",
-)
 
 
 def test_a_strategy_is_named_after_synopsis_and_built_with_its_summarizer():
@@ -247,7 +241,6 @@ def test_a_run_replays_each_strategy_beside_synopsis_and_only_beside_it(
     assert ran["retention"] == ["clear"]
 
 
-@needs_strategy
 def test_the_replay_part_runs_each_strategy_on_the_session():
     transcripts = load_transcripts()
     systems = [registry.create(f"synopsis:{s}") for s in registry.STRATEGIES]
@@ -255,11 +248,12 @@ def test_the_replay_part_runs_each_strategy_on_the_session():
     for name in ("synopsis:clear", "synopsis:summarize", "synopsis:clear+summarize"):
         assert played[name]["compactions"] > 0, name
         assert played[name]["invalid_requests"] == 0, name
-    assert played["synopsis:clear"]["summarizer_calls"] == 0  # clearing asks no summarizer
-    assert played["synopsis:summarize"]["summarizer_calls"] > 0
+    clear, summarize = played["synopsis:clear"], played["synopsis:summarize"]
+    # clearing alone summarizes only as the last resort: some compactions only cleared
+    assert clear["summarizer_calls"] < clear["compactions"]
+    assert clear["summarizer_calls"] < summarize["summarizer_calls"]
 
 
-@needs_strategy
 def test_a_strategy_clears_or_summarizes_as_it_says():
     items = load_transcripts()["codex-compaction-config-change"]
     budget = replay_part.BUDGET
@@ -273,7 +267,6 @@ def test_a_strategy_clears_or_summarizes_as_it_says():
     assert not any(str(m.get("content") or "").startswith(CLEARED) for m in out)
 
 
-@needs_strategy
 def test_the_retention_replay_runs_each_strategy_at_the_default_target():
     small = {k: v for k, v in load_transcripts().items() if k.startswith("taubench-airline-task3")}
     r = rr.run([], small, lambda _: None, windows=[8_000], targets=(), strategies=["clear"])
