@@ -327,7 +327,9 @@ class SynopsisReplay:
                 model="gpt-4o",
                 summarizer="rules",
                 store="memory",
-                session_id=f"{self.session}-{window}-{self.target}-{self.strategy}",
+                # the summary names the session: the same id for every strategy, so that
+                # none is charged more tokens for its name
+                session_id=f"{self.session}-{window}-{self.target}",
                 **options,
             )
         return self._compactor
