@@ -138,7 +138,8 @@ def draw(results: dict[str, Any], path: Path) -> Path:
         ax.set_ylim(-3, 105)
         ax.grid(alpha=0.3)
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, fontsize=8, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.06))
+    # under the panels, whatever its height: the tight bounding box takes it in
+    fig.legend(handles, names, fontsize=8, loc="upper center", ncol=3, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle("Retention against cost over the replayed sessions")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
