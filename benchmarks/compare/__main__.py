@@ -142,6 +142,12 @@ def main() -> None:
     )
     parser.add_argument("--systems", default=",".join(registry.NAMES))
     parser.add_argument(
+        "--strategies",
+        default=",".join(registry.STRATEGIES),
+        help="replay and replay-retention only: synopsis's strategy settings run beside its "
+        "default (with synopsis among the systems); empty for none",
+    )
+    parser.add_argument(
         "--sessions", default="", help="replay-retention only: comma-separated transcripts"
     )
     parser.add_argument(
@@ -170,6 +176,11 @@ def main() -> None:
         if name not in transcripts:
             parser.error(f"unknown transcript {name!r}; known: {', '.join(transcripts)}")
     systems = [registry.create(n) for n in names]
+    strategies = registry.strategy_names(args.strategies) if "synopsis" in names else []
+    for name in strategies:
+        registry.strategy(name)  # an unknown one stops the run before anything is measured
+    variants = [registry.create(n) for n in strategies]
+    replaying = "replay" in parts or "replay-retention" in parts
     results: dict[str, Any] = {
         "meta": {
             "date": now(),
@@ -180,12 +191,12 @@ def main() -> None:
             else f"python -m benchmarks.compare --parts {','.join(parts)}",
             "versions": _versions(),
         },
-        "labels": {s.name: s.label for s in systems},
+        "labels": {s.name: s.label for s in systems + (variants if replaying else [])},
     }
     if "speed" in parts:
         results["speed"] = speed.run(names, progress)
     if "replay" in parts:
-        results["replay"] = replay.run(systems, transcripts, progress)
+        results["replay"] = replay.run([*systems, *variants], transcripts, progress)
     if "scale" in parts:
         results["scale"] = scale.run(transcripts, progress)
         ratio, met = scale.verdict(results)
@@ -217,6 +228,7 @@ def main() -> None:
             replayed,
             progress,
             windows=[int(w) for w in args.windows.split(",") if w],
+            strategies=[n.removeprefix(registry.PREFIX) for n in strategies],
         )
         block = results["replay_retention"]["by_window"]
         for window in block:

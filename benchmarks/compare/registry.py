@@ -4,7 +4,7 @@ and a child process measures one system alone)."""
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from benchmarks.compare.systems import System
@@ -15,9 +15,14 @@ MODULES = {
     "zrb": "benchmarks.compare.peers.zrb_split",
     "adk-deepagents": "benchmarks.compare.peers.adk_deepagents",
     "langmem": "benchmarks.compare.peers.langmem_sm",
+    "langchain-clear": "benchmarks.compare.peers.langchain_editing",
+    "langchain-clear+summarize": "benchmarks.compare.peers.langchain_editing",
 }
 NAMES = tuple(MODULES)
 PEERS = NAMES[1:]
+FACTORIES = {"langchain-clear+summarize": "create_stacked"}
+"""The factory of a system that shares its module with another (else ``create``), for
+:func:`create` and :func:`create_non_llm` alike."""
 
 
 def _module(name: str) -> Any:
@@ -36,9 +41,34 @@ the history decoded from JSON on each call, and given the whole history again af
 compaction."""
 
 
+STRATEGIES = ("clear", "summarize", "clear+summarize")
+"""synopsis's ``strategy`` settings compared (what it does under pressure, in order), as the
+comparison names them; ``synopsis:clear`` and so on name synopsis with one."""
+PREFIX = "synopsis:"
+
+
+def strategy(name: str) -> tuple[str, ...] | None:
+    """The ``strategy`` setting a system name asks of synopsis (``synopsis:clear+summarize``:
+    ``("clear", "summarize")``), ``None`` for every other name."""
+    if not name.startswith(PREFIX):
+        return None
+    chosen = name.removeprefix(PREFIX)
+    if chosen not in STRATEGIES:
+        raise SystemExit(f"unknown strategy {chosen!r}; known: {', '.join(STRATEGIES)}")
+    return tuple(chosen.split("+"))
+
+
+def strategy_names(strategies: str) -> list[str]:
+    """``clear,summarize``, as ``--strategies`` takes them, as system names."""
+    return [PREFIX + s for s in strategies.split(",") if s]
+
+
 def create(name: str) -> System:
     """The system with the shared fake summarizer (or a variant of one)."""
-    base, factory = VARIANTS.get(name, (name, "create"))
+    chosen = strategy(name)
+    if chosen is not None:
+        return cast("System", _module("synopsis").create_strategy(chosen))
+    base, factory = VARIANTS.get(name, (name, FACTORIES.get(name, "create")))
     system: System = getattr(_module(base), factory)()
     return system
 
@@ -47,7 +77,11 @@ def create_non_llm(name: str) -> System:
     """The system's own way of shortening history without a model, where it has one; else
     :func:`create`'s (the fake summary carries nothing, so only the machinery's choices of
     what to keep count)."""
+    chosen = strategy(name)
+    if chosen is not None:
+        return cast("System", _module("synopsis").create_strategy_non_llm(chosen))
     module = _module(name)
-    factory = getattr(module, "create_non_llm", None) or module.create
+    own = FACTORIES.get(name)
+    factory = getattr(module, own) if own else getattr(module, "create_non_llm", module.create)
     system: System = factory()
     return system

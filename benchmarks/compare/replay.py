@@ -4,7 +4,8 @@ model request) the system gets the history as it stands and its answer becomes t
 the messages recorded after that are appended to it, as an agent loop would. A system whose
 compaction rewrites only the outgoing request and leaves the stored history whole (its
 ``persists`` is false) keeps the whole history and compacts again on the next request, as it
-does in production.
+does in production; one whose ``state`` says what a part of it that does persist left carries
+that on (:func:`benchmarks.compare.systems.carried`).
 
 Beside the time per request, what the session cost each system
 (:mod:`benchmarks.compare.session_costs`): its compactions, those within two requests of the
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.compare.judge import call_step, problems, tokens
 from benchmarks.compare.session_costs import Meter, counting_summaries, uncompacted
-from benchmarks.compare.systems import Budget, Items, System
+from benchmarks.compare.systems import Budget, Items, System, carried
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -49,8 +50,7 @@ def replay(system: System, items: Items) -> dict[str, Any]:
                 if result is not None:
                     compactions += 1
                     sent = system.items(result)
-                    if getattr(system, "persists", True):
-                        history = sent
+                    history = carried(system, history, sent, result)
                 size = tokens(sent)
                 sent_tokens += size
                 peak = max(peak, size)

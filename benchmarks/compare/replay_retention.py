@@ -5,8 +5,8 @@ context window of 8,000 and of 32,000 tokens. Before each assistant message (a m
 the system gets the history as it stands; when it compacts, its output is what goes to the
 model and, for a system that persists its compaction, the history the next messages are
 appended to (a system that only rewrites the outgoing request, ``persists`` false, keeps the
-whole history and compacts again on the next request, as in production; see
-:mod:`benchmarks.compare.replay`).
+whole history and compacts again on the next request, as in production, less what a part of
+it that does persist changed; see :func:`benchmarks.compare.systems.carried`).
 
 At each compaction the *removed part* is the messages of the history before the call that are
 not, word for word, in the output (summaries of earlier compactions included: a path an earlier
@@ -63,9 +63,9 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.compare import anchors
 from benchmarks.compare.anchors import message_key
 from benchmarks.compare.inputs import leading_system, observation_sessions
-from benchmarks.compare.judge import call_step, tokens
+from benchmarks.compare.judge import PROVIDERS, call_step, problems, tokens
 from benchmarks.compare.session_costs import Meter, counting_summaries, merged, uncompacted
-from benchmarks.compare.systems import Budget, Items, System
+from benchmarks.compare.systems import Budget, Items, System, carried
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -185,6 +185,9 @@ class Tally:
         default_factory=lambda: {"paths": [], "requests": [], "constraints": []}
     )
     """What was lost at least once, by measure, in the order first lost (for a reader)."""
+    invalid: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROVIDERS, 0))
+    """Compactions whose output each provider would refuse (:func:`~benchmarks.compare.judge.
+    problems`: every rule but those on how a history ends)."""
     first_missed_at: list[int] = field(default_factory=list)
     """Compactions (1-based) whose output lacks the first request's first line."""
     spent: list[dict[str, Any]] = field(default_factory=list)
@@ -209,6 +212,8 @@ class Tally:
         self.largest = max(self.largest, other.largest)
         self.over_window += other.over_window
         self.spent += other.spent
+        for provider in PROVIDERS:
+            self.invalid[provider] += other.invalid[provider]
         for m in MEASURES:
             self.add(m, *other.counts[m])
 
@@ -219,6 +224,7 @@ class Tally:
             "tokens_sent": self.tokens_sent,
             "largest_request": self.largest,
             "over_window": self.over_window,
+            "invalid": dict(self.invalid),
             **{m: list(self.counts[m]) for m in MEASURES},
             **{f"missed_{m}": v[:MISSED_SHOWN] for m, v in self.missed.items()},
             "first_missed_at": self.first_missed_at[:MISSED_SHOWN],
@@ -230,6 +236,8 @@ def measure(tally: Tally, session: Session, before: Items, after: Items, appende
     """One compaction: ``before`` the history handed over, ``after`` what came back, after the
     transcript's first ``appended`` messages."""
     tally.compactions += 1
+    for provider in PROVIDERS:
+        tally.invalid[provider] += bool(problems(after, provider))
     gone = removed(before, after)
     text = anchors.squash("\n".join(anchors.text_of(i) for i in after))
     tally.check("paths", anchors.extract(gone)["path"], text)
@@ -261,7 +269,6 @@ def replay_session(system: System, session: Session, budget: Budget) -> Tally:
     """``session`` played back through ``system``: a request before each assistant message."""
     tally = Tally()
     history: Items = []
-    persists = getattr(system, "persists", True)
     meter = Meter(budget.window)
     with counting_summaries() as summaries:
         for index, item in enumerate(session.items):
@@ -273,8 +280,7 @@ def replay_session(system: System, session: Session, budget: Budget) -> Tally:
                 if result is not None:
                     sent = system.items(result)
                     measure(tally, session, history, sent, index)
-                    if persists:
-                        history = sent
+                    history = carried(system, history, sent, result)
                 size = tokens(sent)
                 tally.requests_made += 1
                 tally.tokens_sent += size
@@ -292,13 +298,16 @@ def replay_session(system: System, session: Session, budget: Budget) -> Tally:
 class SynopsisReplay:
     """synopsis as an application uses it: a ``Compactor`` per session, its own trigger and
     landing (the budget only gives the window), rule-based summarizer, memory store; at
-    ``target_ratio`` when one is given."""
+    ``target_ratio`` when one is given, with ``strategy`` when one is given."""
 
     name = "synopsis"
 
-    def __init__(self, session: str, target: float | None = None) -> None:
+    def __init__(
+        self, session: str, target: float | None = None, strategy: Sequence[str] | None = None
+    ) -> None:
         self.session = session
         self.target = target
+        self.strategy = None if strategy is None else tuple(strategy)
         self.label = f"synopsis {version('synopsis')} Compactor"
         self._compactor: Any = None
         self.summaries = 0
@@ -311,11 +320,15 @@ class SynopsisReplay:
             options: dict[str, Any] = {}
             if self.target is not None:
                 options["target_ratio"] = self.target
+            if self.strategy is not None:
+                options["strategy"] = self.strategy
             self._compactor = synopsis.Compactor(
                 context_window=window,
                 model="gpt-4o",
                 summarizer="rules",
                 store="memory",
+                # the summary names the session: the same id for every strategy, so that
+                # none is charged more tokens for its name
                 session_id=f"{self.session}-{window}-{self.target}",
                 **options,
             )
@@ -340,6 +353,16 @@ def default_target() -> float:
 
     probe = synopsis.Compactor(context_window=32_000, summarizer="rules")
     return float(getattr(probe.setup, "target_ratio", 0.5))
+
+
+def default_strategy() -> str | None:
+    """synopsis's default ``strategy``, named as :data:`STRATEGIES` names it (``None`` for a
+    synopsis without the option)."""
+    import synopsis  # noqa: PLC0415
+
+    probe = synopsis.Compactor(context_window=32_000, summarizer="rules")
+    found = getattr(probe.settings, "strategy", None)
+    return None if found is None else "+".join(found)
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -382,11 +405,13 @@ def _variant(
     return {"label": label, "totals": total.as_json(), "sessions": per, "raised": raised}
 
 
-def _synopsis_at(target: float | None) -> Callable[[Session], System]:
+def _synopsis_at(
+    target: float | None, strategy: Sequence[str] | None = None
+) -> Callable[[Session], System]:
     """A fresh synopsis per session (its memory store is the session's)."""
 
     def make(session: Session) -> System:
-        return SynopsisReplay(session.name, target)
+        return SynopsisReplay(session.name, target, strategy)
 
     return make
 
@@ -408,12 +433,15 @@ def run(
     *,
     windows: Sequence[int] = WINDOWS,
     targets: Sequence[float] = TARGETS,
+    strategies: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Every transcript replayed at every window through synopsis (its default, then each
-    target) and through each peer (``peers``: their non-LLM systems)."""
+    target, then each of ``strategies`` at its default target: ``clear``, ``summarize``,
+    ``clear+summarize``) and through each peer (``peers``: their non-LLM systems)."""
     sessions = sessions_of(transcripts)
     default = default_target()
     out: dict[str, Any] = {
+        "default_strategy": default_strategy() if strategies else None,
         "windows": list(windows),
         "trigger_share": TRIGGER_SHARE,
         "peer_landing": PEER_LANDING,
@@ -449,6 +477,20 @@ def run(
                 synopsis_label,
             )
             variants[key].update(system="synopsis", target=target, default=chosen is None)
+            progress(
+                f"replay-retention {window:,}: {key} done in {time.perf_counter() - started:.0f} s"
+            )
+        for strategy in strategies:
+            started = time.perf_counter()
+            key = f"synopsis:{strategy}"
+            variants[key] = _variant(
+                _synopsis_at(None, strategy.split("+")),
+                fit,
+                window,
+                f"{synopsis_label}, strategy {strategy}",
+            )
+            variants[key].update(system="synopsis", target=default, default=False)
+            variants[key]["strategy"] = strategy
             progress(
                 f"replay-retention {window:,}: {key} done in {time.perf_counter() - started:.0f} s"
             )
@@ -494,7 +536,9 @@ def kept_share(totals: dict[str, Any]) -> float:
 def bettering(block: dict[str, Any]) -> dict[str, list[float]]:
     """For each peer (by label), synopsis's targets that keep more than it for no more tokens
     sent."""
-    ours = [v for v in block["variants"].values() if v["system"] == "synopsis"]
+    ours = [
+        v for v in block["variants"].values() if v["system"] == "synopsis" and not v.get("strategy")
+    ]
     out: dict[str, list[float]] = {}
     for peer in block["variants"].values():
         if peer["system"] == "synopsis":
@@ -548,3 +592,53 @@ def verdicts(block: dict[str, Any], window: int) -> list[tuple[str, bool | None]
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
+
+
+COSTS = ("tokens", *PROVIDERS)
+"""What :func:`beaten` weighs retention against: tokens sent, and the input priced with each
+provider's prefix cache."""
+
+
+def cost_of(totals: dict[str, Any], measure: str) -> float:
+    """``tokens``: the tokens sent; a provider's name: the input cost at its prices."""
+    if measure == "tokens":
+        return float(totals["tokens_sent"])
+    return float(totals["cost"][measure]["usd"])
+
+
+def configurations(block: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The variants a default is chosen among, by key: synopsis's default and each strategy
+    (at the default target), and every peer; the other targets are not configurations of
+    their own here."""
+    return {
+        key: v
+        for key, v in block["variants"].items()
+        if v["system"] != "synopsis" or v.get("default") or v.get("strategy")
+    }
+
+
+def beaten(block: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """For each configuration, by key: the others that keep at least as much (paths and
+    request first lines, :func:`kept_share`) for no more cost, and more or for less, by each of
+    :data:`COSTS` (``{key: {other: [measures]}}``; empty for one nothing beats). Results from
+    before the costs were measured are weighed by tokens sent only."""
+    found = configurations(block)
+    out: dict[str, dict[str, list[str]]] = {}
+    for key, v in found.items():
+        mine = kept_share(v["totals"])
+        out[key] = {}
+        for other, w in found.items():
+            if other == key:
+                continue
+            theirs = kept_share(w["totals"])
+            for measure in COSTS:
+                if measure != "tokens" and not ("cost" in v["totals"] and "cost" in w["totals"]):
+                    continue
+                mine_cost, their_cost = cost_of(v["totals"], measure), cost_of(w["totals"], measure)
+                if (
+                    theirs >= mine
+                    and their_cost <= mine_cost
+                    and (theirs > mine or their_cost < mine_cost)
+                ):
+                    out[key].setdefault(other, []).append(measure)
+    return out

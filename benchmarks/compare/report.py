@@ -114,12 +114,26 @@ def _share(counts: list[int]) -> str:
 
 def _variants(block: dict[str, Any], *, targets: bool) -> list[tuple[str, dict[str, Any]]]:
     """The rows of one window: synopsis's default first (every target too with ``targets``),
-    then the peers."""
+    then each of its strategies, then the peers."""
     rows = sorted(
         block["variants"].items(),
-        key=lambda kv: (kv[1]["system"] != "synopsis", kv[1].get("target") or 0),
+        key=lambda kv: (
+            kv[1]["system"] != "synopsis",
+            bool(kv[1].get("strategy")),
+            kv[1].get("target") or 0,
+        ),
     )
-    return [(key, v) for key, v in rows if v["system"] != "synopsis" or v.get("default") or targets]
+    return [
+        (key, v)
+        for key, v in rows
+        if v["system"] != "synopsis" or v.get("default") or v.get("strategy") or targets
+    ]
+
+
+def _label(v: dict[str, Any]) -> str:
+    """A variant's row label; synopsis's default says its target."""
+    label: str = v["label"]
+    return label + (f" (default target {v['target']:g})" if v.get("default") else "")
 
 
 def replay_retention_table(results: dict[str, Any], window: str) -> list[str]:
@@ -135,7 +149,7 @@ def replay_retention_table(results: dict[str, Any], window: str) -> list[str]:
         t = v["totals"]
         ran = sessions - len(v["raised"])
         per = f"{t['compactions'] / ran:.1f}" if ran else "–"
-        label = v["label"] + (f" (default target {v['target']:g})" if v.get("default") else "")
+        label = _label(v)
         lines.append(
             f"| {label} | {per} | {t['tokens_sent']:,} | {t.get('over_window', 0)} "
             f"| {_share(t['paths'])} "
@@ -147,11 +161,92 @@ def replay_retention_table(results: dict[str, Any], window: str) -> list[str]:
 
 def retention_costs_table(block: dict[str, Any]) -> list[str]:
     """:func:`benchmarks.compare.session_costs.table` for one window of the retention replay."""
-    rows = []
-    for _, v in _variants(block, targets=False):
-        label = v["label"] + (f" (default target {v['target']:g})" if v.get("default") else "")
-        rows.append((label, v["totals"]))
+    rows = [(_label(v), v["totals"]) for _, v in _variants(block, targets=False)]
     return session_costs.table(rows, block.get("uncompacted", {}))
+
+
+def _valid(totals: dict[str, Any]) -> str:
+    """The share of compactions whose output both providers accept."""
+    invalid = totals.get("invalid")
+    if invalid is None:
+        return "–"
+    done = totals["compactions"]
+    return _pct(done - max(invalid.values(), default=0), done) if done else "–"
+
+
+def strategies_table(block: dict[str, Any]) -> list[str]:
+    """What a default is chosen from, at one window: synopsis's default and each strategy,
+    and every peer, with what each cost, what it kept, whether its outputs were valid, and
+    which others kept more for less (:func:`benchmarks.compare.replay_retention.beaten`)."""
+    from benchmarks.compare.replay_retention import beaten, configurations, retained  # noqa: PLC0415
+
+    found = configurations(block)
+    if not any(v.get("strategy") for v in found.values()):
+        return []
+    better = beaten(block)
+    lines = [
+        "| configuration | input cost, Anthropic | input cost, OpenAI | tokens sent "
+        "| compactions | within two requests | summarizer calls | paths | requests "
+        "| constraints | retained | valid | kept as much for less |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for key, v in _variants(block, targets=False):
+        t = v["totals"]
+        costs = [session_costs.usd(t["cost"][p]) if "cost" in t else "–" for p in _PRICED]
+        value = retained(t)
+        by = "; ".join(f"{other} ({', '.join(ms)})" for other, ms in better[key].items())
+        lines.append(
+            f"| {key}{' (default)' if v.get('default') else ''} | {costs[0]} | {costs[1]} "
+            f"| {t['tokens_sent']:,} | {t['compactions']} | {t.get('bursts', '–')} "
+            f"| {t.get('summarizer_calls', '–')} | {_share(t['paths'])} "
+            f"| {_share(t['requests'])} | {_share(t['constraints'])} "
+            f"| {'–' if value is None else f'{100 * value:.1f}%'} | {_valid(t)} | {by or 'none'} |"
+        )
+    return lines
+
+
+_PRICED = ("anthropic", "openai")
+
+
+def strategies_lines(results: dict[str, Any]) -> list[str]:
+    """The section that compares synopsis's strategies with each other and with the peers,
+    window by window; nothing for results without them."""
+    from benchmarks.compare.replay_retention import beaten  # noqa: PLC0415
+
+    r = results["replay_retention"]
+    tables = {w: strategies_table(block) for w, block in r["by_window"].items()}
+    if not any(tables.values()):
+        return []
+    default = r.get("default_strategy")
+    out = [
+        "## Clearing, summarizing, or both",
+        "",
+        "The same replays, synopsis at its default target with each `strategy` (what it does "
+        "under pressure, in order: `clear` replaces old tool outputs by a placeholder that "
+        "says how to recall them, `summarize` writes a summary) beside synopsis's default"
+        + (f" (strategy `{default}`)" if default else "")
+        + " and every peer. Cost: the input of every request with a provider's prefix cache, "
+        "at list prices (see above). Retained: paths and request first lines of every removed "
+        "part, pooled. Valid: the share of compactions whose output both OpenAI's and "
+        "Anthropic's rules accept. Kept as much for less: the configurations that keep at "
+        "least as much for no more cost, and more or for less, by tokens sent and by each "
+        "provider's price.",
+        "",
+    ]
+    for window, table in tables.items():
+        if not table:
+            continue
+        better = beaten(r["by_window"][window])
+        alone = [key for key, by in better.items() if not by]
+        out += [
+            f"### {int(window):,}-token window",
+            "",
+            *table,
+            "",
+            "Nothing keeps as much for less than: " + (", ".join(alone) or "none") + ".",
+            "",
+        ]
+    return out
 
 
 def tradeoff_table(results: dict[str, Any], window: str) -> list[str]:
@@ -170,6 +265,8 @@ def tradeoff_table(results: dict[str, Any], window: str) -> list[str]:
         target = "–" if v.get("target") is None else f"{v['target']:g}"
         if v.get("default"):
             target += " (default)"
+        elif v.get("strategy"):
+            target += f", strategy {v['strategy']}"
         lines.append(
             f"| {v['label']} | {target} | {'–' if value is None else f'{100 * value:.1f}%'} "
             f"| {_share(t['salient'])} | {t['tokens_sent']:,} | {t['compactions']} |"
@@ -278,6 +375,7 @@ def replay_retention_lines(results: dict[str, Any]) -> list[str]:
             tradeoff_sentence(results, window),
             "",
         ]
+    out += strategies_lines(results)
     return out
 
 

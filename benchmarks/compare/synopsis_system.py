@@ -46,11 +46,17 @@ class FakeSummarizer:
         )
 
 
+def strategy_name(strategy: Sequence[str]) -> str:
+    """``("clear", "summarize")`` as the comparison names it: ``clear+summarize``."""
+    return "+".join(strategy)
+
+
 class SynopsisSystem:
     """``summarizer="fake"`` for speed and validity; ``"rules"`` (synopsis's default,
-    rule-based and offline) for retention."""
-
-    name = "synopsis"
+    rule-based and offline) for retention. With ``strategy``, the compactor's ``strategy``
+    option (``("clear",)``, ``("summarize",)``, ``("clear", "summarize")``: what it does under
+    pressure, in order), and the system is named ``synopsis:clear`` and so on; without, the
+    default strategy."""
 
     def __init__(
         self,
@@ -59,12 +65,18 @@ class SynopsisSystem:
         sqlite: bool = False,
         fresh: bool = False,
         resent: bool = False,
+        strategy: Sequence[str] | None = None,
     ) -> None:
         self.summarizer = summarizer
         self.sqlite = sqlite
         self.fresh = fresh
         self.resent = resent
+        self.strategy = None if strategy is None else tuple(strategy)
+        self.name = "synopsis"
         self.label = f"synopsis {version('synopsis')} Compactor"
+        if self.strategy is not None:
+            self.name += f":{strategy_name(self.strategy)}"
+            self.label += f", strategy {strategy_name(self.strategy)}"
         if summarizer == "rules":
             self.label += " (rule-based summarizer)"
         if sqlite:
@@ -93,6 +105,8 @@ class SynopsisSystem:
             if self.resent:
                 # The session keeps the summary and where it lies in the caller's history.
                 stored = {"store": synopsis.MemoryStore(), "session_id": "bench"}
+            if self.strategy is not None:
+                stored["strategy"] = self.strategy
             found = synopsis.Compactor(
                 context_window=budget.window,
                 trigger=synopsis.Trigger.tokens(budget.trigger),
@@ -143,6 +157,16 @@ def create() -> SynopsisSystem:
 
 def create_non_llm() -> SynopsisSystem:
     return SynopsisSystem("rules")
+
+
+def create_strategy(strategy: Sequence[str]) -> SynopsisSystem:
+    """synopsis with the fake summarizer and ``strategy``."""
+    return SynopsisSystem("fake", strategy=strategy)
+
+
+def create_strategy_non_llm(strategy: Sequence[str]) -> SynopsisSystem:
+    """synopsis with its rule-based summarizer and ``strategy``."""
+    return SynopsisSystem("rules", strategy=strategy)
 
 
 def create_sqlite() -> SynopsisSystem:

@@ -45,7 +45,8 @@ class System(Protocol):
     (or, for the retention table, its own non-LLM path)."""
 
     name: str
-    """Short, stable key: ``synopsis``, ``langchain``, ``zrb``, ``adk-deepagents``, ``langmem``."""
+    """Short, stable key: ``synopsis``, ``langchain``, ``zrb``, ``adk-deepagents``, ``langmem``,
+    ``langchain-clear``, ``langchain-clear+summarize``."""
     label: str
     """What the table shows: the library, the part of it compared, and its version."""
 
@@ -63,3 +64,16 @@ class System(Protocol):
         """A history of the system's own back in OpenAI chat shape (not timed). Tool-call ids,
         names, arguments and text must come back exactly as they went in."""
         ...
+
+
+def carried(system: System, history: Items, sent: Items, result: Any) -> Items:
+    """The history an agent loop holds after a call of ``system`` returned ``result`` for
+    ``history`` and ``sent`` went to the model: ``sent`` for a system whose compaction
+    persists; for one that rewrites only the outgoing request (its ``persists`` is false), the
+    history it was handed, or the state its ``state(result)`` says a part of it that does
+    persist left (LangChain's summarization stacked with its request-only context editing)."""
+    if getattr(system, "persists", True):
+        return sent
+    state = getattr(system, "state", None)
+    kept: Items | None = None if state is None else state(result)
+    return history if kept is None else kept

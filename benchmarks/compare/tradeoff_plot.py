@@ -1,6 +1,7 @@
 """The retention-versus-cost plot: one panel per window, x the tokens sent over the replayed
 sessions, y the share of the removed parts' paths and request first lines still present;
-synopsis's targets joined by a line and labelled, each peer one point.
+synopsis's targets joined by a line and labelled, each of its strategies one hollow point, each
+peer one point.
 
 ``make bench`` draws it after the replay-retention part when matplotlib is importable (it is
 in the development environment through the ``report`` extra). Without it, draw it afterwards
@@ -17,6 +18,8 @@ from typing import Any
 from benchmarks.compare.replay_retention import retained
 
 FILENAME = "retention-tradeoff.png"
+_MARKERS = ("^", "v", "D", "P")
+"""synopsis's strategies: hollow, in its colour, one shape each."""
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
@@ -27,11 +30,25 @@ def points(block: dict[str, Any]) -> tuple[list[tuple[float, float, float]], lis
     for v in block["variants"].values():
         value = retained(v["totals"])
         sent, pct = float(v["totals"]["tokens_sent"]), 100 * (1.0 if value is None else value)
+        if v.get("strategy"):
+            continue
         if v["system"] == "synopsis":
             ours.append((float(v["target"]), sent, pct))
         else:
             peers.append((v["system"], v["label"], sent, pct))
     return sorted(ours), peers
+
+
+def strategy_points(block: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """``(strategy, tokens sent, retained %)`` of each of synopsis's strategies at one window,
+    in the order they ran."""
+    out = []
+    for v in block["variants"].values():
+        if v.get("strategy"):
+            value = retained(v["totals"])
+            pct = 100 * (1.0 if value is None else value)
+            out.append((str(v["strategy"]), float(v["totals"]["tokens_sent"]), pct))
+    return out
 
 
 def target_labels(ours: list[tuple[float, float, float]], default: float) -> dict[Any, str]:
@@ -95,6 +112,20 @@ def draw(results: dict[str, Any], path: Path) -> Path:
                     arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.4"},
                     **_beside(labels, n, spread),
                 )
+        for n, (strategy, sent, pct) in enumerate(strategy_points(r["by_window"][window])):
+            ax.scatter(
+                [sent / 1e3],
+                [pct],
+                marker=_MARKERS[n % len(_MARKERS)],
+                s=60,
+                facecolors="none",
+                edgecolors="tab:blue",
+                label=f"synopsis, strategy {strategy}",
+                zorder=4,
+            )
+            ax.annotate(
+                strategy, (sent / 1e3, pct), textcoords="offset points", xytext=(6, 6), fontsize=8
+            )
         for n, (name, label, sent, pct) in enumerate(peers):
             ax.scatter([sent / 1e3], [pct], marker="s", color=f"C{n + 1}", label=label, zorder=3)
             ax.annotate(
@@ -107,7 +138,8 @@ def draw(results: dict[str, Any], path: Path) -> Path:
         ax.set_ylim(-3, 105)
         ax.grid(alpha=0.3)
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, fontsize=8, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.06))
+    # under the panels, whatever its height: the tight bounding box takes it in
+    fig.legend(handles, names, fontsize=8, loc="upper center", ncol=3, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle("Retention against cost over the replayed sessions")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,8 +35,8 @@ cuts with a summary from ``model`` or from ``summarizer=``; the ``summarizer=`` 
 callable returning text) is the way to summarize without an LLM, and it is exactly what the
 fake summary already uses, so the retention table uses this same path. (LangChain's separate
 ``ContextEditingMiddleware`` with ``ClearToolUsesEdit`` clears old tool outputs without an
-LLM, but it is a different component that edits the model request rather than the history,
-and is not wrapped here.)
+LLM; it edits the model request rather than the history, and is compared on its own, alone
+and stacked before this middleware, in :mod:`benchmarks.compare.peers.langchain_editing`.)
 """
 
 from __future__ import annotations
