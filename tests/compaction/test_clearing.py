@@ -222,3 +222,18 @@ def test_a_placeholder_cuts_a_long_gist() -> None:
     gist = text[text.index("(") + 1 : text.index("); ok;")]
     assert len(gist) == 300
     assert gist.endswith("…")
+
+
+def test_a_placeholder_lists_what_the_output_named() -> None:
+    call = ToolCallPart("c", "bash", json.dumps({"command": "ls -R"}))
+    listing = "\n".join(f"src/pkg/module_{k}.py" for k in range(100))
+    text = placeholder_text(call, ToolResultPart("c", listing), tokens=900, recall="r-c")
+    named = text[text.index("; it named: ") + len("; it named: ") : text.index("; recall_history")]
+    paths = named.split(", ")
+    assert paths[:3] == ["src/pkg/module_0.py", "src/pkg/module_1.py", "src/pkg/module_2.py"]
+    assert 10 < len(paths) < 100  # as many as fit its share, in the order they came
+    assert len(named) <= 400
+    # A name the gist already gives is not said twice.
+    read = ToolCallPart("r", "read_file", json.dumps({"path": "src/app.py"}))
+    said = placeholder_text(read, ToolResultPart("r", "see src/app.py"), tokens=4, recall=None)
+    assert said.count("src/app.py") == 1

@@ -20,6 +20,7 @@ from synopsis.planning.clearing import CLEARED_MARKER, Cleared, clear_outputs
 from synopsis.stores import RECALL_TOOL_NAME
 from synopsis.summarizers.rules.exchanges import ToolExchange, parse_arguments
 from synopsis.summarizers.rules.extractors import DEFAULT_EXTRACTORS, find_extractor
+from synopsis.summarizers.scanning import named_in
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -32,6 +33,9 @@ __all__ = ["clear_tier", "placeholder_text", "uncleared"]
 
 _GIST_CHARS = 300
 """The most a placeholder's gist of the call may take."""
+_NAMES_CHARS = 400
+"""The most a placeholder's list of what the output named (paths, symbols, URLs) may take:
+what the conversation most often needs again of an output it no longer holds."""
 
 
 def placeholder_text(
@@ -54,9 +58,11 @@ def placeholder_text(
         else "not kept"
     )
     about = f" ({gist})" if gist else ""
+    names = [n for n in named_in(text, _NAMES_CHARS) if n not in gist]
+    named = f"; it named: {', '.join(names)}" if names else ""
     return (
         f"{CLEARED_MARKER} the output of {name}{about}; {status}; {len(text):,} characters, "
-        f"about {tokens:,} tokens; {where}]"
+        f"about {tokens:,} tokens{named}; {where}]"
     )
 
 
