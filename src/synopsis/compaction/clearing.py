@@ -77,6 +77,10 @@ def clear_tier(run: Run, messages: Sequence[Message]) -> Cleared:
     def placeholder(
         message: Message, result: ToolResultPart, call: ToolCallPart | None
     ) -> str | None:
+        if "output" in result.extra:
+            # A structured output kept as it came (a computer_call_output's screenshot):
+            # the provider takes only that shape there, so no text may stand in for it.
+            return None
         recall = opened.originals.name(message) if keeps else None
         if keeps and recall is None:
             return None  # not the caller's message: nothing to bring it back from
