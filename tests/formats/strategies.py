@@ -416,6 +416,10 @@ def _anthropic_block() -> st.SearchStrategy[dict[str, Json]]:
         [
             {"type": "container_upload", "file_id": "file_9"},
             {"type": "compaction", "content": "summary of earlier turns"},
+            {"content": None, "signature": "EuYB", "type": "compaction", "encrypted_content": "e"},
+            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "read", "server_name": "fs"},
+            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": "body"},
+            {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
             {"type": "search_result", "source": "s", "title": "t", "content": []},
             {"type": "future_block", "payload": {"a": 1}},
         ]
