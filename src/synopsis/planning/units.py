@@ -143,7 +143,7 @@ def analyze(messages: Sequence[Message]) -> Structure:
     dangling = tuple(sorted(i for i in open_at if i != running))
     orphans = tuple(sorted({loc[0] for loc in pairing.orphans}))
     turn_starts = frozenset(i for i, m in enumerate(messages) if is_person_message(m))
-    compacted = next((i for i in range(n - 1, -1, -1) if holds_compaction(messages[i])), None)
+    compacted = next((i for i in reversed(range(n)) if holds_compaction(messages[i])), None)
     return Structure(
         length=n,
         crossing=tuple(crossing),
