@@ -202,6 +202,16 @@ STATUS = st.sampled_from(["completed", "in_progress", "incomplete"])
 
 @st.composite
 def responses_item(draw: Draw) -> dict[str, Json]:
+    """One item; its keys in the converter's order or in any other (SDKs and clients write
+    them each their own way, and they come back as they came)."""
+    item = draw(_responses_item())
+    if draw(st.booleans()):
+        return item
+    return {k: item[k] for k in draw(st.permutations(list(item)))}
+
+
+@st.composite
+def _responses_item(draw: Draw) -> dict[str, Json]:
     kind = draw(
         st.sampled_from(
             [
@@ -217,7 +227,12 @@ def responses_item(draw: Draw) -> dict[str, Json]:
                 "computer_call",
                 "computer_call_output",
                 "apply_patch_call_output",
+                "local_shell_call",
                 "local_shell_call_output",
+                "mcp_call",
+                "mcp_list_tools",
+                "mcp_approval_request",
+                "mcp_approval_response",
                 "compaction",
                 "compaction_trigger",
                 "item_reference",
@@ -273,8 +288,24 @@ def responses_item(draw: Draw) -> dict[str, Json]:
         return draw(_with({"type": kind, "call_id": cid, "output": shot}, id=ITEM_IDS))
     if kind == "apply_patch_call_output":
         return draw(_with({"type": kind, "call_id": cid, "status": "completed"}, output=TEXT))
-    if kind == "local_shell_call_output":  # no call_id: kept as an opaque item
-        return {"type": kind, "id": draw(ITEM_IDS), "output": draw(TEXT)}
+    if kind == "local_shell_call":
+        action = {"type": "exec", "command": draw(st.lists(TEXT, max_size=2)), "env": {}}
+        base = {"type": kind, "id": "lsh_1", "call_id": cid, "action": action}
+        return draw(_with(base, status=STATUS))
+    if kind == "local_shell_call_output":  # its id is the call_id of the call it answers
+        return draw(_with({"type": kind, "id": cid, "output": draw(TEXT)}, status=STATUS))
+    if kind == "mcp_call":
+        base = {"type": kind, "id": "mcp_1", "server_label": "git", "name": draw(TOOL_NAMES)}
+        return draw(_with(base, arguments=args_text(), output=TEXT, error=st.none()))
+    if kind == "mcp_list_tools":
+        tool = {"name": draw(TOOL_NAMES), "input_schema": {"type": "object"}}
+        return {"type": kind, "id": "mcpl_1", "server_label": "git", "tools": [tool]}
+    if kind == "mcp_approval_request":
+        base = {"type": kind, "id": "mcpr_1", "server_label": "git", "name": draw(TOOL_NAMES)}
+        return base | {"arguments": draw(args_text())}
+    if kind == "mcp_approval_response":
+        base = {"type": kind, "approval_request_id": "mcpr_1", "approve": draw(st.booleans())}
+        return draw(_with(base, id=st.just("mcpa_1"), reason=TEXT))
     if kind == "compaction":
         return draw(_with({"type": kind, "encrypted_content": "gAAA-compact"}, id=ITEM_IDS))
     if kind == "compaction_trigger":
@@ -385,6 +416,10 @@ def _anthropic_block() -> st.SearchStrategy[dict[str, Json]]:
         [
             {"type": "container_upload", "file_id": "file_9"},
             {"type": "compaction", "content": "summary of earlier turns"},
+            {"content": None, "signature": "EuYB", "type": "compaction", "encrypted_content": "e"},
+            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "read", "server_name": "fs"},
+            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": "body"},
+            {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
             {"type": "search_result", "source": "s", "title": "t", "content": []},
             {"type": "future_block", "payload": {"a": 1}},
         ]

@@ -4,6 +4,7 @@ error, and the shapes written for messages from other formats."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -145,9 +146,36 @@ def test_thinking_and_redacted_thinking() -> None:
         {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}},
         {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
         {"type": "code_execution_tool_result", "tool_use_id": "s", "content": {"stdout": "1"}},
+        {
+            "content": [{"type": "web_fetch_result", "url": "https://x.test"}],
+            "tool_use_id": "srvtoolu_2",
+            "type": "web_fetch_tool_result",
+        },
+        {
+            "id": "mcptoolu_1",
+            "input": {"path": "a"},
+            "name": "read",
+            "server_name": "files",
+            "type": "mcp_tool_use",
+        },
+        {
+            "type": "mcp_tool_result",
+            "tool_use_id": "mcptoolu_1",
+            "is_error": False,
+            "content": [{"type": "text", "text": "file body"}],
+        },
         {"type": "search_result", "source": "s", "title": "t", "content": []},
         {"type": "container_upload", "file_id": "f"},
         {"type": "compaction", "content": "summary so far"},
+        {
+            "content": "summary so far",
+            "encrypted_content": None,
+            "signature": "EuYBCkQY",
+            "tool_changes": [{"type": "tool_addition", "name": "grep"}],
+            "type": "compaction",
+            "cache_control": {"type": "ephemeral"},
+        },
+        {"type": "compaction", "content": None},
         {"type": "brand_new", "text": "shown"},
     ],
 )
@@ -155,8 +183,10 @@ def test_server_and_unknown_blocks_are_opaque(block: dict[str, Any]) -> None:
     (part,) = blocks("assistant", block).parts
     assert isinstance(part, OpaquePart)
     assert (part.kind, thaw(part.raw)) == (block["type"], block)
+    (message,) = anthropic.encode([blocks("assistant", block)]).messages
+    assert json.dumps(message["content"]) == json.dumps([block])  # the same bytes
     if block["type"] == "compaction":
-        assert part.text == "summary so far"
+        assert part.text == ("summary so far" if block["content"] else "")
 
 
 def test_unknown_message_keys_are_kept() -> None:

@@ -251,6 +251,7 @@ def test_responses_histories(items: list[dict[str, Any]]) -> None:
     decoded = responses.decode(items)
     wire = responses.encode(decoded)
     assert wire.messages == items
+    assert [list(item) for item in wire.messages] == [list(item) for item in items]
     assert wire.system is None
     _through_all(decoded)
     _plain_everywhere(decoded)
@@ -333,6 +334,8 @@ def _accepted_round_trips(fmt: str, items: Any, system: Any = None) -> None:
         return
     wire = ENCODERS[fmt](decoded)
     assert (wire.messages, wire.system) == (items, system)
+    if fmt == "responses":  # an item's keys come back in their order
+        assert [list(item) for item in wire.messages] == [list(item) for item in items]
     _through_all(decoded)
 
 

@@ -20,12 +20,16 @@ from synopsis.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    thaw,
 )
 
 
 def one(item: dict[str, Any]) -> Message:
+    """The item decoded, after checking it encodes back to the same JSON, its keys in order."""
     (message,) = responses.decode([item])
-    assert responses.encode([message]).messages == [item]
+    back = responses.encode([message]).messages
+    assert back == [item]
+    assert list(back[0]) == list(item)
     return message
 
 
@@ -210,8 +214,27 @@ def test_structured_outputs_are_rendered_and_kept() -> None:
         {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA"},
         {"type": "compaction_trigger"},
         {"type": "web_search_call", "id": "ws", "status": "completed"},
-        {"type": "local_shell_call_output", "id": "ls", "output": "x"},
+        {"type": "local_shell_call_output", "output": "x"},
         {"type": "brand_new_item", "role": "user", "text": "visible"},
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "server_label": "git",
+            "name": "log",
+            "arguments": "{}",
+            "output": "3 commits",
+            "error": None,
+            "status": "completed",
+        },
+        {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "git", "tools": []},
+        {
+            "type": "mcp_approval_request",
+            "id": "mcpr_1",
+            "server_label": "git",
+            "name": "push",
+            "arguments": "{}",
+        },
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
     ],
 )
 def test_provider_items_are_kept_verbatim(item: dict[str, Any]) -> None:
@@ -219,7 +242,72 @@ def test_provider_items_are_kept_verbatim(item: dict[str, Any]) -> None:
     (part,) = m.parts
     assert isinstance(part, OpaquePart)
     assert part.kind == item["type"]
-    assert part.raw == item
+    assert thaw(part.raw) == item
+
+
+def test_a_local_shell_output_answers_the_call_its_id_names() -> None:
+    call = {
+        "type": "local_shell_call",
+        "id": "lsh_1",
+        "call_id": "call_7",
+        "action": {"type": "exec", "command": ["ls", "-a"], "env": {}},
+        "status": "completed",
+    }
+    output = {"type": "local_shell_call_output", "id": "call_7", "output": '{"stdout": "a"}'}
+    (asked,) = one(call).parts
+    (answer,) = one(output).parts
+    assert asked == ToolCallPart("call_7", "local_shell_call", {"action": call["action"]})
+    assert answer == ToolResultPart("call_7", '{"stdout": "a"}')
+    # a result in another format names its call as every output does
+    moved = dataclasses.replace(one(output), wire={})
+    assert responses.encode([moved]).messages == [
+        {"type": "function_call_output", "call_id": "call_7", "output": '{"stdout": "a"}'}
+    ]
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        # as the SDK's model_dump() writes them: fields in the order its types declare
+        {"arguments": "{}", "call_id": "c", "name": "f", "type": "function_call", "id": "fc_1"},
+        {"call_id": "c", "output": "ok", "type": "function_call_output", "id": "fco_1"},
+        {"id": "rs_1", "summary": [], "type": "reasoning", "encrypted_content": "gAAA"},
+        {"id": "msg_1", "content": "hi", "role": "assistant", "status": "completed"},
+        {"status": "completed", "type": "custom_tool_call", "call_id": "c", "input": "*** Begin"},
+        {"output": "Done!", "call_id": "c", "type": "custom_tool_call_output"},
+        {
+            "action": {"type": "click"},
+            "status": "completed",
+            "type": "computer_call",
+            "call_id": "c",
+        },
+        {"status": "completed", "output": "{}", "id": "c", "type": "local_shell_call_output"},
+    ],
+)
+def test_items_come_back_with_their_keys_in_order(item: dict[str, Any]) -> None:
+    one(item)
+
+
+def test_keys_that_cannot_be_noted_come_back_in_the_encoders_order() -> None:
+    for odd in ("a,b", 3):
+        item = {"role": "user", "type": "message", "content": "x", odd: 1}
+        (m,) = responses.decode([item])
+        assert "keys" not in m.wire
+        (back,) = responses.encode([m]).messages
+        assert back == item
+        assert list(back) == ["type", "role", "content", odd]
+
+
+def test_keys_the_item_lacked_come_last() -> None:
+    (m,) = responses.decode([{"id": "rs_1", "type": "reasoning"}])
+    assert responses.encode([m]).messages == [{"id": "rs_1", "type": "reasoning"}]
+    # the summary a repair gives back (rule R6) follows what the item had
+    wire = {k: v for k, v in m.wire.items() if k != "missing_summary"}
+    (back,) = responses.encode([dataclasses.replace(m, wire=wire)]).messages
+    assert list(back) == ["id", "type", "summary"]
+    # and an id dropped is not written
+    (back,) = responses.encode([dataclasses.replace(m, id=None)]).messages
+    assert back == {"type": "reasoning"}
 
 
 def test_opaque_item_roles_and_ids() -> None:

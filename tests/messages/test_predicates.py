@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from synopsis.formats import anthropic, responses
 from synopsis.messages import (
     SUMMARY_TAG,
     Message,
@@ -12,6 +13,7 @@ from synopsis.messages import (
     TextPart,
     ToolResultPart,
     has_results,
+    holds_compaction,
     is_person_message,
     is_reasoning_only,
     is_summary,
@@ -66,3 +68,17 @@ def test_reasoning_only() -> None:
     assert is_reasoning_only(Message(Role.ASSISTANT, (thought,)))
     assert not is_reasoning_only(Message(Role.ASSISTANT, (thought, TEXT)))
     assert not is_reasoning_only(Message(Role.ASSISTANT, ()))
+
+
+def test_a_providers_compaction_is_known_by_its_part() -> None:
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA"}
+    block = {"type": "compaction", "content": "Summary so far"}
+    (openai,) = responses.decode([item])
+    (claude,) = anthropic.decode(
+        [{"role": "assistant", "content": [block, {"type": "text", "text": "on"}]}]
+    )
+    assert holds_compaction(openai)
+    assert holds_compaction(claude)
+    (trigger,) = responses.decode([{"type": "compaction_trigger"}])
+    assert not holds_compaction(trigger)  # a request to compact, not a compaction
+    assert not holds_compaction(Message(Role.USER, (TEXT,)))

@@ -8,7 +8,9 @@ from synopsis.errors import ConfigurationError
 from synopsis.messages import (
     SUMMARY_TAG,
     Message,
+    OpaquePart,
     Role,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
     content_hash,
@@ -384,3 +386,35 @@ def test_when_no_phase_finds_a_cut_within_the_minimum_tail_the_best_effort_does(
     assert p is not None
     assert (p.boundary, p.phase) == (5, "best-effort")
     assert p.summarize == (2, 3, 4)
+
+
+def _compaction(fmt: str) -> Message:
+    """A provider's compaction as its converter decodes it: an OpenAI ``compaction`` item
+    (an assistant message of its own) or an Anthropic block opening an assistant turn."""
+    if fmt == "responses":
+        item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA"}
+        return Message(Role.ASSISTANT, (OpaquePart("compaction", item),))
+    block = {"type": "compaction", "content": "Summary so far", "signature": "s"}
+    parts = (OpaquePart("compaction", block, "Summary so far"), TextPart("going on"))
+    return Message(Role.ASSISTANT, parts)
+
+
+@pytest.mark.parametrize("fmt", ["responses", "anthropic"])
+def test_a_providers_compaction_and_all_before_it_are_kept_never_summarized(fmt: str) -> None:
+    msgs = [*chat(3), _compaction(fmt), user("go on"), *chat(4)[2:]]
+    at = 8
+    assert analyze(msgs).compacted == at
+    for keep in range(len(msgs)):
+        p = plan(msgs, keep=Keep.messages(keep), min_tail=0)
+        # nothing before it is summarized again, and the summary goes after it
+        assert p is None or (set(range(at + 1)) <= set(p.head) and min(p.summarize) > at)
+    p = plan(msgs, keep=Keep.messages(2))
+    assert p is not None
+    assert p.head == tuple(range(at + 1))
+    # with a later one, the later one is the boundary
+    again = [*msgs, _compaction(fmt), user("and on")]
+    assert analyze(again).compacted == len(msgs)
+    late = plan(again, keep=Keep.messages(1))
+    assert late is not None
+    assert late.summarize == (len(again) - 1,)  # all it may summarize lies after it
+    assert analyze(chat(2)).compacted is None

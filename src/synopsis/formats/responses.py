@@ -3,9 +3,11 @@
 One item is one message, never grouped: a ``function_call`` is an assistant message holding one
 tool call, a ``reasoning`` item an assistant message holding one reasoning part, and so on. The
 item's ``id`` becomes ``Message.id``. Tool items other than functions (``custom_tool_call``,
-``shell_call``, ``computer_call`` ...) become tool calls and results when they carry a
-``call_id``; provider items the model cannot interpret (``compaction``, ``item_reference``,
-unknown types) are kept whole as opaque parts. Decode then encode gives equal JSON.
+``local_shell_call``, ``shell_call``, ``computer_call`` ...) become tool calls and results when
+they carry a ``call_id`` (a ``local_shell_call_output`` names its call by its ``id``); provider
+items the model cannot interpret (``compaction``, ``mcp_call``, ``web_search_call``,
+``item_reference``, unknown types) are kept whole as opaque parts. Decode then encode gives the
+same JSON, keys in the same order.
 """
 
 from __future__ import annotations
@@ -49,6 +51,33 @@ _MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
 _CONTENT_RULE = "message.content"
 _ROLE_NAMES = frozenset(r.value for r in Role)
 _Content = TextPart | MediaPart | OpaquePart  # what a message item's content holds
+_SEP = ","
+"""Joins an item's keys in the converter's note of their order."""
+
+
+def _keys(item: Mapping[str, Any], lead: Sequence[str]) -> dict[str, str]:
+    """The note of the item's keys in their order, when the encoder would not write them so
+    (clients and SDKs order them each their own way): the encoder writes ``lead`` first, then
+    the rest in their order. No note either when a key is not a string or holds the
+    separator: the encoder's own order is then used."""
+    names = list(item)
+    if names[: len(lead)] == lead or not all(type(k) is str and _SEP not in k for k in names):
+        return {}
+    return {"keys": _SEP.join(names)}
+
+
+def _present(item: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    return [k for k in names if k in item]
+
+
+def _ordered(out: dict[str, Any], message: Message) -> dict[str, Any]:
+    """``out`` with its keys in the order the item had; keys it did not have come last."""
+    keys = message.wire.get("keys")  # only an item of this format is encoded so
+    if keys is None:
+        return out
+    ordered = {k: out[k] for k in keys.split(_SEP) if k in out}
+    ordered.update(out)
+    return ordered
 
 
 def _text_type(role: Role) -> str:
@@ -145,7 +174,9 @@ def _decode_message(item: Mapping[str, Any], index: int, typed: bool) -> Message
             index=index,
             rule=_CONTENT_RULE,
         )
-    wire = {"format": FORMAT, "item": "message", "typed": typed, "content": form}
+    lead = [*(["type"] if typed else []), *(["id"] if msg_id is not None else []), "role"]
+    keys = _keys(item, [*lead, "content"])
+    wire = {"format": FORMAT, "item": "message", "typed": typed, "content": form, **keys}
     return Message(Role(role), parts, id=msg_id, extra=rest(item, known), wire=wire)
 
 
@@ -153,12 +184,15 @@ def _render(output: object) -> str:
     return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
 
-def _decode_output(item: Mapping[str, Any], index: int, strict: bool) -> tuple[ToolResultPart, str]:
-    """The result part of an output item and the shape its ``output`` had. Outputs that are not
-    text or content parts (a computer screenshot, shell stdout records) are rendered as JSON
-    text and kept whole in the part's extras; ``strict`` rejects them instead."""
+def _decode_output(
+    item: Mapping[str, Any], index: int, strict: bool, call_key: str = "call_id"
+) -> tuple[ToolResultPart, str]:
+    """The result part of an output item and the shape its ``output`` had; ``call_key`` names
+    the field holding the call's id. Outputs that are not text or content parts (a computer
+    screenshot, shell stdout records) are rendered as JSON text and kept whole in the part's
+    extras; ``strict`` rejects them instead."""
     kind = item["type"]
-    call_id = expect_str(item, "call_id", index, f"{kind}.call_id")
+    call_id = expect_str(item, call_key, index, f"{kind}.{call_key}")
     if "output" not in item and not strict:
         return ToolResultPart(call_id), "absent"
     output = item.get("output")
@@ -199,6 +233,8 @@ def _decode_reasoning(item: Mapping[str, Any], index: int) -> Message:
     encrypted = take_str(item, "encrypted_content", index, "reasoning.encrypted_content", known)
     text = "\n".join(b["text"] for b in blocks if isinstance(b.get("text"), str))
     kept = {k: item[k] for k in ("summary", "content") if k in item}
+    lead = ["type", *(["id"] if msg_id is not None else []), *kept]
+    wire |= _keys(item, [*lead, *(["encrypted_content"] if encrypted is not None else [])])
     part = ReasoningPart(text=text, encrypted=encrypted, extra=kept)
     return Message(Role.ASSISTANT, (part,), id=msg_id, extra=rest(item, known), wire=wire)
 
@@ -232,6 +268,12 @@ def _decode_call(item: Mapping[str, Any], index: int, kind: str) -> Message:
         known.extend(args)
     if wire["args"]:
         known.append(wire["args"])
+    lead = ["type", *(["id"] if msg_id is not None else []), "call_id"]
+    lead += [
+        *([] if wire.get("unnamed") else ["name"]),
+        *([wire["args"]] if wire["args"] else args),
+    ]
+    wire |= _keys(item, lead)
     part = ToolCallPart(call_id=call_id, name=name, arguments=args)
     return Message(Role.ASSISTANT, (part,), id=msg_id, extra=rest(item, known), wire=wire)
 
@@ -258,9 +300,25 @@ def _decode_item(item: object, index: int) -> Message:
         result, form = _decode_output(item, index, strict=kind == "function_call_output")
         known = ["type", "call_id", "output"]
         msg_id = _item_id(item, known)
-        wire = {"format": FORMAT, "item": kind, "output": form}
+        lead = ["type", *(["id"] if msg_id is not None else []), "call_id", "output"]
+        wire = {"format": FORMAT, "item": kind, "output": form, **_keys(item, _present(item, lead))}
         return Message(Role.TOOL, (result,), id=msg_id, extra=rest(item, known), wire=wire)
-    # compaction, compaction_trigger, item_reference, server tool items, anything newer
+    if kind == "local_shell_call_output" and isinstance(item.get("id"), str):
+        # Its ``id`` is the ``call_id`` of the local_shell_call it answers (the SDK's type
+        # has no other): the pair is one like any call and its output.
+        result, form = _decode_output(item, index, strict=False, call_key="id")
+        lead = _present(item, ["type", "id", "output"])
+        wire = {
+            "format": FORMAT,
+            "item": kind,
+            "output": form,
+            "call_key": "id",
+            **_keys(item, lead),
+        }
+        known = ["type", "id", "output"]
+        return Message(Role.TOOL, (result,), extra=rest(item, known), wire=wire)
+    # compaction, compaction_trigger, item_reference, mcp_call, mcp_list_tools, the MCP
+    # approvals, web_search_call and other server tool items, anything newer
     role = item.get("role")
     named = Role(role) if isinstance(role, str) and role in _ROLE_NAMES else None
     # an item_reference's id names another item, not this one
@@ -401,12 +459,14 @@ def _encode_own(message: Message) -> dict[str, Any] | None:
     elif kind.endswith("_call") and isinstance(one, ToolCallPart):
         body = _encode_call(one, message, kind)
     elif kind.endswith("_call_output") and isinstance(one, ToolResultPart):
-        body = {"type": kind, "call_id": one.call_id}
+        body = {"type": kind, hint(message, FORMAT, "call_key") or "call_id": one.call_id}
         if not (hint(message, FORMAT, "output") == "absent" and one.content == ""):
             body["output"] = _encode_output(one, message)
     else:
         return None
-    return head | body | extra
+    # "type" first, then "id": the order of the API's own examples, and of most clients
+    first = {"type": body["type"]} if "type" in body else {}
+    return _ordered(first | head | body | extra, message)
 
 
 def _content(message: Message, parts: Sequence[_Content]) -> str | list[dict[str, Any]]:

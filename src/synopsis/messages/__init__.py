@@ -27,6 +27,7 @@ from synopsis.messages.model import (
 from synopsis.messages.predicates import (
     SUMMARY_TAG,
     has_results,
+    holds_compaction,
     is_person_message,
     is_reasoning_only,
     is_summary,
@@ -50,6 +51,7 @@ __all__ = [
     "content_hash",
     "derived",
     "has_results",
+    "holds_compaction",
     "is_person_message",
     "is_reasoning_only",
     "is_summary",

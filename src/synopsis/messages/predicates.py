@@ -9,11 +9,19 @@ Anthropic user message holding a tool result *and* text).
 
 from __future__ import annotations
 
-from synopsis.messages.model import Message, ReasoningPart, Role, TextPart, ToolResultPart
+from synopsis.messages.model import (
+    Message,
+    OpaquePart,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolResultPart,
+)
 
 __all__ = [
     "SUMMARY_TAG",
     "has_results",
+    "holds_compaction",
     "is_person_message",
     "is_reasoning_only",
     "is_summary",
@@ -63,3 +71,14 @@ def opens_turn(message: Message) -> bool:
 def is_reasoning_only(message: Message) -> bool:
     """Whether ``message`` holds reasoning and nothing else."""
     return bool(message.parts) and all(isinstance(p, ReasoningPart) for p in message.parts)
+
+
+def holds_compaction(message: Message) -> bool:
+    """Whether ``message`` holds a provider's own compaction: an OpenAI Responses
+    ``compaction`` item or an Anthropic ``compaction`` block. Opaque (or signed) and sent back
+    exactly, it stands for everything before it, as a summary synopsis wrote does."""
+    # analyze() asks this of every message: any()'s generator cost more than the test itself
+    for part in message.parts:  # noqa: SIM110 - a loop, for speed
+        if isinstance(part, OpaquePart) and part.kind == "compaction":
+            return True
+    return False

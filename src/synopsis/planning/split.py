@@ -115,8 +115,10 @@ class Protect:
     messages, named by the caller's own id, by :func:`synopsis.messages.content_hash` (which
     survives compaction) or by a derived :func:`synopsis.messages.message_id` (which holds the
     position, so it names a message only until the history shifts), or picked by ``pin``;
-    optionally every user turn, newest first, up to ``user_turns_tokens``. An orphaned result
-    is never protected: it may not be kept."""
+    optionally every user turn, newest first, up to ``user_turns_tokens``. Always: a
+    provider's own compaction (an opaque ``compaction`` item or block) and every message
+    before it, which that compaction already stands for. An orphaned result is never
+    protected: it may not be kept."""
 
     system: bool = True
     first_user: bool = True
@@ -192,6 +194,11 @@ def _protected(messages: Sequence[Message], protect: Protect, structure: Structu
             protect.pin is not None and protect.pin(m)
         ):
             chosen.add(i)
+    # A provider's compaction stands for all before it, as a summary of ours does, and must
+    # be sent back exactly where it was: it and everything before it are kept as they are,
+    # so nothing is summarized twice and nothing moves after it (the summary goes after it).
+    if structure.compacted is not None:
+        chosen.update(range(structure.compacted + 1))
     # A protected message that holds its unit together (a call, a result, reasoning or what it
     # produced) keeps the whole unit, so nothing loses its partner; any other can leave its
     # unit, which stays whole on one side of the cut. A unit holding an orphaned result cannot

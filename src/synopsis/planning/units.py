@@ -15,6 +15,9 @@ be summarized, everything from it on is kept. A boundary is safe when no atomic 
   their results follow it, so every boundary after the start of that turn is unsafe: it is
   kept, never summarized.
 
+It also notes the last message holding a provider's own compaction (``compacted``), which
+stands for all before it: the split keeps it and everything before it as they are.
+
 Everything here is linear in the number of parts and does no I/O.
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from synopsis.messages import Message, Role, ToolResultPart, is_person_message
+from synopsis.messages import Message, Role, ToolResultPart, holds_compaction, is_person_message
 from synopsis.pairing import pair_tool_calls
 
 if TYPE_CHECKING:
@@ -43,7 +46,9 @@ class Structure:
     ``dangling`` lists messages with calls that never got a result, other than that one;
     ``tied`` the messages that hold a unit together (calls, their results, reasoning items and
     what they produced): a message between them that is not tied, such as a system message,
-    can be moved out of its unit without breaking it.
+    can be moved out of its unit without breaking it; ``compacted`` the last message holding
+    a provider's compaction (an OpenAI ``compaction`` item, an Anthropic ``compaction`` block),
+    if any.
     """
 
     length: int
@@ -55,6 +60,7 @@ class Structure:
     running: int | None
     turn_starts: frozenset[int]
     tied: frozenset[int] = frozenset()
+    compacted: int | None = None
 
     @property
     def min_boundary(self) -> int:
@@ -137,6 +143,7 @@ def analyze(messages: Sequence[Message]) -> Structure:
     dangling = tuple(sorted(i for i in open_at if i != running))
     orphans = tuple(sorted({loc[0] for loc in pairing.orphans}))
     turn_starts = frozenset(i for i, m in enumerate(messages) if is_person_message(m))
+    compacted = next((i for i in reversed(range(n)) if holds_compaction(messages[i])), None)
     return Structure(
         length=n,
         crossing=tuple(crossing),
@@ -147,4 +154,5 @@ def analyze(messages: Sequence[Message]) -> Structure:
         running=running,
         turn_starts=turn_starts,
         tied=frozenset(tied),
+        compacted=compacted,
     )

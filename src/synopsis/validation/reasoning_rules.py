@@ -35,6 +35,15 @@ def _sends_reasoning(m: Message, fmt: str) -> bool:
     return m.wire.get("format") in (None, fmt)
 
 
+def _compactions_first(m: Message) -> int:
+    """How many Anthropic ``compaction`` blocks open ``m``: the API writes its summary at the
+    start of the assistant turn it goes on with, ahead of that turn's thinking."""
+    n = 0
+    while n < len(m.parts) and isinstance(p := m.parts[n], OpaquePart) and p.kind == "compaction":
+        n += 1
+    return n
+
+
 def reasoning_orphans(messages: Sequence[Message]) -> list[int]:
     """Reasoning items not followed by the item they produced (R3)."""
     out: list[int] = []
@@ -72,7 +81,7 @@ class ReasoningRules(Checking):
                             "with it; without one the request is rejected",
                             k,
                         )
-            if thinking and thinking[0] != 0:
+            if thinking and thinking[0] != _compactions_first(m):
                 self.add(
                     i,
                     "A6",
@@ -96,13 +105,14 @@ class ReasoningRules(Checking):
                 )
         if prof.thinking and last_assistant is not None:
             loop = self._current_tool_loop_start(last_assistant)
-            if loop is not None and not isinstance(msgs[loop].parts[0], ReasoningPart):
+            first = 0 if loop is None else _compactions_first(msgs[loop])
+            if loop is not None and not isinstance(msgs[loop].parts[first], ReasoningPart):
                 self.add(
                     loop,
                     "A6",
                     "When `thinking` is enabled, a final `assistant` message "
                     "must start with a thinking block.",
-                    0,
+                    first,
                 )
 
     def _current_tool_loop_start(self, last_assistant: int) -> int | None:

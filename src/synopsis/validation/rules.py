@@ -1,6 +1,7 @@
 """The checks: every provider rule synopsis enforces (docs/message-rules.md), expressed on the
-message model. The rules about reasoning are in :mod:`.reasoning_rules`; what a check finds
-is a :class:`~.problems.Problem`.
+message model. The rules about reasoning are in :mod:`.reasoning_rules`, those about
+Anthropic's server tools in :mod:`.server_tools`; what a check finds is a
+:class:`~.problems.Problem`.
 
 Rules are stated on the model as the target's converter would send it: consecutive tool messages
 become one Anthropic user turn, results held in a user message become OpenAI tool messages, and
@@ -18,8 +19,10 @@ Some rules cannot be checked from a history alone, so nothing here reports them:
   it was when the block was written, which a single history does not carry.
 * R7, ``previous_response_id``: which items the server already holds is request and server
   state, not part of the items sent.
-* R8, compaction items: the converter keeps them opaque and passes them back verbatim, so the
-  only way to break them is to edit them, which nothing in synopsis does.
+* R8 and Anthropic's ``compaction`` blocks: the converters keep them opaque and pass them
+  back verbatim, and a compaction keeps every one of them and all before it (see
+  :mod:`synopsis.planning.split`), so the only way to break them is to edit them, which
+  nothing in synopsis does.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from synopsis.messages import (
 from synopsis.pairing import Pairing, pair_tool_calls
 from synopsis.validation.problems import SYSTEM_PROMPT, Problem, list_index, place
 from synopsis.validation.reasoning_rules import ReasoningRules, reasoning_orphans
+from synopsis.validation.server_tools import ServerToolRules
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -145,7 +149,7 @@ def top_level_systems(messages: Sequence[Message], profile: Profile) -> int:
     return n
 
 
-class _Checker(ReasoningRules):
+class _Checker(ReasoningRules, ServerToolRules):
     def run(self) -> list[Problem]:
         if not self.messages:
             self.add(None, "empty", "the history has no messages", family="history")
@@ -153,6 +157,8 @@ class _Checker(ReasoningRules):
         self.shapes()
         pairing = pair_tool_calls(self.messages)
         self.pairing_rules(pairing)
+        if self.fam == "anthropic":
+            self.server_tool_rules()
         self.system_rules()
         self.order_rules()
         if self.profile.nonempty:
