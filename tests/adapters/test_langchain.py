@@ -94,8 +94,8 @@ def test_options_make_the_compactor_or_take_one() -> None:
     [
         ({"compactor": Compactor(), "model": "gpt-4o"}, "not both"),
         ({"conversations": 0}, "at least 1"),
-        ({"conversations": True}, "must be a number"),
-        ({"conversations": "3"}, "must be a number"),
+        ({"conversations": True}, "must be a whole number"),
+        ({"conversations": "3"}, "must be a whole number"),
         ({"context_window": "big"}, "context_window"),
     ],
 )

@@ -276,7 +276,7 @@ def test_options_build_a_compactor_for_anthropic_turns() -> None:
     capability = SynopsisCapability(model="claude-sonnet-4-5", context_window=5000)
     assert capability.compactor.settings.provider == "anthropic"
     assert capability.compactor.setup.window == 5000
-    assert capability.compactor.remembered_sessions >= 64
+    assert capability.compactor.remembered_sessions >= capability.conversations == 32
     assert capability.store is None
     assert capability.last_result is None
     other = SynopsisRequestCapability(provider="openai")
@@ -296,8 +296,8 @@ def test_a_compactor_is_used_as_given() -> None:
     [
         ({"compactor": Compactor(), "context_window": 10}, "not both"),
         ({"compactor": "gpt-4o"}, "must be a synopsis.Compactor"),
-        ({"max_conversations": 0}, "at least 1"),
-        ({"max_conversations": True}, "whole number"),
+        ({"conversations": 0}, "at least 1"),
+        ({"conversations": True}, "whole number"),
         ({"session_id": 3}, "session_id must be"),
         ({"trigger": "nonsense"}, "trigger"),
     ],
@@ -345,7 +345,7 @@ def test_the_session_is_the_runs_conversation_or_the_option() -> None:
 
 
 def test_conversations_are_kept_apart_and_bounded() -> None:
-    capability = SynopsisCapability(context_window=3000, max_conversations=2)
+    capability = SynopsisCapability(context_window=3000, conversations=2)
     a, b, c = history(30), history(30), history(4)
     out_a = process(capability, context("a"), a)
     out_b = process(capability, context("b"), b)
