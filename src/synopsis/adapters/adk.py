@@ -346,6 +346,10 @@ class SynopsisPlugin(BasePlugin):
         return self.callback.compactor
 
     @property
+    def conversations(self) -> int:
+        return self.callback.conversations
+
+    @property
     def store(self) -> Store | AsyncStore | None:
         return self.callback.store
 
