@@ -236,7 +236,8 @@ class _Exposed(Generic[AgentDepsT]):
     @property
     def store(self) -> Store | AsyncStore | None:
         """The Compactor's store: the one given, or a ``MemoryStore`` of its own from the
-        first model call on (every call names its conversation as the session)."""
+        first model call on (every call names its conversation as the session), or from the
+        start when ``session_id`` is a name (it is the Compactor's ``session_id`` too)."""
         return self._engine.compactor.setup.store
 
     @property
