@@ -138,7 +138,8 @@ class CompactionCompleted(_Base):
     no room for the answer, and then says what filled it (one new message larger than the
     room the last compaction left, say). ``window_assumed`` is empty unless the model table
     does not know the model and no window was given: then it names the window synopsis
-    assumed and how to give the real one."""
+    assumed and how to give the real one. ``cleared`` counts the old tool outputs the
+    clearing tier replaced by a placeholder, and ``tokens_cleared`` what that saved."""
 
     kind: ClassVar[str] = "compaction_completed"
 
@@ -160,6 +161,8 @@ class CompactionCompleted(_Base):
     off_target: str = ""
     emergency: str = ""
     window_assumed: str = ""
+    cleared: int = 0
+    tokens_cleared: int = 0
 
     @property
     def landed(self) -> float:
@@ -178,6 +181,8 @@ class CompactionCompleted(_Base):
             if self.used_split == self.desired_split
             else f", split at {self.used_split} instead of {self.desired_split}"
         )
+        if self.cleared:
+            split += f"; {self.cleared} old tool output(s) cleared, {self.tokens_cleared:,} tokens"
         if self.tail_gave_way:
             split += "; in the emergency the kept tail gave way"
         if self.emergency:

@@ -373,3 +373,24 @@ def test_the_plot_of_a_replay_that_stopped_says_where() -> None:
     )
     (axes,) = figure(report).axes
     assert axes.get_title().endswith("; turn 0: nothing fits")
+
+
+def test_cleared_outputs_are_shown_beside_what_they_replaced(tmp_path: Path) -> None:
+    items = load("codex-compaction-config-change.jsonl")
+    report = replay(items, model="gpt-5", context_window=32000, strategy="clear")
+    page = tmp_path / "cleared.html"
+    write_html(report, page, title="cleared")
+    text = page.read_text(encoding="utf-8")
+    turn = next(t for t in report.compactions if any(m.cleared for m in t.kept))
+    cleared = [m for m in turn.kept if m.cleared]
+    kept = section(text, turn.index)["Kept"]
+    # Every cleared message is on the page, in the middle of the kept ones too, with the
+    # text it had before the compaction under it.
+    assert kept.count(" · cleared · ") == len(cleared)
+    assert kept.count('<div class="was">') >= len(cleared)
+    for m in cleared:
+        assert m.before is not None
+        before = next(t for _, t in m.before if t.strip())
+        assert not before.startswith("[synopsis: cleared")
+        assert html.escape(before[:80]) in kept
+    assert "more kept messages, not shown" in kept

@@ -252,3 +252,14 @@ def test_an_llm_summarizer_without_a_key_is_refused_at_start(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert main(["serve", "--summarizer", "openai"]) == 2
     assert "no API key for openai" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "told"),
+    [([], ("summarize",)), (["--strategy", "clear,summarize"], ("clear", "summarize"))],
+)
+def test_the_strategy_reaches_the_compactors(flags: list[str], told: tuple[str, ...]) -> None:
+    app = app_for(build_parser().parse_args(["serve", *flags]))
+    compactors = app.state.proxy.compactors
+    assert compactors.for_model("gpt-4o").setup.strategy == told
+    compactors.close()

@@ -426,3 +426,18 @@ def test_the_summarizer_model_has_a_flag_of_its_own(
         assert main(flagged) == 0
     assert server.requests
     assert {r.body["model"] for r in server.requests} == {"gpt-4o-mini"}
+
+
+def test_compact_clears_old_outputs_with_the_clear_strategy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.json"
+    flags = ["--window", "32000", "--model", "gpt-5", "--out", str(out)]
+    assert main(["compact", str(CODEX), *flags, "--strategy", "clear"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "old tool output(s) cleared" in said
+    written = out.read_text(encoding="utf-8")
+    assert "[synopsis: cleared the output of" in written
+    assert main(["compact", str(CODEX), *flags, "--strategy", "forget"]) == 2
+    err = capsys.readouterr().err
+    assert "strategy must be 'clear', 'summarize' or both" in err

@@ -45,12 +45,14 @@ def replay(
     store: Any = None,
     reopen: Any = None,
     force_at: frozenset[int] = frozenset(),
+    **options: Any,
 ) -> tuple[int, list[str], list[synopsis.Event], list[bool]]:
     """``items`` played as an agent sends them: the model's every turn is a request. With
     ``resend`` the client sends its whole history each time, else it keeps the output. The
     summarizer's calls, each output as JSON text, the events and whether each request was
     compacted. ``reopen`` makes a new
-    store (and compactor) halfway, as a restarted process does."""
+    store (and compactor) halfway, as a restarted process does; ``options`` go to the
+    compactor."""
     summarizer = Counting()
     events: list[synopsis.Event] = []
 
@@ -61,6 +63,7 @@ def replay(
             store=on if on is not None else synopsis.MemoryStore(),
             session_id="projection",
             listeners=[events.append],
+            **options,
         )
 
     c = compactor(store)

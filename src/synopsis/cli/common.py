@@ -122,6 +122,16 @@ def add_compaction_options(parser: argparse.ArgumentParser) -> None:
         "--keep", help="what stays verbatim, e.g. 8, messages:8, tokens:4000, fraction:0.2"
     )
     parser.add_argument("--trigger", help="when to compact, e.g. 0.8, tokens:100000, messages:50")
+    add_strategy_option(parser)
+
+
+def add_strategy_option(parser: argparse.ArgumentParser) -> None:
+    """``--strategy``: clear old tool outputs, summarize, or both in order."""
+    parser.add_argument(
+        "--strategy",
+        help="how a pressure is answered: clear (old tool outputs), summarize, or "
+        "clear,summarize (summarize only when clearing cannot reach the target)",
+    )
 
 
 def known_window(model: str | None, window: int | None) -> None:

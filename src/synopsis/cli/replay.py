@@ -23,6 +23,7 @@ from synopsis.messages import (
     content_hash,
     is_summary,
 )
+from synopsis.planning.clearing import CLEARED_MARKER
 from synopsis.planning.reductions import SUMMARY_MARKER, TruncateArgs
 from synopsis.pricing import OPENAI, Prices
 from synopsis.summarizers import render
@@ -62,6 +63,13 @@ class Shown:
     reduced: bool = False
     """Kept in a reduced form (a result summarized, arguments cut, thinking dropped)."""
     stored: int | None = None
+    before: tuple[tuple[str, str], ...] | None = None
+    """A reduced message's parts as they were before this compaction."""
+
+    @property
+    def cleared(self) -> bool:
+        """Whether a tool output in it is a clearing's placeholder."""
+        return any(text.startswith(CLEARED_MARKER) for _, text in self.parts)
 
     @property
     def chars(self) -> int:
@@ -352,6 +360,11 @@ def _detailed(
     stored = (
         compactor.recall(result.session_id, ids=list(result.offloaded)) if result.offloaded else []
     )
+    if stored:
+        # An id from a call id names every copy of that result stored so far: this
+        # compaction's rows are those it stored last.
+        newest = max(stored, key=lambda m: m.position).compaction_id
+        stored = [m for m in stored if m.compaction_id == newest]
     # By content, in timeline order: two equal messages (a repeated "continue") are stored
     # twice, and each is told its own place.
     where: dict[str, list[int]] = {}
@@ -392,6 +405,7 @@ def _detailed(
                 item=item(result.messages, lead_after, j),
                 reduced=reduced,
                 stored=place(source) if source is not None and reduced else None,
+                before=_parts(before[source], names) if source is not None and reduced else None,
             )
         )
     found = {m.id for m in stored}

@@ -131,6 +131,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         "context_window": args.window,
         "keep": args.keep,
         "trigger": args.trigger,
+        "strategy": args.strategy,
     }
     options = {k: v for k, v in options.items() if v is not None}
     report = _run(data, {**options, "prices": prices(args)})

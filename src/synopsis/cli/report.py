@@ -180,7 +180,8 @@ _STYLE = (
     "pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5em;margin:.2em 0}"
     "details{margin:.2em 0;border-left:3px solid #ddd;padding-left:.5em}"
     "details>summary{cursor:pointer}.part{color:#555;font-size:.9em;margin:.3em 0 0}"
-    ".note{color:#777}.compaction{border-top:2px solid #999;margin-top:2em}"
+    ".note{color:#777}.was{border-left:3px solid #ccc;padding-left:1em}"
+    ".compaction{border-top:2px solid #999;margin-top:2em}"
 )
 
 SHOWN_CHARS = 2000
@@ -283,28 +284,36 @@ def _message(m: Shown) -> str:
     if m.summary:
         notes.append("an earlier summary, which this one takes over")
     if m.reduced:
-        notes.append("reduced")
+        notes.append("cleared" if m.cleared else "reduced")
     if m.stored is not None:
         notes.append(f"original at store position {m.stored}")
     notes.append(f"{m.chars:,} chars")
+    was = (
+        f'<div class="was"><p class="note">before this compaction:</p>{_text(m.before)}</div>'
+        if m.before is not None
+        else ""
+    )
     return (
         f"<details><summary>{e(' · '.join(notes))}: <i>{e(preview)}</i></summary>"
-        f"{_text(m.parts)}</details>"
+        f"{_text(m.parts)}{was}</details>"
     )
 
 
 def _kept(messages: Sequence[Shown]) -> str:
-    def show(ms: Sequence[Shown]) -> str:
-        return "".join(_message(m) for m in ms)
-
-    if len(messages) <= 2 * _KEPT_EDGE + 1:
-        return show(messages)
-    rest = len(messages) - 2 * _KEPT_EDGE
-    return (
-        show(messages[:_KEPT_EDGE])
-        + f'<p class="note">… {rest} more kept messages, not shown …</p>'
-        + show(messages[-_KEPT_EDGE:])
-    )
+    """The first and last kept messages, and every one a clearing left a placeholder in
+    (beside what it replaced); a note for each run of the others."""
+    out: list[str] = []
+    hidden = 0
+    last = len(messages) - _KEPT_EDGE
+    for k, m in enumerate(messages):
+        if k < _KEPT_EDGE or k >= last or m.cleared or len(messages) <= 2 * _KEPT_EDGE + 1:
+            if hidden:
+                out.append(f'<p class="note">… {hidden} more kept messages, not shown …</p>')
+                hidden = 0
+            out.append(_message(m))
+        else:
+            hidden += 1
+    return "".join(out)
 
 
 def _recall(t: Turn) -> str:

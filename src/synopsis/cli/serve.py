@@ -12,7 +12,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
-from synopsis.cli.common import UsageError, positive_int
+from synopsis.cli.common import UsageError, add_strategy_option, positive_int
 from synopsis.stores import MemoryStore, SQLiteStore
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "context_window": args.window,
         "keep": args.keep,
         "trigger": args.trigger,
+        "strategy": args.strategy,
         "summarizer": args.summarizer,
         "summarizer_models": [args.summarizer_model] if args.summarizer_model else None,
         "base_url": args.base_url,
@@ -306,6 +307,7 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         "--keep", help="what stays verbatim, e.g. 8, messages:8, tokens:4000, fraction:0.2"
     )
     cmd.add_argument("--trigger", help="when to compact, e.g. 0.8, tokens:100000, messages:50")
+    add_strategy_option(cmd)
     cmd.add_argument(
         "--model-window",
         type=_model_window,

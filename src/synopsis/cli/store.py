@@ -97,6 +97,7 @@ def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
         "context_window": args.window,
         "keep": args.keep,
         "trigger": args.trigger,
+        "strategy": args.strategy,
         "summarizer": args.summarizer,
         "summarizer_models": [args.summarizer_model] if args.summarizer_model else None,
         "base_url": args.base_url,
@@ -125,6 +126,8 @@ def _report(
         "messages_after": done.messages_after if done else count,
         "summarized": done.summarized if done else 0,
         "kept": done.kept if done else count,
+        "cleared": done.cleared if done else 0,
+        "tokens_cleared": done.tokens_cleared if done else 0,
         "summary": render(result.record) if result.record is not None else None,
         "offloaded": list(result.offloaded),
         "session": result.session_id,
@@ -150,7 +153,12 @@ def _print_compact(report: dict[str, Any]) -> None:
     table.add_row("tokens", f"{report['tokens_before']:,}", f"{report['tokens_after']:,}")
     table.add_row("messages", str(report["messages_before"]), str(report["messages_after"]))
     console.print(table)
-    console.print(f"{report['summarized']} message(s) summarized, {report['kept']} kept")
+    cleared = (
+        f"; {report['cleared']} old tool output(s) cleared, {report['tokens_cleared']:,} tokens"
+        if report.get("cleared")
+        else ""
+    )
+    console.print(f"{report['summarized']} message(s) summarized, {report['kept']} kept{cleared}")
     if report["fixes"]:
         # A repaired history is never reported as left as it was without saying so.
         console.print(f"[yellow]repaired first ({len(report['fixes'])} fix(es)):[/]")

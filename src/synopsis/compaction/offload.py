@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from synopsis.formats import FormatName
     from synopsis.messages import Message
 
-__all__ = ["Originals"]
+__all__ = ["Originals", "result_id"]
+
+
+def result_id(message: Message) -> str | None:
+    """The store's id of a message that answers a tool call: from the call's id, the same for
+    every copy of it (a digest of it, a placeholder), so that one id recalls its original
+    whatever a client sends back later."""
+    results = message.tool_results
+    return f"r-{results[0].call_id}" if results and results[0].call_id else None
 
 
 class Originals:
@@ -58,6 +66,16 @@ class Originals:
             self._index[id(replacement)] = index
             if changed:
                 self._changed.add(id(replacement))
+
+    def name(self, message: Message) -> str | None:
+        """The id the store gives (or gave) ``message``'s original, when a placeholder must
+        name it before it is stored (``None`` for a message that is not one of the caller's,
+        or an original with no id the store keeps across calls)."""
+        index = self.index(message)
+        if index is None:
+            return None
+        original = self._messages[index]
+        return original.id or result_id(original)
 
     def changed(self, message: Message) -> bool:
         """Whether ``message`` is a reduced copy of one of the caller's messages."""
@@ -99,7 +117,7 @@ class Originals:
                     # The caller's own id, else one from the place in the session's offloaded
                     # history: an id from the place in this call's list would name another
                     # message in a later call, and the store would take it for a re-save.
-                    id=original.id or f"p{position}-{sha[:12]}",
+                    id=original.id or result_id(original) or f"p{position}-{sha[:12]}",
                     position=position,
                     role=original.role.value,
                     text=message_text(original),

@@ -25,6 +25,7 @@ from synopsis.compaction.budgets import (
     room_for,
     summary_budget_for,
 )
+from synopsis.compaction.clearing import clear_tier, uncleared
 from synopsis.compaction.effects import (
     Effect,
     Outcome,
@@ -435,7 +436,19 @@ def _compact(
         paced=paced,
     )
     keep = keep_for(setup, room, decision, before)
-    attempt = yield from _attempt(run, current, keep, decision, previous)
+    cleared = clear_tier(run, current) if "clear" in setup.strategy else None
+    taken = (
+        cleared
+        if cleared is not None and (cleared.reached or "summarize" not in setup.strategy)
+        else None
+    )
+    if taken is not None:
+        # Clearing answers the pressure alone, or is all the caller asked for.
+        attempt = _Attempt(run, taken.messages)
+        if not taken.changed and taken.tokens <= limit:
+            return (yield from _skip_saving(opened, uncleared(decision, taken, setup)))
+    else:
+        attempt = yield from _attempt(run, current, keep, decision, previous)
     if attempt.skip is not None:
         return (yield from _skip_saving(opened, attempt.skip))
     shortfall = _shortfall(attempt) if decision.code != "forced" else 0
@@ -500,6 +513,8 @@ def _compact(
             target_tokens=run.room.target,
             off_target=off_target(run, after, current, first, held=attempt.held),
             emergency=emergency_cause(run, decision, before, paced=run.paced),
+            cleared=len(taken.uses) if taken is not None else 0,
+            tokens_cleared=sum(u.saved for u in taken.uses) if taken is not None else 0,
         )
     )
     for event in ledger.notes:

@@ -54,7 +54,8 @@ def digest(messages: Sequence[Message]) -> str:
 @dataclass(frozen=True, slots=True)
 class Projection:
     """The caller's messages ``start`` to ``start + count`` (as decoded), whose digest is
-    ``digest``, stand for the summary message of ``role`` and ``text``; ``smaller`` holds, for
+    ``digest``, stand for the summary message of ``role`` and ``text`` (none when ``count``
+    is 0: a compaction that only cleared old outputs); ``smaller`` holds, for
     each kept message a compaction made smaller, its position, its original's content hash and
     the smaller copy as a ``format`` item (JSON)."""
 
@@ -85,6 +86,9 @@ class Projection:
             Role(found.role)
         except (KeyError, TypeError, ValueError):
             return None
+        if found.count == 0:
+            # No summary: the outputs a clearing made smaller, alone.
+            return found if found.start == 0 and found.smaller else None
         return found if found.start >= 0 and found.count > 0 else None
 
     def to_json(self) -> dict[str, object]:
@@ -127,6 +131,8 @@ class Projection:
                 if index < len(out) and content_hash(out[index]) == original:
                     swapped.append((out[index], _decoded(item, format)))
                     out[index] = swapped[-1][1]
+        if not self.count:
+            return tuple(out), swapped
         return (*out[: self.start], self.summary, *out[end:]), swapped
 
 
@@ -156,6 +162,22 @@ def _smaller(
     return tuple(out)
 
 
+def _cleared(
+    final: Sequence[Message],
+    decoded: Sequence[Message],
+    originals: Originals,
+    format: FormatName,
+) -> Projection | None:
+    """The projection of a compaction that summarized nothing (the clearing tier alone): every
+    caller message kept in its place, some made smaller."""
+    if [originals.index(m) for m in final] != list(range(len(decoded))):
+        return None
+    smaller = _smaller(final, originals, decoded, format)
+    if not smaller:
+        return None
+    return Projection(0, 0, digest(()), Role.USER.value, "", format, smaller)
+
+
 def recorded(
     final: Sequence[Message],
     decoded: Sequence[Message],
@@ -167,6 +189,8 @@ def recorded(
     when they are one run between the messages kept before it and those kept after it, in
     their order. ``None`` otherwise (nothing is then projected)."""
     places = [i for i, m in enumerate(final) if is_summary(m)]
+    if not places:
+        return _cleared(final, decoded, originals, format)
     if len(places) != 1:
         return None
     (at,) = places

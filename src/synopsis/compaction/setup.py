@@ -8,13 +8,13 @@ token counter, a store.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from synopsis.errors import ConfigurationError
 from synopsis.formats import PROFILE_OF_FORMAT
 from synopsis.models import assumed_window, context_window, lookup, max_output_tokens
-from synopsis.planning import decide
+from synopsis.planning import Clearing, decide
 from synopsis.stores import AsyncStore, Store, open_store
 from synopsis.summarizers import (
     AsyncSummarizer,
@@ -85,6 +85,8 @@ class Setup:
     max_summary_tokens: int = 8000
     """The ceiling of the chosen summarizer's budget."""
     on_unreachable: Literal["raise", "return"] = "raise"
+    strategy: tuple[str, ...] = ("summarize",)
+    clearing: Clearing = field(default_factory=Clearing)
     window_assumed: str = ""
     """Empty when the window was given or the model table knows the model; else the window
     synopsis assumed and how to give the real one (said on each compaction's event)."""
@@ -280,6 +282,8 @@ def build_setup(
         keep=keep or settings.keep_policy(),
         protect=settings.protect(),
         reductions=settings.reductions(),
+        strategy=settings.strategy,
+        clearing=settings.clearing(),
         provider=settings.provider,
         summary_role=settings.summary_role,
         summary_style=settings.summary_style,

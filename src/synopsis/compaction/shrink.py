@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from synopsis.compaction.state import Opened, Run
     from synopsis.planning import Measure
 
-__all__ = ["keep_reduced", "reduce_cheaply", "shrink_parts", "thin", "trim"]
+__all__ = ["keep_reduced", "reduce_cheaply", "shrink_parts", "thin", "trim", "trim_args"]
 
 _MIN_TRIM_TOKENS = 64
 """Parts smaller than this are not worth a part summary, even as the last resort."""
@@ -46,6 +46,12 @@ def _named(text: str) -> str:
     names = named_in(text, _NAMED_CHARS)
     listed = f"; it named: {', '.join(names)}" if names else ""
     return f" [{len(text):,} characters{listed}]"
+
+
+def trim_args(part: ToolCallPart) -> ToolCallPart | None:
+    """``part`` with its long string arguments cut to a prefix, a marker and what they named
+    (``None`` when none is long enough)."""
+    return truncate_call(part, _TRIM_ARGS, _named)
 
 
 def _call_for(messages: Sequence[Message], call_id: str) -> ToolCallPart | None:
@@ -116,7 +122,7 @@ def _smaller(
     message = messages[i]
     part = message.parts[j]
     if isinstance(part, ToolCallPart):
-        cut = truncate_call(part, _TRIM_ARGS, _named)
+        cut = trim_args(part)
         if cut is None:
             return None
         parts = list(message.parts)

@@ -67,6 +67,21 @@ OptionalNumber = Annotated[float | None, BeforeValidator(_optional)]
 OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
 Names = Annotated[tuple[str, ...], BeforeValidator(_names), AfterValidator(_no_empty_name)]
 
+STRATEGIES = ("clear", "summarize")
+
+
+def _strategy(value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    unknown = [step for step in value if step not in STRATEGIES]
+    if unknown or not value or len(set(value)) != len(value):
+        raise ValueError(
+            f"{info.field_name} must be 'clear', 'summarize' or both in the order they run "
+            f"('clear,summarize'), got {','.join(value)!r}"
+        )
+    return value
+
+
+Strategy = Annotated[tuple[str, ...], BeforeValidator(_names), AfterValidator(_strategy)]
+
 
 class SettingsFields(BaseModel):
     """The options, their defaults and their checks one by one; see
@@ -207,6 +222,43 @@ class SettingsFields(BaseModel):
         None,
         ge=0,
         description="Also keep the newest user turns up to this many tokens (mcpagent).",
+    )
+    # -- the clearing tier --
+    strategy: Strategy = Field(
+        ("summarize",),
+        description="How a pressure is answered, in order: 'clear' replaces old tool outputs "
+        "by a placeholder naming the tool, its call, its status and the recall id; "
+        "'summarize' summarizes; 'clear,summarize' summarizes only when clearing cannot reach "
+        "the target (synopsis, after Anthropic's clear_tool_uses, LangChain's ClearToolUsesEdit "
+        "and Gemini CLI's output masking).",
+    )
+    clear_keep_uses: Whole = Field(
+        3,
+        ge=0,
+        description="The newest tool uses whose outputs are never cleared (synopsis, as "
+        "Anthropic's keep: 3).",
+    )
+    clear_keep_tokens: Whole = Field(
+        0,
+        ge=0,
+        description="Also keep the newest tool outputs up to this many tokens; 0 switches it "
+        "off (synopsis, as Gemini CLI's 50,000).",
+    )
+    clear_at_least: OptionalWhole = Field(
+        None,
+        ge=0,
+        description="Clear only when at least this many tokens can be; unset: a twentieth of "
+        "the window (synopsis, as Anthropic's clear_at_least; Gemini CLI: 30,000).",
+    )
+    clear_exclude_tools: Names = Field(
+        (),
+        description="Tools whose outputs are never cleared (synopsis, as Anthropic's "
+        "exclude_tools).",
+    )
+    clear_tool_inputs: bool = Field(
+        False,
+        description="Cut a cleared use's long call arguments too (a large file write) "
+        "(synopsis, as Anthropic's clear_tool_inputs).",
     )
     # -- cheap reductions --
     truncate_args: bool = Field(

@@ -29,7 +29,15 @@ from synopsis.config.text import (
     trigger_fraction,
 )
 from synopsis.errors import ConfigurationError
-from synopsis.planning import GovernorConfig, Keep, Protect, Reductions, Trigger, TruncateArgs
+from synopsis.planning import (
+    Clearing,
+    GovernorConfig,
+    Keep,
+    Protect,
+    Reductions,
+    Trigger,
+    TruncateArgs,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -198,6 +206,16 @@ class Settings(SettingsFields):
             first_user=self.protect_first_user,
             pinned=self.pinned,
             user_turns_tokens=self.user_turns_tokens,
+        )
+
+    def clearing(self) -> Clearing:
+        """How the clearing tier runs, when the strategy has it."""
+        return Clearing(
+            keep_uses=self.clear_keep_uses,
+            keep_tokens=self.clear_keep_tokens,
+            at_least=self.clear_at_least,
+            exclude_tools=frozenset(self.clear_exclude_tools),
+            clear_inputs=self.clear_tool_inputs,
         )
 
     def reductions(self) -> Reductions:

@@ -3,6 +3,7 @@ split and keep policies), and the cheap reductions that run first. No I/O anywhe
 
 from __future__ import annotations
 
+from synopsis.planning.clearing import CLEARED_MARKER, Cleared, Clearing, clear_outputs
 from synopsis.planning.governor import (
     LOWEST_LANDING,
     Code,
@@ -30,7 +31,10 @@ from synopsis.planning.triggers import Measure, Trigger, measure_history
 from synopsis.planning.units import Structure, analyze
 
 __all__ = [
+    "CLEARED_MARKER",
     "LOWEST_LANDING",
+    "Cleared",
+    "Clearing",
     "Code",
     "Decision",
     "GovernorConfig",
@@ -50,6 +54,7 @@ __all__ = [
     "TruncateArgs",
     "analyze",
     "check_savings",
+    "clear_outputs",
     "decide",
     "iter_passes",
     "measure_history",
