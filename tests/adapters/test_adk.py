@@ -27,6 +27,7 @@ from google.genai import types
 import synopsis
 from synopsis.adapters.adk import SynopsisCallback, SynopsisPlugin, to_wire
 from synopsis.errors import ConfigurationError
+from tests.adapters.clearing import cleared, recalled
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
@@ -211,7 +212,7 @@ def test_the_plugin_serves_many_sessions_each_under_its_own_id() -> None:
     assert plugin.last.session_id == ids[1]
 
 
-def history(calls: int) -> list[types.Content]:
+def history(calls: int, *, size: int = 60) -> list[types.Content]:
     out = [types.Content(role="user", parts=[types.Part(text="Port the scheduler to asyncio.")])]
     for k in range(calls):
         call = types.FunctionCall(id=f"c{k}", name="run", args={"cmd": f"pytest -k t{k}"})
@@ -221,7 +222,7 @@ def history(calls: int) -> list[types.Content]:
             )
         )
         answer = types.FunctionResponse(
-            id=f"c{k}", name="run", response={"output": f"t{k} " + "PASSED " * 60}
+            id=f"c{k}", name="run", response={"output": f"t{k} " + "PASSED " * size}
         )
         out.append(types.Content(role="user", parts=[types.Part(function_response=answer)]))
     return out
@@ -296,6 +297,37 @@ def test_the_system_instruction_and_tools_are_counted() -> None:
     with_tools = measured(None, [tool, run])  # a bare function is not a declaration yet
     assert with_tools > bare + 50
     assert measured(None, []) == measured(None, [run]) == bare
+
+
+def answer(content: types.Content) -> types.FunctionResponse | None:
+    """The function response a content holds as its first part, if it does."""
+    return content.parts[0].function_response if content.parts else None
+
+
+def test_the_clearing_strategy_makes_old_function_responses_placeholders() -> None:
+    """``strategy=("clear",)``, passed as any option: the oldest function responses become
+    placeholders (a ``FunctionResponse`` with its call's id and name), the newest three stay
+    whole, nothing is summarized, every other content is the object given, and the
+    placeholder's recall gives the original back."""
+    callback = SynopsisCallback(model="gemini-2.5-flash", context_window=4000, strategy=("clear",))
+    given = history(10, size=150)
+    request = LlmRequest(contents=list(given))
+    assert asyncio.run(callback.compact(request, "s")).compacted
+    out = request.contents
+    assert len(out) == len(given)
+    answers = [(o, g) for o, g in zip(out, given, strict=True) if answer(g) is not None]
+    texts = [str((answer(o).response or {}).get("output")) for o, _ in answers]  # type: ignore[union-attr]
+    placeholders = [a for a, text in zip(answers, texts, strict=True) if cleared(text)]
+    assert placeholders == answers[: len(placeholders)]  # the oldest
+    assert 0 < len(placeholders) <= len(answers) - 3
+    for (content, original), text in zip(placeholders, texts, strict=False):
+        made, kept = answer(content), answer(original)
+        assert made is not None
+        assert kept is not None
+        assert (content.role, made.id, made.name) == (original.role, kept.id, kept.name)
+        assert json.dumps(kept.response) in recalled(callback.store, "s", text)
+    new = {id(o) for o, _ in placeholders}
+    assert all(o is g for o, g in zip(out, given, strict=True) if id(o) not in new)
 
 
 def test_an_unchanged_system_instruction_and_tools_are_converted_once() -> None:

@@ -20,6 +20,7 @@ from synopsis import CompactionCompleted, Compactor, RuleBasedSummarizer
 from synopsis.adapters.agents import SynopsisInputFilter, SynopsisSession
 from synopsis.errors import ConfigurationError
 from synopsis.testing import FixedCounter
+from tests.adapters.clearing import cleared, recalled
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,6 +181,36 @@ def test_the_filter_compacts_and_kept_items_are_the_sdks_objects_of_that_call() 
     kept = [i for i in out.input if id(i) in sent]
     assert len(kept) == len(out.input) - 1  # all but the summary
     assert kept[-1] is data.model_data.input[-1]
+
+
+def test_the_clearing_strategy_makes_old_function_call_outputs_placeholders() -> None:
+    """``strategy=("clear",)``, passed as any option: the oldest ``function_call_output``
+    items become placeholders with their call ids, the newest three stay whole, nothing is
+    summarized, every other item is the SDK's object of that call, and the placeholder's
+    recall gives the original back. (The outputs are alike: not deduplicated here, so that
+    only clearing changes them.)"""
+    flt = SynopsisInputFilter(
+        model="gpt-4.1",
+        context_window=4000,
+        strategy=("clear",),
+        dedupe_results=False,
+        session_id="s",
+    )
+    data = call(history(10, size=150))
+    sent: list[Item] = list(data.model_data.input)
+    out: list[Item] = list(asyncio.run(flt(data)).input)
+    assert len(out) == len(sent)
+    outputs = [
+        (o, g) for o, g in zip(out, sent, strict=True) if g.get("type") == "function_call_output"
+    ]
+    placeholders = [(o, g) for o, g in outputs if cleared(o["output"])]
+    assert placeholders == outputs[: len(placeholders)]  # the oldest
+    assert 0 < len(placeholders) <= len(outputs) - 3
+    for item, original in placeholders:
+        assert (item["type"], item["call_id"]) == (original["type"], original["call_id"])
+        assert json.dumps(original["output"]) in recalled(flt.store, "s", item["output"])
+    made = {id(o) for o, _ in placeholders}
+    assert all(o is g for o, g in zip(out, sent, strict=True) if id(o) not in made)
 
 
 def test_copies_of_the_same_items_give_synopsis_one_list_grown_in_place() -> None:

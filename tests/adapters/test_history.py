@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import synopsis
-from synopsis.adapters._history import History
+from synopsis.adapters._common import History
 from synopsis.testing import FixedCounter, conversation
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from langgraph.runtime import ExecutionInfo, Runtime
 import synopsis
 from synopsis import CompactionCompleted, Compactor, ConfigurationError, MemoryStore
 from synopsis.adapters.langchain import SynopsisMiddleware, SynopsisRequestMiddleware
+from tests.adapters.clearing import cleared, recalled
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentState
@@ -94,8 +96,8 @@ def test_options_make_the_compactor_or_take_one() -> None:
     [
         ({"compactor": Compactor(), "model": "gpt-4o"}, "not both"),
         ({"conversations": 0}, "at least 1"),
-        ({"conversations": True}, "must be a number"),
-        ({"conversations": "3"}, "must be a number"),
+        ({"conversations": True}, "must be a whole number"),
+        ({"conversations": "3"}, "must be a whole number"),
         ({"context_window": "big"}, "context_window"),
     ],
 )
@@ -205,6 +207,30 @@ def test_only_the_threads_used_last_keep_their_messages() -> None:
         middleware.before_model(state(rounds(1)), runtime(thread))
     # What each thread keeps is private; its bound is what this checks.
     assert list(middleware._threads) == ["a", "c"]
+
+
+def test_the_clearing_strategy_makes_old_tool_messages_placeholders() -> None:
+    """``strategy=("clear",)``, passed as any option: the oldest ``ToolMessage``s become
+    placeholders that keep their message and call ids, the newest three stay whole, nothing is
+    summarized, every other message is the object given, and the originals are recallable."""
+    middleware = SynopsisMiddleware(model="gpt-4o", context_window=WINDOW, strategy=("clear",))
+    given = rounds(10)
+    update = middleware.before_model(state(given), runtime("t"))
+    assert update is not None
+    out = update["messages"][1:]
+    assert len(out) == len(given)
+    outputs = [m for m in out if isinstance(m, ToolMessage)]
+    placeholders = [m for m in outputs if cleared(m.content)]
+    assert placeholders == outputs[: len(placeholders)]  # the oldest
+    assert 0 < len(placeholders) <= len(outputs) - 3
+    originals = {m.id: m for m in given}
+    for message in placeholders:
+        original = originals[message.id]
+        assert isinstance(original, ToolMessage)
+        assert message.tool_call_id == original.tool_call_id
+        assert json.dumps(original.content) in recalled(middleware.store, "t", str(message.content))
+    made = {id(m) for m in placeholders}
+    assert all(o is g for o, g in zip(out, given, strict=True) if id(o) not in made)
 
 
 # -- the property ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -38,6 +39,7 @@ from synopsis.adapters.pydantic_ai import (
     from_message,
     to_message,
 )
+from tests.adapters.clearing import cleared, recalled
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -276,7 +278,7 @@ def test_options_build_a_compactor_for_anthropic_turns() -> None:
     capability = SynopsisCapability(model="claude-sonnet-4-5", context_window=5000)
     assert capability.compactor.settings.provider == "anthropic"
     assert capability.compactor.setup.window == 5000
-    assert capability.compactor.remembered_sessions >= 64
+    assert capability.compactor.remembered_sessions >= capability.conversations == 32
     assert capability.store is None
     assert capability.last_result is None
     other = SynopsisRequestCapability(provider="openai")
@@ -296,8 +298,8 @@ def test_a_compactor_is_used_as_given() -> None:
     [
         ({"compactor": Compactor(), "context_window": 10}, "not both"),
         ({"compactor": "gpt-4o"}, "must be a synopsis.Compactor"),
-        ({"max_conversations": 0}, "at least 1"),
-        ({"max_conversations": True}, "whole number"),
+        ({"conversations": 0}, "at least 1"),
+        ({"conversations": True}, "whole number"),
         ({"session_id": 3}, "session_id must be"),
         ({"trigger": "nonsense"}, "trigger"),
     ],
@@ -310,7 +312,7 @@ def test_wrong_options_are_refused(kwargs: dict[str, Any], message: str) -> None
 # -- conversations --------------------------------------------------------------------------
 
 
-def history(n: int) -> list[pm.ModelMessage]:
+def history(n: int, *, size: int = 40) -> list[pm.ModelMessage]:
     out: list[pm.ModelMessage] = [pm.ModelRequest(parts=[pm.UserPromptPart("Fix the tests")])]
     for k in range(n):
         out.append(
@@ -318,7 +320,7 @@ def history(n: int) -> list[pm.ModelMessage]:
                 parts=[pm.TextPart(f"step {k}"), pm.ToolCallPart("bash", {"k": k}, f"c{k}")]
             )
         )
-        out.append(pm.ModelRequest(parts=[pm.ToolReturnPart("bash", f"out {k} " * 40, f"c{k}")]))
+        out.append(pm.ModelRequest(parts=[pm.ToolReturnPart("bash", f"out {k} " * size, f"c{k}")]))
     return out
 
 
@@ -345,7 +347,7 @@ def test_the_session_is_the_runs_conversation_or_the_option() -> None:
 
 
 def test_conversations_are_kept_apart_and_bounded() -> None:
-    capability = SynopsisCapability(context_window=3000, max_conversations=2)
+    capability = SynopsisCapability(context_window=3000, conversations=2)
     a, b, c = history(30), history(30), history(4)
     out_a = process(capability, context("a"), a)
     out_b = process(capability, context("b"), b)
@@ -358,6 +360,35 @@ def test_conversations_are_kept_apart_and_bounded() -> None:
     assert list(conversations) == ["b", "c"]
     process(capability, context("b"), out_b)
     assert list(conversations) == ["c", "b"]
+
+
+def test_the_clearing_strategy_makes_old_tool_returns_placeholders() -> None:
+    """``strategy=("clear",)``, passed as any option: the oldest ``ToolReturnPart``s become
+    placeholders in the run's own parts (tool, call id and timestamp kept), the newest three
+    stay whole, nothing is summarized, every other message is the object given, and the
+    placeholder's recall gives the original back."""
+    capability = SynopsisCapability(context_window=5500, strategy=("clear",))
+    given = history(10, size=150)
+    out = process(capability, context("a"), given)
+    assert len(out) == len(given)
+    returns = [
+        (o, g) for o, g in zip(out, given, strict=True) if isinstance(g.parts[0], pm.ToolReturnPart)
+    ]
+    placeholders = [(o, g) for o, g in returns if cleared(o.parts[0].content)]
+    assert placeholders == returns[: len(placeholders)]  # the oldest
+    assert 0 < len(placeholders) <= len(returns) - 3
+    for message, original_message in placeholders:
+        (part,), (original,) = message.parts, original_message.parts
+        assert isinstance(part, pm.ToolReturnPart)
+        assert isinstance(original, pm.ToolReturnPart)
+        assert (part.tool_name, part.tool_call_id, part.timestamp) == (
+            original.tool_name,
+            original.tool_call_id,
+            original.timestamp,
+        )
+        assert json.dumps(original.content) in recalled(capability.store, "a", part.content)
+    made = {id(o) for o, _ in placeholders}
+    assert all(o is g for o, g in zip(out, given, strict=True) if id(o) not in made)
 
 
 def test_an_untouched_history_is_the_same_list() -> None:

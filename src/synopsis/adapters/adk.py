@@ -33,7 +33,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synopsis import Compactor, decode
-from synopsis.errors import ConfigurationError
+from synopsis.adapters._common import CONVERSATIONS, Conversations, compactor_from, leading
 from synopsis.summarizers import AsyncSummarizer, RuleBasedSummarizer, render
 
 try:
@@ -203,7 +203,7 @@ class _Covered:
         if mine is not None and before is not None:
             same = before == mine
         else:  # a content without a list of parts, here or there: compared by pydantic
-            same = held is not None and list(contents[:known]) == held
+            same = held is not None and leading(held, contents) == known
         after = _layout(contents[known:])
         # The fields first read stay the ones compared with: a request's copies are let go of
         # with the request.
@@ -280,21 +280,15 @@ class SynopsisCallback:
         self,
         *,
         compactor: Compactor | None = None,
-        conversations: int = 32,
+        conversations: int = CONVERSATIONS,
         listeners: Sequence[Listener] = (),
         **options: Any,  # noqa: ANN401 - Compactor validates each option
     ) -> None:
-        if compactor is not None and options:
-            raise ConfigurationError(
-                f"pass a compactor or Compactor options, not both (got {sorted(options)})"
-            )
-        if conversations < 1:
-            raise ConfigurationError(f"conversations must be at least 1, got {conversations}")
-        self.compactor = compactor or Compactor(**options)
+        self._seen: Conversations[_Conversation] = Conversations(conversations, _Conversation)
+        self.compactor = compactor_from(compactor, options, conversations=conversations)
         self.listeners = tuple(listeners)
         self.conversations = conversations
         self.last: CompactionResult | None = None
-        self._seen: OrderedDict[str, _Conversation] = OrderedDict()
 
     @property
     def store(self) -> Store | AsyncStore | None:
@@ -302,20 +296,10 @@ class SynopsisCallback:
         them through :attr:`compactor`)."""
         return self.compactor.setup.store
 
-    def _conversation(self, session_id: str) -> _Conversation:
-        found = self._seen.get(session_id)
-        if found is None:
-            found = self._seen[session_id] = _Conversation()
-            while len(self._seen) > self.conversations:
-                self._seen.popitem(last=False)
-        else:
-            self._seen.move_to_end(session_id)
-        return found
-
     async def compact(self, llm_request: LlmRequest, session_id: str) -> CompactionResult:
         """Compact ``llm_request.contents`` for ``session_id`` in place; the result says
         what happened."""
-        conversation = self._conversation(session_id)
+        conversation = self._seen.use(session_id)
         items = conversation.items(llm_request.contents)
         result = await self.compactor.acompact(
             items,
@@ -348,7 +332,7 @@ class SynopsisPlugin(BasePlugin):
         *,
         name: str = "synopsis",
         compactor: Compactor | None = None,
-        conversations: int = 32,
+        conversations: int = CONVERSATIONS,
         listeners: Sequence[Listener] = (),
         **options: Any,  # noqa: ANN401 - Compactor validates each option
     ) -> None:
@@ -360,6 +344,10 @@ class SynopsisPlugin(BasePlugin):
     @property
     def compactor(self) -> Compactor:
         return self.callback.compactor
+
+    @property
+    def conversations(self) -> int:
+        return self.callback.conversations
 
     @property
     def store(self) -> Store | AsyncStore | None:

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from synopsis import Compactor
-from synopsis.errors import ConfigurationError
+from synopsis.adapters._common import CONVERSATIONS, Conversations, compactor_from, leading
 
 try:
     from agents import FunctionTool, SessionABC
@@ -48,6 +46,7 @@ if TYPE_CHECKING:
     from agents import TResponseInputItem
     from agents.memory import Session, SessionSettings
 
+    from synopsis import Compactor
     from synopsis.compaction import CompactionResult
     from synopsis.events import Listener
     from synopsis.stores import AsyncStore, Store
@@ -62,19 +61,6 @@ _WHOLE = 2_147_483_647
 """A limit that reads a session's whole history (the SDK's own choice for "every item")."""
 
 
-def _options(compactor: Compactor | None, options: dict[str, Any], session_id: object) -> Compactor:
-    if compactor is not None:
-        if options:
-            raise ConfigurationError(
-                f"pass a compactor or Compactor options, not both (got {sorted(options)})"
-            )
-        return compactor
-    if isinstance(session_id, str):
-        # Its default session: the store that keeps the summaries exists from the start.
-        options.setdefault("session_id", session_id)
-    return Compactor(**options)
-
-
 class _Items:
     """One conversation's items as synopsis reads them: the first copy of each item, in a
     list that grows in place while the history only grows."""
@@ -87,15 +73,10 @@ class _Items:
         with equal items; else a new list that keeps the equal leading copies."""
         known = self.items
         n = len(known)
-        # One comparison of two lists runs in C and tries identity before equality.
-        if len(given) >= n and given[:n] == known:
+        same = leading(known, given)
+        if same == n:
             known.extend(given[n:])
             return known
-        same = 0
-        for old, new in zip(known, given, strict=False):
-            if old is not new and old != new:
-                break
-            same += 1
         self.items = [*known[:same], *given[same:]]
         return self.items
 
@@ -178,18 +159,18 @@ class SynopsisInputFilter:
         *,
         compactor: Compactor | None = None,
         session_id: SessionIdOption = None,
-        conversations: int = 32,
+        conversations: int = CONVERSATIONS,
         listeners: Sequence[Listener] = (),
         **options: Any,  # noqa: ANN401 - Compactor validates each option
     ) -> None:
-        if conversations < 1:
-            raise ConfigurationError(f"conversations must be at least 1, got {conversations}")
-        self.compactor = _options(compactor, options, session_id)
+        self._seen: Conversations[_Conversation] = Conversations(conversations, _Conversation)
+        self.compactor = compactor_from(
+            compactor, options, conversations=conversations, session_id=session_id
+        )
         self.session_id = session_id
         self.conversations = conversations
         self.listeners = tuple(listeners)
         self.last: CompactionResult | None = None
-        self._seen: OrderedDict[str | None, _Conversation] = OrderedDict()
 
     @property
     def store(self) -> Store | AsyncStore | None:
@@ -201,19 +182,9 @@ class SynopsisInputFilter:
         chosen = self.session_id
         return chosen(context) if callable(chosen) else chosen
 
-    def _conversation(self, session_id: str | None) -> _Conversation:
-        found = self._seen.get(session_id)
-        if found is None:
-            found = self._seen[session_id] = _Conversation()
-            while len(self._seen) > self.conversations:
-                self._seen.popitem(last=False)
-        else:
-            self._seen.move_to_end(session_id)
-        return found
-
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         session_id = self._session(data.context)
-        conversation = self._conversation(session_id)
+        conversation = self._seen.use(session_id)
         sent = data.model_data.input
         if not sent:
             return data.model_data
@@ -269,7 +240,7 @@ class SynopsisSession(SessionABC):
         self.session = session
         self.session_id = session.session_id
         self.session_settings: SessionSettings | None = session.session_settings
-        self.compactor = _options(compactor, options, session.session_id)
+        self.compactor = compactor_from(compactor, options, session_id=session.session_id)
         self.listeners = tuple(listeners)
         self.last: CompactionResult | None = None
         # The stored history as this wrapper last saw it (None: read it on the next compaction).

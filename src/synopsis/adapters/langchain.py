@@ -11,7 +11,7 @@ under ``invoke`` but refuses an async-only one there:
   given back for the part already compacted, so a resent history is not summarized again.
 
 Messages go to synopsis as OpenAI chat dicts (``convert_to_openai_messages``), each converted
-once per conversation (:class:`~synopsis.adapters._history.History`); the ones synopsis keeps
+once per conversation (:class:`~synopsis.adapters._common.History`); the ones synopsis keeps
 come back as the agent's own message objects, ids and metadata intact, and only the summary
 and the messages the reductions shortened are new (``convert_to_messages``). The conversation
 is the LangGraph thread (``config["configurable"]["thread_id"]``) when there is one, else the
@@ -23,8 +23,6 @@ Needs ``pip install "synopsis[langchain]"``.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,12 +43,12 @@ except ImportError as error:
         'synopsis.adapters.langchain needs LangChain v1: pip install "synopsis[langchain]"'
     ) from error
 
-from synopsis import CompactionResult, Compactor, ConfigurationError
-from synopsis.adapters._history import History
+from synopsis.adapters._common import CONVERSATIONS, Conversations, History, compactor_from
 
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime
 
+    from synopsis import CompactionResult, Compactor
     from synopsis.stores import AsyncStore, Store
 
 __all__ = ["SynopsisMiddleware", "SynopsisRequestMiddleware"]
@@ -98,30 +96,17 @@ class _Compacting(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         *,
         compactor: Compactor | None = None,
-        conversations: int = 32,
+        conversations: int = CONVERSATIONS,
         **options: Any,  # noqa: ANN401 - the Compactor's options, validated by it
     ) -> None:
-        if compactor is not None and options:
-            raise ConfigurationError(
-                f"pass a Compactor or its options, not both (got {sorted(options)})"
-            )
-        if isinstance(conversations, bool) or not isinstance(conversations, int):
-            raise ConfigurationError(f"conversations must be a number, got {conversations!r}")
-        if conversations < 1:
-            raise ConfigurationError(f"conversations must be at least 1, got {conversations}")
-        if compactor is None:
-            compactor = Compactor(**options)
-            # Its fast path remembers as many threads as the middleware keeps.
-            compactor.remembered_sessions = max(compactor.remembered_sessions, conversations)
-        self.compactor: Compactor = compactor
+        self._threads: Conversations[_Conversation] = Conversations(conversations, _Conversation)
+        self.compactor: Compactor = compactor_from(compactor, options, conversations=conversations)
         self.conversations = conversations
         """How many threads keep their converted messages; the least recently used one is
         dropped first (its next call converts its history again)."""
         self.last: CompactionResult | None = None
         """The result of the last call, whatever its thread (its ``events`` tell what
         happened); pass ``listeners=`` to hear every event as it happens."""
-        self._threads: OrderedDict[str | None, _Conversation] = OrderedDict()
-        self._lock = threading.Lock()
         self._tool_cache: tuple[tuple[object, ...], Tools] = ((), [])
 
     @property
@@ -138,15 +123,7 @@ class _Compacting(AgentMiddleware[AgentState[Any], Any, Any]):
     # -- per call ------------------------------------------------------------------------
 
     def _conversation(self, thread_id: str | None) -> _Conversation:
-        with self._lock:
-            conversation = self._threads.get(thread_id)
-            if conversation is None:
-                conversation = self._threads[thread_id] = _Conversation()
-                while len(self._threads) > self.conversations:
-                    self._threads.popitem(last=False)
-            else:
-                self._threads.move_to_end(thread_id)
-            return conversation
+        return self._threads.use(thread_id)
 
     def _call(self, messages: Sequence[BaseMessage], runtime: Runtime[Any]) -> _Call:
         thread_id = _thread(runtime)

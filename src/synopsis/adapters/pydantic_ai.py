@@ -24,7 +24,6 @@ converted, so a model call under the trigger converts only the new messages.
 from __future__ import annotations
 
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias
 
@@ -44,7 +43,7 @@ from synopsis import (
     ToolCallPart,
     ToolResultPart,
 )
-from synopsis.adapters._history import History
+from synopsis.adapters._common import CONVERSATIONS, Conversations, History, compactor_from
 from synopsis.adapters._pydantic_ai_parts import from_message, shortened_part, to_message
 from synopsis.errors import ConfigurationError
 
@@ -67,6 +66,10 @@ __all__ = [
 SessionOption: TypeAlias = "str | Callable[[RunContext[Any]], str | None] | None"
 """A fixed conversation name, a function of the run's context giving one, or ``None`` for
 pydantic-ai's own ``conversation_id``."""
+
+
+_DEFAULTS = {"provider": "anthropic"}
+"""pydantic-ai's requests and responses have Anthropic's turn shape."""
 
 
 # -- one conversation ----------------------------------------------------------------------
@@ -162,25 +165,14 @@ class _Conversation:
 class _Engine:
     compactor: Compactor
     session_id: SessionOption
-    max_conversations: int
     default_session: str
-    conversations: OrderedDict[str, _Conversation]
+    conversations: Conversations[_Conversation]
     last_result: CompactionResult | None = None
 
     def session(self, ctx: RunContext[Any]) -> str:
         option = self.session_id
         found = option(ctx) if callable(option) else option
         return found or ctx.conversation_id or self.default_session
-
-    def conversation(self, session: str) -> _Conversation:
-        found = self.conversations.get(session)
-        if found is None:
-            found = self.conversations[session] = _Conversation()
-            while len(self.conversations) > self.max_conversations:
-                self.conversations.popitem(last=False)
-        else:
-            self.conversations.move_to_end(session)
-        return found
 
     async def compact(
         self,
@@ -190,7 +182,7 @@ class _Engine:
     ) -> list[pm.ModelMessage] | None:
         """The compacted history, or ``None`` when it is to be sent as it is."""
         session = self.session(ctx)
-        conversation = self.conversation(session)
+        conversation = self.conversations.use(session)
         conversation.stamp = (ctx.run_id, ctx.conversation_id)
         items = conversation.items(messages)
         result = await self.compactor.acompact(
@@ -207,36 +199,22 @@ class _Engine:
 def _engine(
     compactor: Compactor | None,
     session_id: SessionOption,
-    max_conversations: int,
+    conversations: int,
     options: dict[str, Any],
 ) -> _Engine:
-    if isinstance(max_conversations, bool) or not isinstance(max_conversations, int):
-        raise ConfigurationError(
-            f"max_conversations must be a whole number, got {max_conversations!r}"
-        )
-    if max_conversations < 1:
-        raise ConfigurationError(f"max_conversations must be at least 1, got {max_conversations}")
+    kept = Conversations(conversations, _Conversation)
     if not (session_id is None or isinstance(session_id, str) or callable(session_id)):
         raise ConfigurationError(
             f"session_id must be a name, a function of the RunContext or None, got {session_id!r}"
         )
-    if compactor is None:
-        options.setdefault("provider", "anthropic")
-        compactor = Compactor(**options)
-        compactor.remembered_sessions = max(compactor.remembered_sessions, max_conversations)
-    elif options:
-        raise ConfigurationError(
-            f"pass Compactor options or compactor=, not both (got {', '.join(sorted(options))})"
-        )
-    elif not isinstance(compactor, Compactor):
-        raise ConfigurationError(f"compactor must be a synopsis.Compactor, got {compactor!r}")
-    return _Engine(
+    compactor = compactor_from(
         compactor,
-        session_id,
-        max_conversations,
-        f"pydantic-ai-{uuid.uuid4().hex[:12]}",
-        OrderedDict(),
+        options,
+        conversations=conversations,
+        session_id=session_id,
+        defaults=_DEFAULTS,
     )
+    return _Engine(compactor, session_id, f"pydantic-ai-{uuid.uuid4().hex[:12]}", kept)
 
 
 def _instructions(request_context: ModelRequestContext) -> str | None:
@@ -258,8 +236,15 @@ class _Exposed(Generic[AgentDepsT]):
     @property
     def store(self) -> Store | AsyncStore | None:
         """The Compactor's store: the one given, or a ``MemoryStore`` of its own from the
-        first model call on (every call names its conversation as the session)."""
+        first model call on (every call names its conversation as the session), or from the
+        start when ``session_id`` is a name (it is the Compactor's ``session_id`` too)."""
         return self._engine.compactor.setup.store
+
+    @property
+    def conversations(self) -> int:
+        """How many conversations keep their converted history (the ``conversations=``
+        given); the least recently used one is dropped first."""
+        return self._engine.conversations.bound
 
     @property
     def last_result(self) -> CompactionResult | None:
@@ -277,7 +262,7 @@ class SynopsisCapability(ProcessHistory[AgentDepsT], _Exposed[AgentDepsT]):
 
     Takes :class:`~synopsis.Compactor`'s keyword options (``provider`` defaults to
     ``"anthropic"``, whose turn shape pydantic-ai's messages have), or ``compactor=``.
-    ``max_conversations`` bounds how many conversations keep their converted history (the
+    ``conversations`` bounds how many conversations keep their converted history (the
     least recently used is dropped and converted again when it comes back).
     """
 
@@ -286,10 +271,10 @@ class SynopsisCapability(ProcessHistory[AgentDepsT], _Exposed[AgentDepsT]):
         compactor: Compactor | None = None,
         *,
         session_id: SessionOption = None,
-        max_conversations: int = 64,
+        conversations: int = CONVERSATIONS,
         **options: Any,  # noqa: ANN401 - Compactor validates each option
     ) -> None:
-        self._engine = _engine(compactor, session_id, max_conversations, options)
+        self._engine = _engine(compactor, session_id, conversations, options)
         super().__init__(processor=self._process)
 
     async def _process(
@@ -320,10 +305,10 @@ class SynopsisRequestCapability(AbstractCapability[AgentDepsT], _Exposed[AgentDe
         compactor: Compactor | None = None,
         *,
         session_id: SessionOption = None,
-        max_conversations: int = 64,
+        conversations: int = CONVERSATIONS,
         **options: Any,  # noqa: ANN401 - Compactor validates each option
     ) -> None:
-        self._engine = _engine(compactor, session_id, max_conversations, options)
+        self._engine = _engine(compactor, session_id, conversations, options)
 
     async def before_model_request(
         self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
