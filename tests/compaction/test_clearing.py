@@ -237,3 +237,41 @@ def test_a_placeholder_lists_what_the_output_named() -> None:
     read = ToolCallPart("r", "read_file", json.dumps({"path": "src/app.py"}))
     said = placeholder_text(read, ToolResultPart("r", "see src/app.py"), tokens=4, recall=None)
     assert said.count("src/app.py") == 1
+
+
+def test_nothing_a_provider_compacted_is_cleared_or_digested() -> None:
+    def use(k: int, chars: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function_call",
+                "call_id": f"c{k}",
+                "name": "read_file",
+                "arguments": json.dumps({"path": f"src/m{k}.py"}),
+            },
+            {
+                "type": "function_call_output",
+                "call_id": f"c{k}",
+                "output": "\n".join(f"line {k}.{n} of src/m{k}.py" for n in range(chars // 20)),
+            },
+        ]
+
+    before = [{"role": "user", "content": "start"}, *use(0, 56_000), *use(1, 6_000)]
+    packed = {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"}
+    after = [u for k in range(2, 10) for u in use(k, 6_000)]
+    history = [*before, packed, {"role": "user", "content": "go on"}, *after]
+    result = synopsis.compact(
+        history,
+        model="gpt-4o",
+        context_window=64_000,
+        trigger=0.6,  # 38,400 tokens: the history is over it, and over half of it lies in c0
+        strategy="clear",
+        format="responses",
+        store="memory",
+        session_id="s",
+        environ={},
+    )
+    out = result.messages
+    assert out[: len(before) + 1] == [*before, packed]
+    cleared = [m for m in out if str(m.get("output", "")).startswith(CLEARED_MARKER)]
+    assert cleared
+    assert all(int(m["call_id"][1:]) >= 2 for m in cleared)

@@ -120,9 +120,9 @@ def budgets(draw: st.DrawFn) -> tuple[History, int, Keep]:
 
 
 @settings(deadline=None)
-@given(budgets())
+@given(budgets(), st.sampled_from(["summarize", "clear,summarize", "clear"]))
 def test_compact_keeps_the_providers_items_valid_exact_and_recallable(
-    case: tuple[History, int, Keep],
+    case: tuple[History, int, Keep], strategy: str
 ) -> None:
     history, window, keep = case
     store = MemoryStore()
@@ -134,6 +134,8 @@ def test_compact_keeps_the_providers_items_valid_exact_and_recallable(
         store=store,
         session_id="p",
         min_messages=0,
+        strategy=strategy,
+        clear_at_least=0,
         environ={},
     )
     sent = json.dumps([history.items, history.system])

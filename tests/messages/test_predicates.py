@@ -8,10 +8,12 @@ from synopsis.formats import anthropic, responses
 from synopsis.messages import (
     SUMMARY_TAG,
     Message,
+    OpaquePart,
     ReasoningPart,
     Role,
     TextPart,
     ToolResultPart,
+    after_compaction,
     has_results,
     holds_compaction,
     is_person_message,
@@ -82,3 +84,12 @@ def test_a_providers_compaction_is_known_by_its_part() -> None:
     (trigger,) = responses.decode([{"type": "compaction_trigger"}])
     assert not holds_compaction(trigger)  # a request to compact, not a compaction
     assert not holds_compaction(Message(Role.USER, (TEXT,)))
+
+
+def test_after_compaction_is_just_after_the_last_providers_compaction() -> None:
+    plain = Message(Role.USER, (TextPart("hi"),))
+    packed = Message(Role.ASSISTANT, (OpaquePart(kind="compaction", raw={"type": "compaction"}),))
+    assert after_compaction([]) == 0
+    assert after_compaction([plain, plain]) == 0
+    assert after_compaction([plain, packed, plain, packed, plain]) == 4
+    assert after_compaction([packed]) == 1

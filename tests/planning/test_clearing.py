@@ -243,3 +243,20 @@ def test_clearing_keeps_every_pair_and_message_and_only_shortens_outputs(
     results = [p for m in history for p in m.parts if isinstance(p, ToolResultPart)]
     newest = {p.call_id for p in results[len(results) - keep :]} if keep else set()
     assert not newest & set(cleared_ids(out)) - set(cleared_ids(history))
+
+
+def test_nothing_before_start_is_cleared() -> None:
+    history = session(8)
+    result = clear_outputs(
+        history,
+        [count(m) for m in history],
+        overhead=0,
+        target=0,
+        window=10_000,
+        config=Clearing(at_least=0),
+        count=count,
+        count_text=len,
+        placeholder=placeholder,
+        start=7,  # after the fourth use's output
+    )
+    assert cleared_ids(result.messages) == ["c3", "c4"]

@@ -15,7 +15,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from synopsis.compaction.shrink import trim_args
-from synopsis.messages import Message, ToolCallPart, ToolResultPart, content_hash
+from synopsis.messages import (
+    Message,
+    ToolCallPart,
+    ToolResultPart,
+    after_compaction,
+    content_hash,
+)
 from synopsis.planning.clearing import CLEARED_MARKER, Cleared, clear_outputs
 from synopsis.stores import RECALL_TOOL_NAME
 from synopsis.summarizers.rules.exchanges import ToolExchange, parse_arguments
@@ -103,6 +109,7 @@ def clear_tier(run: Run, messages: Sequence[Message]) -> Cleared:
         placeholder=placeholder,
         cut_call=trim_args,
         whole=whole,
+        start=after_compaction(messages),
     )
     for before, after in zip(messages, cleared.messages, strict=True):
         if after is not before:

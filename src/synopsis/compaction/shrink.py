@@ -16,6 +16,7 @@ from synopsis.messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    after_compaction,
     is_person_message,
     is_summary,
 )
@@ -70,15 +71,17 @@ def reduce_cheaply(
     setup = opened.setup
     counts = [setup.counter.count_message(m) for m in messages]
     threshold = setup.trigger.token_threshold(setup.window) or setup.window
+    # What a provider compacted is sent back exactly: nothing before its compaction changes.
+    start = after_compaction(messages)
     reduced = reduce(
-        messages,
-        counts,
+        messages[start:],
+        counts[start:],
         measure=measure,
         threshold=threshold,
         config=setup.reductions,
         count_text=setup.counter.count_text,
     )
-    out = list(reduced.messages)
+    out = [*messages[:start], *reduced.messages]
     for before, after in zip(messages, out, strict=True):
         if after is not before:
             opened.originals.adopt(before, after)
@@ -90,21 +93,20 @@ def reduce_cheaply(
         else keep.desired_boundary(counts, 0, setup.window)
     )
     for big in reduced.oversized:
-        message = out[big.index]
-        if message.role is Role.SYSTEM or big.index in (first, *range(verbatim, len(out))):
+        index = big.index + start
+        message = out[index]
+        if message.role is Role.SYSTEM or index in (first, *range(verbatim, len(out))):
             # The system prompt and the task as first stated are never made small here, nor
             # the tail the caller asked to keep verbatim; only the last resort (priority
             # trimming) may, when nothing else fits.
             continue
         part = message.parts[big.part]
-        call = (
-            _call_for(out[: big.index], part.call_id) if isinstance(part, ToolResultPart) else None
-        )
+        call = _call_for(out[:index], part.call_id) if isinstance(part, ToolResultPart) else None
         smaller = summarize_part(message, big.part, summarizer=setup.digester, call=call)
-        if setup.counter.count_message(smaller) >= counts[big.index]:
+        if setup.counter.count_message(smaller) >= counts[index]:
             continue  # a digest that saves nothing is no reduction
         opened.originals.adopt(message, smaller)
-        out[big.index] = smaller
+        out[index] = smaller
     return tuple(out)
 
 

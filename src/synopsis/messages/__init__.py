@@ -26,6 +26,7 @@ from synopsis.messages.model import (
 )
 from synopsis.messages.predicates import (
     SUMMARY_TAG,
+    after_compaction,
     has_results,
     holds_compaction,
     is_person_message,
@@ -48,6 +49,7 @@ __all__ = [
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
+    "after_compaction",
     "content_hash",
     "derived",
     "has_results",

@@ -9,6 +9,8 @@ Anthropic user message holding a tool result *and* text).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from synopsis.messages.model import (
     Message,
     OpaquePart,
@@ -18,8 +20,12 @@ from synopsis.messages.model import (
     ToolResultPart,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 __all__ = [
     "SUMMARY_TAG",
+    "after_compaction",
     "has_results",
     "holds_compaction",
     "is_person_message",
@@ -82,3 +88,12 @@ def holds_compaction(message: Message) -> bool:
         if isinstance(part, OpaquePart) and part.kind == "compaction":
             return True
     return False
+
+
+def after_compaction(messages: Sequence[Message]) -> int:
+    """Where the part of ``messages`` a provider has not compacted begins: just after the last
+    message holding its compaction (0 with none). Nothing before it is made smaller."""
+    for i in range(len(messages) - 1, -1, -1):
+        if holds_compaction(messages[i]):
+            return i + 1
+    return 0

@@ -161,6 +161,7 @@ def clear_outputs(
     placeholder: Callable[[Message, ToolResultPart, ToolCallPart | None], str | None],
     cut_call: Callable[[ToolCallPart], ToolCallPart | None] | None = None,
     whole: Callable[[Message], bool] = lambda _: False,
+    start: int = 0,
 ) -> Cleared:
     """``messages`` (of ``counts`` tokens, ``overhead`` outside them) with old tool outputs
     cleared down to ``target`` tokens, when at least ``config.least(window)`` can be.
@@ -168,11 +169,11 @@ def clear_outputs(
     ``placeholder`` gives the text that stands for one output (``None``: it cannot be
     cleared, its original being out of reach); ``cut_call``, with ``clear_inputs``, the call
     of a cleared output with its long arguments cut; ``whole`` marks messages kept verbatim
-    (pinned)."""
+    (pinned); nothing before ``start`` is cleared (what a provider compacted)."""
     given = tuple(messages)
     before = overhead + sum(counts)
     calls = _calls(given)
-    old = _candidates(given, calls, config, count_text, whole)
+    old = [(i, j) for i, j in _candidates(given, calls, config, count_text, whole) if i >= start]
     out = list(given)
     sizes = list(counts)
     total = before
