@@ -17,7 +17,7 @@ from synopsis.errors import (
     StoreError,
 )
 from synopsis.formats import decode, message_from_json
-from synopsis.messages import Message, Role, TextPart, is_summary
+from synopsis.messages import Message, Role, TextPart, ToolResultPart, is_summary
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.stores._base import StoreBase
 from synopsis.testing import ScriptedSummarizer
@@ -232,3 +232,13 @@ def test_the_base_store_finds_one_record_among_them_all(tmp_path: Path) -> None:
         assert store.summary("no such session", first.record.id) is None
         found = asyncio.run(store.asummary("b", first.record.id))
         assert found == first.record
+
+
+def test_a_copy_given_up_never_lends_its_place_to_a_new_message() -> None:
+    original = Message(Role.TOOL, (ToolResultPart("c1", "x" * 500),))
+    originals = Originals([original], [{"role": "tool", "tool_call_id": "c1"}], "openai")
+    for n in range(50):
+        # Copies made and dropped, as a landing that is tried and given up makes them.
+        originals.adopt(original, Message(Role.TOOL, (ToolResultPart("c1", f"copy {n}"),)))
+    fresh = [Message(Role.TOOL, (ToolResultPart("c9", f"new {n}"),)) for n in range(500)]
+    assert [m for m in fresh if originals.index(m) is not None or originals.changed(m)] == []

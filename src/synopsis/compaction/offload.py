@@ -43,6 +43,7 @@ class Originals:
         lead = len(messages) - len(items) if format != "synopsis" else 0
         self._index: dict[int, int] = {id(m): i for i, m in enumerate(messages)}
         self._changed: set[int] = set()
+        self._adopted: list[Message] = []
         self._messages = messages
         self._items = items
         self._lead = lead
@@ -63,6 +64,9 @@ class Originals:
         kept, rather than a piece of it (a merged turn taken apart)."""
         index = self.index(original)
         if index is not None:
+            # Held for the life of the call: a copy given up and freed would leave its id to
+            # the next object made, which would then pass for a caller's message.
+            self._adopted.append(replacement)
             self._index[id(replacement)] = index
             if changed:
                 self._changed.add(id(replacement))
