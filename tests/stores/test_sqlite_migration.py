@@ -157,8 +157,10 @@ def test_a_version_1_file_opens_upgraded_with_its_data_whole(tmp_path: Path) -> 
     store = SQLiteStore(path)
     objects, versions = schema(path)
     assert versions == list(range(1, SCHEMA_VERSION + 1))
-    assert SCHEMA_VERSION == 2
-    assert {"forgetting", "messages_kept", "messages_unindexed"} <= {name for name, _ in objects}
+    assert SCHEMA_VERSION == 3
+    assert {"forgetting", "messages_kept", "messages_unindexed", "requests"} <= {
+        name for name, _ in objects
+    }
     a_messages = written[0][1] + written[1][1]
     assert store.recall("a") == a_messages
     assert store.recall("a")[1].data == a_messages[1].data  # the lone surrogate, kept raw

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         SessionStats,
         StoredMessage,
     )
+    from synopsis.stores.requests import RequestRecord
     from synopsis.summarizers.records import SummaryRecord
 
 
@@ -97,6 +98,34 @@ class StoreBase(ABC):
     @abstractmethod
     def stats(self) -> list[SessionStats]:
         """What each session with a saved state keeps, by session id."""
+
+    # -- per-request records: the proxy's figures, kept apart from the sessions -------------
+
+    @abstractmethod
+    def save_requests(self, records: Sequence[RequestRecord]) -> None:
+        """Append the records, all or none."""
+
+    @abstractmethod
+    def requests(
+        self,
+        session_id: str | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RequestRecord]:
+        """Up to ``limit`` records, newest first: the session's (``None``: every session's),
+        at ``since`` or later and before ``until``."""
+
+    @abstractmethod
+    def prune_requests(
+        self, older_than: datetime | timedelta | None = None, *, keep: int | None = None
+    ) -> int:
+        """Remove the records from before ``older_than`` (a moment, or that long ago), then
+        all but the newest ``keep``; how many went."""
+
+    async def asave_requests(self, records: Sequence[RequestRecord]) -> None:
+        await asyncio.to_thread(self.save_requests, records)
 
     async def asave(self, compaction: Compaction) -> None:
         await asyncio.to_thread(self.save, compaction)

@@ -54,6 +54,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TRIGGER synopsis_messages_kept BEFORE UPDATE OR DELETE ON synopsis_messages
             FOR EACH ROW EXECUTE FUNCTION synopsis_messages_kept()""",
     ),
+    (  # 2: what each proxied request did (figures only), kept apart from the sessions.
+        """CREATE TABLE synopsis_requests (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at timestamptz NOT NULL,
+            session_id text NOT NULL,
+            record text NOT NULL
+        )""",
+        "CREATE INDEX synopsis_requests_at ON synopsis_requests (at, seq)",
+        "CREATE INDEX synopsis_requests_session ON synopsis_requests (session_id, at, seq)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

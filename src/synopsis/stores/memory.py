@@ -14,6 +14,7 @@ from synopsis.errors import StoreError
 from synopsis.stores import _query
 from synopsis.stores._base import StoreBase, cutoff
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
+from synopsis.stores.requests import RequestRecord, check_read, check_retention
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,6 +47,7 @@ class MemoryStore(StoreBase):
         self._documents: dict[int, _query.Document] = {}
         self._unindexed: list[tuple[int, StoredMessage]] = []
         self._seq = 0
+        self._requests: list[tuple[datetime, int, RequestRecord]] = []
         self._closed = False
 
     def __repr__(self) -> str:
@@ -228,6 +230,50 @@ class MemoryStore(StoreBase):
             )
             for sid, state, rows, records in kept
         ]
+
+    # -- per-request records ------------------------------------------------------------------
+
+    def save_requests(self, records: Sequence[RequestRecord]) -> None:
+        with self._lock:
+            self._check()
+            for record in records:
+                self._seq += 1
+                self._requests.append((record.at, self._seq, record))
+
+    def requests(
+        self,
+        session_id: str | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RequestRecord]:
+        check_read(since, until, limit)
+        with self._lock:
+            self._check()
+            rows = sorted(self._requests, reverse=True)
+        picked = (
+            r
+            for at, _, r in rows
+            if (session_id is None or r.session_id == session_id)
+            and (since is None or at >= since)
+            and (until is None or at < until)
+        )
+        return [r for _, r in zip(range(limit), picked, strict=False)]
+
+    def prune_requests(
+        self, older_than: datetime | timedelta | None = None, *, keep: int | None = None
+    ) -> int:
+        moment = check_retention(older_than, keep)
+        with self._lock:
+            self._check()
+            rows = sorted(self._requests, reverse=True)
+            kept = [row for row in rows if moment is None or row[0] >= moment]
+            if keep is not None:
+                kept = kept[:keep]
+            gone = len(rows) - len(kept)
+            self._requests = kept[::-1]
+        return gone
 
     def close(self) -> None:
         with self._lock:

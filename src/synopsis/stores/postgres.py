@@ -40,6 +40,7 @@ from synopsis.stores._base import StoreBase, cutoff
 from synopsis.stores._pg_schema import MIGRATION_KEY, MIGRATIONS, SCHEMA_VERSION
 from synopsis.stores._pg_words import tsquery, tsvector
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
+from synopsis.stores.requests import RequestRecord, check_read, check_retention
 from synopsis.summarizers.records import SummaryRecord
 
 if TYPE_CHECKING:
@@ -486,6 +487,55 @@ class PostgresStore(StoreBase):
             SessionStats(str(sid), int(n), int(k), int(size), updated)
             for sid, n, k, size, updated in rows
         ]
+
+    # -- per-request records ------------------------------------------------------------------
+
+    def save_requests(self, records: Sequence[RequestRecord]) -> None:
+        rows = [(r.at, r.session_id, r.to_json()) for r in records]
+        with self._connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO synopsis_requests (at, session_id, record) VALUES (%s, %s, %s)", rows
+            )
+
+    def requests(
+        self,
+        session_id: str | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RequestRecord]:
+        check_read(since, until, limit)
+        sql, params = "SELECT record FROM synopsis_requests WHERE true", list[object]()
+        for clause, value in (
+            (" AND session_id = %s", session_id),
+            (" AND at >= %s", since),
+            (" AND at < %s", until),
+        ):
+            if value is not None:
+                sql += clause
+                params.append(value)
+        with self._connection() as conn:
+            rows = conn.execute(sql + " ORDER BY at DESC, seq DESC LIMIT %s", [*params, limit])
+            return [RequestRecord.from_json(r[0]) for r in rows.fetchall()]
+
+    def prune_requests(
+        self, older_than: datetime | timedelta | None = None, *, keep: int | None = None
+    ) -> int:
+        moment = check_retention(older_than, keep)
+        gone = 0
+        with self._connection() as conn, conn.transaction():
+            if moment is not None:
+                gone += conn.execute(
+                    "DELETE FROM synopsis_requests WHERE at < %s", (moment,)
+                ).rowcount
+            if keep is not None:
+                gone += conn.execute(
+                    "DELETE FROM synopsis_requests WHERE seq NOT IN (SELECT seq FROM "
+                    "synopsis_requests ORDER BY at DESC, seq DESC LIMIT %s)",
+                    (keep,),
+                ).rowcount
+        return gone
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

@@ -23,6 +23,7 @@ from synopsis.stores import _query
 from synopsis.stores._base import StoreBase, cutoff
 from synopsis.stores._paths import default_database_path
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
+from synopsis.stores.requests import RequestRecord, check_read, check_retention, stamp
 from synopsis.summarizers.records import SummaryRecord
 
 if TYPE_CHECKING:
@@ -94,6 +95,16 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             INSERT INTO messages_fts (messages_fts, rowid, text)
             VALUES ('delete', old.seq, old.text);
         END""",
+    ),
+    (  # 3: what each proxied request did (figures only), kept apart from the sessions.
+        """CREATE TABLE requests (
+            seq INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            record TEXT NOT NULL
+        )""",
+        "CREATE INDEX requests_at ON requests (at, seq)",
+        "CREATE INDEX requests_session ON requests (session_id, at, seq)",
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -375,6 +386,51 @@ class SQLiteStore(StoreBase):
             SessionStats(str(sid), n, k, size, _parsed(updated) if updated else None)
             for sid, n, k, size, updated in rows
         ]
+
+    # -- per-request records ------------------------------------------------------------------
+
+    def save_requests(self, records: Sequence[RequestRecord]) -> None:
+        rows = [(stamp(r.at), r.session_id, r.to_json()) for r in records]
+        with self._locked() as db, _transaction(db):
+            db.executemany("INSERT INTO requests (at, session_id, record) VALUES (?, ?, ?)", rows)
+
+    def requests(
+        self,
+        session_id: str | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RequestRecord]:
+        check_read(since, until, limit)
+        sql, params = "SELECT record FROM requests WHERE 1", list[object]()
+        for clause, value in (
+            (" AND session_id = ?", session_id),
+            (" AND at >= ?", None if since is None else stamp(since)),
+            (" AND at < ?", None if until is None else stamp(until)),
+        ):
+            if value is not None:
+                sql += clause
+                params.append(value)
+        with self._locked() as db:
+            rows = db.execute(sql + " ORDER BY at DESC, seq DESC LIMIT ?", [*params, limit])
+            return [RequestRecord.from_json(r[0]) for r in rows.fetchall()]
+
+    def prune_requests(
+        self, older_than: datetime | timedelta | None = None, *, keep: int | None = None
+    ) -> int:
+        moment = check_retention(older_than, keep)
+        gone = 0
+        with self._locked() as db, _transaction(db):
+            if moment is not None:
+                gone += db.execute("DELETE FROM requests WHERE at < ?", (stamp(moment),)).rowcount
+            if keep is not None:
+                gone += db.execute(
+                    "DELETE FROM requests WHERE seq NOT IN "
+                    "(SELECT seq FROM requests ORDER BY at DESC, seq DESC LIMIT ?)",
+                    (keep,),
+                ).rowcount
+        return gone
 
     def close(self) -> None:
         with self._lock:
