@@ -17,8 +17,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from synopsis.cli.common import Parser, UsageError
+from synopsis.cli.common import Parser, UsageError, positive_int
 from synopsis.cli.store import STORE_HELP, reading, shown, unknown
+from synopsis.stores.requests import RECORDS_MAX, RECORDS_RETENTION_DAYS
 
 if TYPE_CHECKING:
     from synopsis.stores import SessionStats
@@ -63,7 +64,7 @@ def _row(stats: SessionStats) -> dict[str, object]:
     }
 
 
-def _days(text: str) -> float:
+def positive_days(text: str) -> float:
     """A positive number of days; fractions allowed (``0.5`` is twelve hours)."""
     try:
         value = float(text)
@@ -144,24 +145,34 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     with reading(args.store) as store:
         where = shown(store, args.store)
         forgotten = store.prune(moment)
+        retention, most = args.records_retention, args.records_max
+        removed = store.prune_requests(timedelta(days=retention), keep=most)
     if args.json:
         report = {
             "store": where,
             "older_than_days": days,
             "cutoff": moment.isoformat(),
             "forgotten": forgotten,
+            "records_retention_days": retention,
+            "records_max": most,
+            "records_removed": removed,
         }
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
     if not forgotten:
         print(f"no session in {where} was last updated more than {days:g} day(s) ago")
-        return 0
     for session in forgotten:
         print(f"forgot session {session!r}")
-    print(
-        f"{_plural(len(forgotten), 'session')} forgotten from {where}, each last updated "
-        f"before {_when(moment)}"
-    )
+    if forgotten:
+        print(
+            f"{_plural(len(forgotten), 'session')} forgotten from {where}, each last updated "
+            f"before {_when(moment)}"
+        )
+    if removed:
+        print(
+            f"{_plural(removed, 'request record')} removed: older than {retention:g} day(s), "
+            f"or beyond the newest {most:,}"
+        )
     return 0
 
 
@@ -196,9 +207,23 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     prune.add_argument(
         "--older-than",
         required=True,
-        type=_days,
+        type=positive_days,
         metavar="DAYS",
         help="a positive number of days; fractions allowed (0.5 is twelve hours)",
+    )
+    prune.add_argument(
+        "--records-retention",
+        type=positive_days,
+        default=RECORDS_RETENTION_DAYS,
+        metavar="DAYS",
+        help="remove the proxy's request records older than this (%(default)g days)",
+    )
+    prune.add_argument(
+        "--records-max",
+        type=positive_int,
+        default=RECORDS_MAX,
+        metavar="N",
+        help="keep the newest N request records at most (%(default)s)",
     )
     _options(prune)
     prune.set_defaults(run=_cmd_prune)

@@ -13,7 +13,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from synopsis.cli.common import UsageError, add_strategy_option, positive_int
+from synopsis.cli.lifecycle import positive_days
 from synopsis.stores import MemoryStore, SQLiteStore
+from synopsis.stores.requests import RECORDS_MAX, RECORDS_RETENTION_DAYS
 
 if TYPE_CHECKING:
     from synopsis.cli.common import Parser
@@ -98,6 +100,9 @@ def app_for(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a Starlette app
         max_concurrent=args.max_concurrent,
         max_compactors=args.max_compactors,
         max_body_size=args.max_body_size,
+        record_requests=not args.no_records,
+        records_retention=args.records_retention,
+        records_max=args.records_max,
         config=args.config,
         **_options(args),
     )
@@ -374,6 +379,26 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         metavar="N",
         help="serve from N processes, which need a shared store: a SQLite file or a "
         "postgresql:// URL (1)",
+    )
+    cmd.add_argument(
+        "--no-records",
+        action="store_true",
+        help="write no per-request records to the store (default: each request's figures, "
+        "written off the request's path)",
+    )
+    cmd.add_argument(
+        "--records-retention",
+        type=positive_days,
+        default=RECORDS_RETENTION_DAYS,
+        metavar="DAYS",
+        help="keep the request records of the last DAYS days (%(default)g)",
+    )
+    cmd.add_argument(
+        "--records-max",
+        type=positive_int,
+        default=RECORDS_MAX,
+        metavar="N",
+        help="keep the newest N request records at most (%(default)s)",
     )
     cmd.add_argument("--log-json", action="store_true", help="one JSON object per request")
     cmd.add_argument(

@@ -41,6 +41,12 @@ from synopsis.proxy.guard import METHODS, Guard, api_of
 from synopsis.proxy.intake import TooLarge, read_body, too_large
 from synopsis.proxy.logs import LOGGER, Line
 from synopsis.proxy.metrics import Metrics
+from synopsis.proxy.recorder import (
+    Recorder,
+    counting,
+    noted,
+    tallied,
+)
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
@@ -48,6 +54,8 @@ from synopsis.proxy.relay import (
     returned_headers,
 )
 from synopsis.proxy.state import ProxyState
+from synopsis.stores._base import StoreBase
+from synopsis.stores.requests import RECORDS_MAX, RECORDS_RETENTION_DAYS
 from synopsis.tokens import counter_for_model
 
 if TYPE_CHECKING:
@@ -79,6 +87,9 @@ def create_app(
     max_concurrent: int = 1024,
     max_compactors: int = 64,
     max_body_size: int = MAX_BODY_SIZE,
+    record_requests: bool = True,
+    records_retention: float = RECORDS_RETENTION_DAYS,
+    records_max: int = RECORDS_MAX,
     transport: httpx2.AsyncBaseTransport | None = None,
     config: str | PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -96,7 +107,10 @@ def create_app(
     gets a 413 without being read whole); ``windows``: a window per model name, over the
     model table. ``body_timeout``: seconds a request body may pause between two chunks (then
     408); ``max_concurrent``: requests handled at once (beyond: 503); ``max_compactors``: the
-    models whose compactor is kept (the least recently used is dropped). Any other
+    models whose compactor is kept (the least recently used is dropped).
+    ``record_requests``: each request's figures are written to the store (off the request's
+    path; a store that is not one of synopsis's own keeps none), the last
+    ``records_retention`` days of them and ``records_max`` at most. Any other
     keyword is a compaction option (``trigger``, ``keep``, ``summarizer``, ``store``, …) as
     ``Compactor`` takes it; sessions need a store, ``"memory"`` unless one is given.
     ``transport``: an httpx2 transport for the upstream (tests).
@@ -111,7 +125,7 @@ def create_app(
             windows=windows,
             remembered_sessions=remembered_sessions,
             max_compactors=max_compactors,
-            observe_summarizer=metrics.summarizer_call,
+            observe_summarizer=tallied(metrics.summarizer_call),
             unknown_model=functools.partial(_unknown_model, metrics),
             **options,
         ),
@@ -127,6 +141,11 @@ def create_app(
         remembered_sessions=remembered_sessions,
         max_body_size=max_body_size,
     )
+    store = state.compactors.store
+    if record_requests and isinstance(store, StoreBase):
+        state.recorder = Recorder(
+            store, metrics, retention_days=records_retention, keep=records_max
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -138,9 +157,13 @@ def create_app(
         # The vocabularies load on first use (about a second): not on a client's first request.
         for model in ("gpt-4o", "gpt-4"):
             counter_for_model(model).count_text("warm")
+        if state.recorder is not None:
+            state.recorder.start()
         try:
             yield
         finally:
+            if state.recorder is not None:
+                await state.recorder.stop()
             for client in state.clients.values():
                 await client.aclose()
             state.compactors.close()
@@ -212,6 +235,7 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
         exchange = opened(state, route, request, raw, line=line, started=started)
         if not isinstance(exchange, Exchange):
             return _early(state, route.path, line, started, exchange)
+        counting(line)
         # Watched only once the body is read: the watch reads the same channel.
         departure = Departure(request.receive)
         try:
@@ -249,6 +273,7 @@ def _finish(state: ProxyState, label: str, line: Line, response: Response) -> Re
     state.metrics.requests.labels(label, str(response.status_code)).inc()
     if not isinstance(response, StreamingResponse):
         why(line, response)
+        noted(state.recorder, line)
         line.emit(state.log_json)
     return response
 

@@ -17,6 +17,7 @@ from synopsis.errors import BudgetUnreachableError
 from synopsis.overflows import read
 from synopsis.proxy.errors import Api, json_error
 from synopsis.proxy.exchange import unchanged
+from synopsis.proxy.recorder import noted
 from synopsis.proxy.relay import (
     ConnectionDropped,
     forwarded_headers,
@@ -74,6 +75,7 @@ def ended(
     elif ends is None:
         state.metrics.errors.labels("client_gone").inc()
         line.error = "the client went away during the answer"
+    noted(state.recorder, line)
     line.emit(state.log_json)
 
 

@@ -59,9 +59,16 @@ class Line:
     ms_total: float = 0.0
     usage: int | None = None
     body: str | None = field(default=None)
+    tally: Any = field(default=None, repr=False)
+    """The summarizer's calls for this request (:class:`~.recorder.Tally`): recorded in the
+    store, not logged."""
 
     def fields(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if v is not None and v is not False}
+        out = {
+            k: v
+            for k, v in asdict(self).items()
+            if v is not None and v is not False and k != "tally"
+        }
         for key in ("ms_compaction", "ms_upstream", "ms_total"):
             out[key] = round(self.__getattribute__(key), 3)
         return out

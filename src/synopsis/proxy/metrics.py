@@ -70,6 +70,13 @@ class Metrics:
             ["route"], registry=r,
         )  # fmt: skip
 
+        self.records_dropped = Counter(
+            "synopsis_proxy_records_dropped",
+            "Request records not written to the store: dropped from a full queue, or refused "
+            "by the store.",
+            registry=r,
+        )
+
     def unknown_model(self) -> None:
         self.unknown_models.inc()
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from synopsis.proxy.compactors import Compactors
     from synopsis.proxy.metrics import Metrics
+    from synopsis.proxy.recorder import Recorder
 
 __all__ = ["ProxyState"]
 
@@ -41,6 +42,8 @@ class ProxyState:
     """How many sessions ``stable`` keeps, as the compactors' fast path remembers."""
     max_body_size: int = MAX_BODY_SIZE
     """The largest request body read, in bytes (``--max-body-size``); larger gets a 413."""
+    recorder: Recorder | None = None
+    """Where each request's figures are queued for the store (None: not recorded)."""
 
     def client(self, api: str) -> httpx2.AsyncClient:
         return self.clients[api]

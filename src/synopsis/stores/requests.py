@@ -16,7 +16,20 @@ from typing import Any
 from synopsis.errors import ConfigurationError
 from synopsis.stores._base import cutoff
 
-__all__ = ["RequestRecord", "check_read", "check_retention", "stamp"]
+__all__ = [
+    "RECORDS_MAX",
+    "RECORDS_RETENTION_DAYS",
+    "RequestRecord",
+    "check_read",
+    "check_retention",
+    "stamp",
+]
+
+RECORDS_RETENTION_DAYS = 30.0
+"""How long request records are kept by default, in days (``--records-retention`` of
+``synopsis serve`` and ``synopsis store prune``)."""
+RECORDS_MAX = 100_000
+"""The most request records kept by default, the newest (``--records-max``)."""
 
 
 @dataclass(frozen=True, slots=True)
