@@ -27,6 +27,7 @@ from google.genai import types
 import synopsis
 from synopsis.adapters.adk import SynopsisCallback, SynopsisPlugin, to_wire
 from synopsis.errors import ConfigurationError
+from tests.unmeasured import unmeasured_environ
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
@@ -352,7 +353,12 @@ def test_importing_synopsis_and_its_adapters_does_not_import_adk() -> None:
 def test_the_example_runs_offline_and_says_what_happened() -> None:
     example = Path(__file__).parents[2] / "examples" / "adk_agent.py"
     out = subprocess.run(
-        [sys.executable, str(example)], capture_output=True, text=True, check=True, timeout=50
+        [sys.executable, str(example)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=50,
+        env=unmeasured_environ(),
     ).stdout
     assert "40 user turns, 80 model calls" in out
     assert "session events kept by ADK: 160" in out

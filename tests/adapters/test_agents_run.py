@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from synopsis import CompactionCompleted, Compactor, decode, validate
 from synopsis.adapters.agents import SynopsisInputFilter, SynopsisSession
 from synopsis.testing import FixedCounter
+from tests.unmeasured import unmeasured_environ
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -263,7 +264,12 @@ def test_what_the_filter_gives_back_the_sdk_accepts_stores_and_reads_back(
 def test_the_example_runs_offline_and_says_what_happened() -> None:
     example = Path(__file__).parents[2] / "examples" / "agents_agent.py"
     out = subprocess.run(
-        [sys.executable, str(example)], capture_output=True, text=True, check=True, timeout=50
+        [sys.executable, str(example)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=50,
+        env=unmeasured_environ(),
     ).stdout
     assert "long run: 61 model calls" in out
     assert "run 2: 3 tests pass" in out

@@ -36,6 +36,7 @@ from pydantic import Field
 import synopsis
 from synopsis import CompactionCompleted
 from synopsis.adapters.langchain import SynopsisMiddleware, SynopsisRequestMiddleware
+from tests.unmeasured import unmeasured_environ
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -247,6 +248,7 @@ def test_the_example_runs_offline() -> None:
         text=True,
         check=True,
         timeout=60,
+        env=unmeasured_environ(),
     )
     assert "compactions:" in out.stdout
     assert "recalled" in out.stdout

@@ -34,6 +34,7 @@ from synopsis.adapters.pydantic_ai import (
 )
 from synopsis.messages import content_hash, is_summary_text
 from tests.adapters.test_pydantic_ai import run
+from tests.unmeasured import unmeasured_environ
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -272,6 +273,7 @@ def test_the_example_runs_offline() -> None:
         text=True,
         check=True,
         cwd=ROOT,
+        env=unmeasured_environ(),
     )
     assert "compactions:" in done.stdout
     assert "recalled" in done.stdout

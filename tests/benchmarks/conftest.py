@@ -2,10 +2,8 @@
 inside the test run's, and two things of the test run would weigh on them for nothing.
 
 - They start ``synopsis serve`` replicas, upstreams and workers in processes of their own,
-  which run what other tests cover already; under coverage each would trace itself (loading
-  a vocabulary takes twice as long traced) and write its data for the run to combine. They
-  are started unmeasured: coverage measures a child process only when the variable below,
-  set by coverage in the test's process, is in the child's environment.
+  which run what other tests cover already: they are started unmeasured (see
+  :mod:`tests.unmeasured`).
 - A benchmark collects the garbage before each call it times, so that no call pays for the
   garbage of another; in a test worker that has imported the whole suite, each collection
   walked every object of it (about a second a test). The worker's objects are frozen while
@@ -19,11 +17,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.unmeasured import MEASURE_CHILDREN
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-MEASURE_CHILDREN = "COVERAGE_PROCESS_CONFIG"
-"""How coverage's ``patch = ["subprocess"]`` passes its settings to a child process."""
 
 
 @pytest.fixture(scope="module", autouse=True)
