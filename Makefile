@@ -10,6 +10,10 @@ BENCH_REQS  := benchmarks/compare/requirements.txt benchmarks/compare/constraint
 BENCH_STAMP := $(BENCH_VENV)/.installed-$(shell cat pyproject.toml $(BENCH_REQS) | cksum | cut -d' ' -f1)
 # make live installs into an environment of its own too (scripts/live.sh sets it up).
 LIVE_VENV   ?= .venv-live
+# Python's bytecode cache stays on whatever the environment says (PYTHONDONTWRITEBYTECODE):
+# each of the seventy Python processes of a test run would compile synopsis afresh, and each
+# test worker its tests and every plugin pytest rewrites (about 9 s of CPU a worker).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-deep mutation lint typecheck unit bench live clean
 

@@ -17,11 +17,18 @@ run explores new inputs. Tests do not set their own ``max_examples``: the profil
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, settings
 
-from tests.postgres import begin_run, end_run, postgres_url, server  # noqa: F401 - fixtures
+from tests.postgres import (  # noqa: F401 - fixtures
+    RUN_FOLDER,
+    begin_run,
+    end_run,
+    postgres_url,
+    server,
+)
 
 if TYPE_CHECKING:
     import pytest
@@ -49,6 +56,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controlling process, not an xdist worker
         begin_run()
+        _trust_no_authority()
+
+
+def _trust_no_authority() -> None:
+    """Every server a test speaks to is on 127.0.0.1, in plain HTTP; yet each HTTP client
+    made (an SDK's, a proxy's for its upstreams, a test's own) first loaded the machine's
+    certificate authorities, about 20 ms of CPU each, more than a thousand times a run. The
+    run trusts an empty folder of them instead (httpx reads ``SSL_CERT_FILE``, else
+    ``SSL_CERT_DIR``; OpenSSL too), in the workers and in the commands they start, which
+    inherit the variables. Nothing the tests do verifies a certificate."""
+    empty = Path(os.environ[RUN_FOLDER]) / "no-certificate-authorities"
+    empty.mkdir(exist_ok=True)
+    os.environ.pop("SSL_CERT_FILE", None)
+    os.environ["SSL_CERT_DIR"] = str(empty)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,4 +1,4 @@
-"""The Agents SDK adapter in runs of the SDK's own offline model: a tool loop of 200+ model
+"""The Agents SDK adapter in runs of the SDK's own offline model: a tool loop of 120 model
 calls, runs that continue one session, and a property: what the filter gives back is what the
 SDK accepts, stores and reads back."""
 
@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from synopsis import CompactionCompleted, Compactor, decode, validate
 from synopsis.adapters.agents import SynopsisInputFilter, SynopsisSession
 from synopsis.testing import FixedCounter
+from tests.unmeasured import unmeasured_environ
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -72,8 +73,10 @@ def check_requests(calls: Iterable[ModelCall], compactor: Compactor, agent: Agen
         assert counter.count_messages(messages, tools=tools) <= compactor.setup.limit
 
 
-def test_a_tool_loop_of_200_model_calls_stays_valid_and_inside_the_window() -> None:
-    turns = 210
+def test_a_tool_loop_of_120_model_calls_stays_valid_and_inside_the_window() -> None:
+    # Eight compactions, seven of a history holding a summary already: what 210 calls did
+    # (fifteen), at a third of the cost.
+    turns = 120
     model = ScriptedModel(tool_loop(turns))
     done: list[object] = []
     compactor = Compactor(model="gpt-4.1", context_window=6000, session_id="loop")
@@ -96,7 +99,7 @@ def test_a_tool_loop_of_200_model_calls_stays_valid_and_inside_the_window() -> N
     assert len(calls) == turns + 1
     check_requests(calls, compactor, agent)
     assert len(done) >= 5
-    assert max(len(c.input) for c in calls) < 80  # of 422
+    assert max(len(c.input) for c in calls) < 80  # of 242
     # The run keeps its whole history; what the last request left out is in the store.
     history = result.to_input_list()
     assert len(history) == 2 * turns + 2
@@ -106,7 +109,8 @@ def test_a_tool_loop_of_200_model_calls_stays_valid_and_inside_the_window() -> N
 
 
 def test_runs_continuing_one_session_keep_it_valid_and_lose_nothing() -> None:
-    runs, turns = 45, 5
+    # Twenty runs already make 35 summaries of the session (45 made 77, for nothing else).
+    runs, turns = 20, 5
     compactor = Compactor(
         model="gpt-4.1", context_window=4000, counter=FixedCounter(per_message=100)
     )
@@ -260,7 +264,12 @@ def test_what_the_filter_gives_back_the_sdk_accepts_stores_and_reads_back(
 def test_the_example_runs_offline_and_says_what_happened() -> None:
     example = Path(__file__).parents[2] / "examples" / "agents_agent.py"
     out = subprocess.run(
-        [sys.executable, str(example)], capture_output=True, text=True, check=True, timeout=50
+        [sys.executable, str(example)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=50,
+        env=unmeasured_environ(),
     ).stdout
     assert "long run: 61 model calls" in out
     assert "run 2: 3 tests pass" in out

@@ -3,7 +3,11 @@ whole history and sends all of it on every request; the upstream asks for a tool
 answers. On every request the upstream receives, the proxy must have sent a history the
 provider accepts, inside the window, whose summarized start is byte for byte the one it sent
 before until the next compaction; the summarizer runs once per compaction; and the client
-never sees a summary."""
+never sees a summary.
+
+A hundred turns make four hundred messages, with a compaction every four to six turns: each
+property is checked through more than a dozen compactions, after which a session only repeats
+what it did (a longer one costs more with every turn, each request resending the whole)."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
     from tests.proxy.servers import Served
 
 WINDOW = 5000
+TURNS = 100
 SYSTEM = "You are a coding agent. Read files with read_file before you answer."
 OPENAI_TOOLS: list[Any] = [
     {
@@ -200,12 +205,12 @@ def test_a_long_chat_session_through_the_openai_sdk(
     watch = Watch("openai", "gpt-4o", summarizer, OPENAI_TOOLS)
     history: list[Any] = [{"role": "system", "content": SYSTEM}]
     with openai_client(served) as client:
-        for turn in range(1, 301):
+        for turn in range(1, TURNS + 1):
             history.append({"role": "user", "content": question(turn)})
             while True:
                 calls = len(summarizer.calls)
                 # The history goes as extra_body: the SDK sends it as it is, where its typed
-                # copy of a thousand messages would take most of the test's time.
+                # copy of hundreds of messages would take most of the test's time.
                 raw = client.chat.completions.with_raw_response.create(
                     model="gpt-4o",
                     messages=[],
@@ -225,11 +230,11 @@ def test_a_long_chat_session_through_the_openai_sdk(
                     {"role": "tool", "tool_call_id": call.id, "content": file_text(turn)}
                 )
             assert history[-1]["content"] == answer_of(turn)
-    assert watch.requests == 600
+    assert watch.requests == 2 * TURNS
     assert watch.unsummarized + watch.compactions + watch.compared == watch.requests
     assert watch.unsummarized < 20
-    assert len(history) == 1 + 300 * 4
-    assert watch.compactions >= 30
+    assert len(history) == 1 + TURNS * 4
+    assert watch.compactions >= TURNS // 10
     assert watch.compactions == len(summarizer.calls) == compactions_counted(served, "chat")
     assert not [item for item in history if holds_summary(item)]
 
@@ -244,7 +249,7 @@ def test_a_long_messages_session_through_the_anthropic_sdk(
     watch = Watch("anthropic", model, summarizer, ANTHROPIC_TOOLS)
     history: list[Any] = []
     with anthropic_client(served) as client:
-        for turn in range(1, 121):
+        for turn in range(1, TURNS + 1):
             history.append({"role": "user", "content": question(turn)})
             while True:
                 calls = len(summarizer.calls)
@@ -269,10 +274,11 @@ def test_a_long_messages_session_through_the_anthropic_sdk(
                 result = {"type": "tool_result", "tool_use_id": use.id, "content": file_text(turn)}
                 history.append({"role": "user", "content": [result]})
             assert history[-1]["content"][0]["text"] == answer_of(turn)
-    assert watch.requests == 240
+    assert watch.requests == 2 * TURNS
     assert watch.unsummarized + watch.compactions + watch.compared == watch.requests
     assert watch.unsummarized < 20
-    assert watch.compactions >= 10
+    assert len(history) == TURNS * 4
+    assert watch.compactions >= TURNS // 10
     assert watch.compactions == len(summarizer.calls) == compactions_counted(served, "messages")
     assert not [item for item in history if holds_summary(item)]
 
