@@ -275,3 +275,44 @@ def test_nothing_a_provider_compacted_is_cleared_or_digested() -> None:
     cleared = [m for m in out if str(m.get("output", "")).startswith(CLEARED_MARKER)]
     assert cleared
     assert all(int(m["call_id"][1:]) >= 2 for m in cleared)
+
+
+def test_a_structured_output_the_provider_needs_in_its_shape_is_never_cleared() -> None:
+    def shot(k: int) -> dict[str, str]:
+        # The first is larger than half the trigger (a part digested on its own, if text);
+        # the others are identical (an old duplicate referenced, if text).
+        page = "https://forms.example/" + " field" * (12_000 if k == 0 else 100)
+        return {
+            "type": "computer_screenshot",
+            "image_url": "data:image/png;base64,QUJD",
+            "url": page,
+        }
+
+    items: list[dict[str, Any]] = [{"role": "user", "content": "click through the form"}]
+    for k in range(8):
+        items += [
+            {"type": "computer_call", "call_id": f"s{k}", "action": {"type": "screenshot"}},
+            {"type": "computer_call_output", "call_id": f"s{k}", "output": shot(k)},
+            {
+                "type": "function_call",
+                "call_id": f"r{k}",
+                "name": "read_file",
+                "arguments": json.dumps({"path": f"form_{k}.html"}),
+            },
+            {"type": "function_call_output", "call_id": f"r{k}", "output": f"<input {k}>" * 600},
+        ]
+    result = synopsis.compact(
+        items,
+        model="gpt-4o",
+        context_window=80_000,
+        trigger="tokens:8000",
+        strategy="clear",
+        clear_at_least=0,
+        format="responses",
+        environ={},
+    )
+    out = result.messages
+    assert [m for m in out if m.get("type") == "computer_call_output"] == [
+        m for m in items if m.get("type") == "computer_call_output"
+    ]
+    assert any(str(m.get("output", "")).startswith(CLEARED_MARKER) for m in out)

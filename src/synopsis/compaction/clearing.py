@@ -21,6 +21,7 @@ from synopsis.messages import (
     ToolResultPart,
     after_compaction,
     content_hash,
+    keeps_shape,
 )
 from synopsis.planning.clearing import CLEARED_MARKER, Cleared, clear_outputs
 from synopsis.stores import RECALL_TOOL_NAME
@@ -83,7 +84,7 @@ def clear_tier(run: Run, messages: Sequence[Message]) -> Cleared:
     def placeholder(
         message: Message, result: ToolResultPart, call: ToolCallPart | None
     ) -> str | None:
-        if "output" in result.extra:
+        if keeps_shape(result):
             # A structured output kept as it came (a computer_call_output's screenshot):
             # the provider takes only that shape there, so no text may stand in for it.
             return None

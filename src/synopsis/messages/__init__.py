@@ -33,6 +33,7 @@ from synopsis.messages.predicates import (
     is_reasoning_only,
     is_summary,
     is_summary_text,
+    keeps_shape,
     only_results,
     opens_turn,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "is_reasoning_only",
     "is_summary",
     "is_summary_text",
+    "keeps_shape",
     "message_id",
     "message_ids",
     "message_text",

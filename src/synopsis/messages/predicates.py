@@ -32,6 +32,7 @@ __all__ = [
     "is_reasoning_only",
     "is_summary",
     "is_summary_text",
+    "keeps_shape",
     "only_results",
     "opens_turn",
 ]
@@ -97,3 +98,10 @@ def after_compaction(messages: Sequence[Message]) -> int:
         if holds_compaction(messages[i]):
             return i + 1
     return 0
+
+
+def keeps_shape(part: ToolResultPart) -> bool:
+    """Whether a tool result's output is an object the provider takes only in that shape (a
+    Responses ``computer_call_output``'s screenshot), kept as it came: no text may stand in
+    for it, so no reduction or clearing replaces it."""
+    return "output" in part.extra

@@ -28,6 +28,7 @@ from synopsis.messages import (
     ToolResultPart,
     derived,
     is_summary_text,
+    keeps_shape,
     thaw,
 )
 from synopsis.planning.triggers import Measure, Trigger
@@ -173,6 +174,8 @@ def truncate_call(
 
 
 def _result_text(part: ToolResultPart) -> str | None:
+    if keeps_shape(part):
+        return None  # an object the provider takes only in its shape: no note may replace it
     if isinstance(part.content, str):
         return part.content
     if all(isinstance(p, TextPart) for p in part.content):
@@ -307,5 +310,5 @@ def _part_text(part: object) -> str | None:
     if isinstance(part, TextPart):
         return part.text
     if isinstance(part, ToolResultPart):
-        return part.text
+        return None if keeps_shape(part) else part.text
     return None
