@@ -17,7 +17,7 @@ import uvicorn
 from synopsis.proxy import create_app
 from synopsis.testing.server import FakeLLMServer
 from tests.proxy.sdk_clients import answer
-from tests.proxy.servers import Served
+from tests.proxy.servers import Served, Stoppable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -224,7 +224,7 @@ def served_with(app: Starlette, **config: Any) -> Iterator[int]:
     """``app`` on a real uvicorn with ``config`` (a protocol class, say); its port."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(
+    server = Stoppable(
         uvicorn.Config(app, log_level="warning", lifespan="on", date_header=False, **config)
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -237,6 +237,6 @@ def served_with(app: Starlette, **config: Any) -> Iterator[int]:
             time.sleep(0.01)
         yield sock.getsockname()[1]
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(10)
         sock.close()

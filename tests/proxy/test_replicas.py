@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -83,15 +84,24 @@ class Replicas:
     ) -> None:
         self.served: list[Serving] = []
         self.clients: list[openai.OpenAI] = []
-        for _ in range(2):
-            root, served = stack.enter_context(
-                serving(
-                    "--upstream-openai", upstream.root, "--window", str(WINDOW),
-                    "--store", url, "--summarizer", "openai",
-                    "--base-url", summarizer.server.base_url,
-                    "--summarizer-model", "gpt-4o-mini", "--timeout", "30",
-                )
-            )  # fmt: skip
+        starting = [
+            serving(
+                "--upstream-openai", upstream.root, "--window", str(WINDOW),
+                "--store", url, "--summarizer", "openai",
+                "--base-url", summarizer.server.base_url,
+                "--summarizer-model", "gpt-4o-mini", "--timeout", "30",
+            )
+            for _ in range(2)
+        ]  # fmt: skip
+        # Both start at once (each takes seconds, most of them its imports); each that
+        # started is stopped at the end, even if the other did not start.
+        with ThreadPoolExecutor(2) as pool:
+            started = [pool.submit(replica.__enter__) for replica in starting]
+        for replica, future in zip(starting, started, strict=True):
+            if future.exception() is None:
+                stack.push(replica.__exit__)
+        for future in started:
+            root, served = future.result()
             self.served.append(served)
             client = openai.OpenAI(
                 api_key="sk-test",
