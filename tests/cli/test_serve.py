@@ -161,7 +161,7 @@ def test_serve_says_in_one_line_where_it_listens_and_with_what() -> None:
         f"synopsis serve: listening on {url} · upstreams: openai http://127.0.0.1:9/v1, "
         "anthropic https://api.anthropic.com · store: memory (gone when it stops) · auth: on "
         "(x-synopsis-token) · windows: the model table (an unknown model: 200,000, said when "
-        "first named); local 8,000"
+        f"first named); local 8,000 · page: {url}/ui/"
     )
     assert "t0ken" not in err
 

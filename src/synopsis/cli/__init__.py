@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from synopsis import __version__
-from synopsis.cli import inspect, lifecycle, replay_command, serve, store
+from synopsis.cli import inspect, lifecycle, replay_command, serve, store, ui
 from synopsis.cli.common import Parser, UsageError
 from synopsis.errors import ConfigurationError, ConversationError, StoreError
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     lifecycle.register(sub)
     replay_command.register(sub)
     serve.register(sub)
+    ui.register(sub)
     return parser
 
 

@@ -39,7 +39,7 @@ def _model_window(text: str) -> tuple[str, int]:
     return model, positive_int(tokens)
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -59,7 +59,7 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _token(text: str) -> str:
+def token_text(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("an empty token would let anyone in: give a token")
     return text
@@ -103,6 +103,7 @@ def app_for(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a Starlette app
         record_requests=not args.no_records,
         records_retention=args.records_retention,
         records_max=args.records_max,
+        ui=not args.no_ui,
         config=args.config,
         **_options(args),
     )
@@ -147,7 +148,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         "log_config": log_config(args.log_json),
     }
     if args.workers == 1:
-        listening = _listening(args.host, args.port)
+        listening = listening_socket(args.host, args.port)
         print(_started(args, app.state.proxy, listening), file=sys.stderr, flush=True)
         _logging(args.log_json)
         config = uvicorn.Config(app, http=header_timed(args.header_timeout), **common)
@@ -166,7 +167,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "--workers needs a shared store (a SQLite file or postgresql:// URL), not memory"
         )
     try:
-        listening = _listening(args.host, args.port)
+        listening = listening_socket(args.host, args.port)
         print(_started(args, app.state.proxy, listening), file=sys.stderr, flush=True)
     finally:
         compactors.close()
@@ -212,6 +213,8 @@ def _started(args: argparse.Namespace, state: ProxyState, listening: socket.sock
         "auth": "on (x-synopsis-token)" if args.auth_token else "off",
         "windows": windows,
     }
+    if not args.no_ui and _has_page(state):
+        said["page"] = f"{said['listening']}/ui/"
     if args.log_json:
         return json.dumps({"event": "proxy_started", **said})
     workers = f" ({args.workers} workers)" if args.workers > 1 else ""
@@ -219,10 +222,18 @@ def _started(args: argparse.Namespace, state: ProxyState, listening: socket.sock
     return (
         f"synopsis serve: listening on {said['listening']}{workers} · upstreams: {upstreams}"
         f" · store: {kept} · auth: {said['auth']} · windows: {windows}"
+        + (f" · page: {said['page']}" if "page" in said else "")
     )
 
 
-def _listening(host: str, port: int) -> socket.socket:
+def _has_page(state: ProxyState) -> bool:
+    """Whether the app serves the operator's page (a store of synopsis's own has one)."""
+    from synopsis.stores._base import StoreBase  # noqa: PLC0415
+
+    return isinstance(state.compactors.store, StoreBase)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
     """The socket the workers share. Made here, not by uvicorn, to name its protocol: asyncio
     sets TCP_NODELAY on a connection only when its socket says TCP, and without it each
     answer on a kept-alive connection waits about 40 ms for the client's delayed ACK."""
@@ -266,7 +277,7 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     )
     cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     cmd.add_argument(
-        "--port", type=_port, default=8787, help="port (8787; 0: any free one, said at start)"
+        "--port", type=port_number, default=8787, help="port (8787; 0: any free one, said at start)"
     )
     cmd.add_argument(
         "--upstream-openai",
@@ -282,7 +293,7 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
     )
     cmd.add_argument(
         "--auth-token",
-        type=_token,
+        type=token_text,
         metavar="TOKEN",
         help="require this token in x-synopsis-token (not empty)",
     )
@@ -399,6 +410,11 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         default=RECORDS_MAX,
         metavar="N",
         help="keep the newest N request records at most (%(default)s)",
+    )
+    cmd.add_argument(
+        "--no-ui",
+        action="store_true",
+        help="serve no operator's page (default: at /ui/, behind --auth-token; see docs/ui.md)",
     )
     cmd.add_argument("--log-json", action="store_true", help="one JSON object per request")
     cmd.add_argument(

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as Endpoint
 
 from synopsis.errors import BudgetUnreachableError, ConversationError
@@ -90,6 +91,7 @@ def create_app(
     record_requests: bool = True,
     records_retention: float = RECORDS_RETENTION_DAYS,
     records_max: int = RECORDS_MAX,
+    ui: bool = True,
     transport: httpx2.AsyncBaseTransport | None = None,
     config: str | PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -110,7 +112,9 @@ def create_app(
     models whose compactor is kept (the least recently used is dropped).
     ``record_requests``: each request's figures are written to the store (off the request's
     path; a store that is not one of synopsis's own keeps none), the last
-    ``records_retention`` days of them and ``records_max`` at most. Any other
+    ``records_retention`` days of them and ``records_max`` at most. ``ui``: the operator's
+    page at ``/ui/`` (behind ``auth_token`` too; it needs Jinja2 and a store of synopsis's
+    own). Any other
     keyword is a compaction option (``trigger``, ``keep``, ``summarizer``, ``store``, …) as
     ``Compactor`` takes it; sessions need a store, ``"memory"`` unless one is given.
     ``transport``: an httpx2 transport for the upstream (tests).
@@ -168,12 +172,14 @@ def create_app(
                 await client.aclose()
             state.compactors.close()
 
-    routes = [
+    routes: list[BaseRoute] = [
         Endpoint("/healthz", _health, methods=["GET"]),
         Endpoint("/metrics", _metrics, methods=["GET"]),
         *(Endpoint(r.path, _compacting(r), methods=["POST"]) for r in ROUTES),
-        Endpoint("/{path:path}", _passthrough, methods=_METHODS),
     ]
+    if ui and isinstance(store, StoreBase):
+        routes += _page(state, store, windows)
+    routes.append(Endpoint("/{path:path}", _passthrough, methods=_METHODS))
     guard = Middleware(Guard, body_timeout=body_timeout, max_concurrent=max_concurrent)
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
     app.state.proxy = state
@@ -181,6 +187,26 @@ def create_app(
 
 
 _METHODS = list(METHODS)
+
+
+def _page(
+    state: ProxyState, store: StoreBase, windows: Mapping[str, int] | None
+) -> list[BaseRoute]:
+    """The operator's page at ``/ui/``, over the proxy's own store, behind its token; it marks
+    a session's chart with the window and trigger its compactor takes."""
+    from synopsis.ui.app import create_ui  # noqa: PLC0415 - Jinja2 is needed only here
+    from synopsis.ui.data import limits_for  # noqa: PLC0415
+
+    settings = state.compactors.settings
+    limits = limits_for(
+        settings.trigger_policy(), window=settings.context_window, windows=dict(windows or {})
+    )
+    page = create_ui(store, auth_token=state.auth_token, limits=limits)
+
+    async def to_page(request: Request) -> Response:
+        return RedirectResponse("/ui/", status_code=308)
+
+    return [Endpoint("/ui", to_page, methods=["GET"]), Mount("/ui", app=page)]
 
 
 def _unknown_model(metrics: Metrics, model: str) -> None:

@@ -1,0 +1,136 @@
+"""The page where an operator finds it: inside ``synopsis serve`` and from ``synopsis ui``."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import TYPE_CHECKING
+
+import httpx2
+import pytest
+from starlette.testclient import TestClient
+
+from synopsis.cli import build_parser, main
+from synopsis.cli.ui import app_for
+from synopsis.proxy import create_app
+from synopsis.stores import MemoryStore
+from tests.cli.test_end_to_end import SCRIPT
+from tests.cli.test_serve import serving
+from tests.proxy.test_observability import CHAT, COMPACTING, HISTORY, eventually, proxied
+from tests.ui import sample
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TOKEN = "page-token"
+
+
+def test_the_proxy_serves_the_page_behind_its_token(tmp_path: Path) -> None:
+    options = {**COMPACTING, "store": str(tmp_path / "p.db"), "auth_token": TOKEN}
+    with proxied(**options) as (_, _served, client):
+        headers = {"x-synopsis-session": "seen-by-the-page", "x-synopsis-token": TOKEN}
+        client.post(CHAT, json={"model": "gpt-4o", "messages": HISTORY}, headers=headers)
+        bare = client.get("/ui", follow_redirects=False)
+        assert (bare.status_code, bare.headers["location"]) == (308, "/ui/")
+        assert client.get("/ui/", follow_redirects=False).status_code == 303
+        signed = client.post("/ui/login", data={"token": TOKEN}, follow_redirects=False)
+        assert signed.status_code == 303
+        cookies = {"synopsis_ui": signed.cookies["synopsis_ui"]}
+
+        def listed() -> bool:
+            page = client.get("/ui/sessions", cookies=cookies)
+            return "seen-by-the-page" in page.text
+
+        assert eventually(listed, within=5.0)
+        page = client.get("/ui/session?id=seen-by-the-page", cookies=cookies).text
+        assert "gpt-4o" in page
+        assert "Forget this session" in page
+
+
+def test_no_ui_leaves_the_path_to_the_upstream() -> None:
+    with proxied(ui=False) as (fake, _served, client):
+        client.get("/ui/")
+        assert [r.path for r in fake.requests][-1].endswith("/ui/")
+
+
+def test_a_store_of_another_kind_gets_no_page() -> None:
+    class Foreign:
+        """A store by the protocol alone, not one of synopsis's own."""
+
+        def __init__(self) -> None:
+            self._inner = MemoryStore()
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._inner, name)
+
+    def paths(store: object) -> set[str]:
+        app = create_app(store=store, environ={})
+        found = {getattr(r, "path", "") for r in app.routes}
+        app.state.proxy.compactors.close()
+        return found
+
+    assert "/ui" in paths(MemoryStore())
+    assert "/ui" not in paths(Foreign())
+
+
+def test_serve_names_its_page_and_no_ui_drops_it() -> None:
+    with serving("--no-ui") as (url, served):
+        assert httpx2.get(f"{url}/healthz").status_code == 200
+        served.stop()
+        assert "page:" not in served.stderr
+
+
+def test_synopsis_ui_serves_a_store_read_only(tmp_path: Path) -> None:
+    built = sample.build(tmp_path / "lib.db")
+    built.store.close()
+    app = app_for(build_parser().parse_args(["ui", "--store", str(tmp_path / "lib.db")]))
+    with TestClient(app) as client:
+        assert client.get("/", follow_redirects=False).headers["location"] == "/ui/"
+        page = client.get("/ui/session?id=" + sample.CODING).text
+        assert "read-only" in page
+        assert "Forget" not in page
+
+
+def test_synopsis_ui_runs_and_says_where(tmp_path: Path) -> None:
+    built = sample.build(tmp_path / "run.db")
+    built.store.close()
+    process = subprocess.Popen(
+        [SCRIPT, "ui", "--store", str(tmp_path / "run.db"), "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert line.startswith("synopsis ui: http://127.0.0.1:")
+        url = line.split()[2]
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                answer = httpx2.get(url + "sessions", timeout=2)
+                break
+            except httpx2.TransportError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert sample.CODING in answer.text
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--store", "nowhere.db"], "no store at nowhere.db"),
+        (["--store", "x.db", "--trigger", "2"], "expected a fraction above 0 and at most 1"),
+        (["--store", "x.db", "--trigger", "most"], "expected a fraction, got 'most'"),
+    ],
+)
+def test_synopsis_ui_refuses_in_one_line(
+    flags: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ui", *flags]) == 2
+    err = capsys.readouterr().err
+    assert said in err
+    assert err.count("\n") == 1
