@@ -1,0 +1,1 @@
+"""The operator's page (synopsis serve's /ui/ and synopsis ui)."""
