@@ -331,18 +331,24 @@ def test_data_text_is_escaped(hostile: str) -> None:
 
 @st.composite
 def requests(draw: st.DrawFn) -> list[RequestPoint]:
-    count = draw(st.integers(min_value=0, max_value=40))
+    """A short session drawn point by point, or one longer than MAX_VERTICES drawn from a
+    seeded random (drawing thousands of points one by one would take Hypothesis minutes)."""
     tokens = st.integers(min_value=0, max_value=10**7)
-    return [
-        RequestPoint(
-            T0,
-            draw(tokens),
-            draw(tokens),
-            compacted=draw(st.booleans()),
-            label=draw(st.text(max_size=8)),
+    if draw(st.booleans()):
+        rng = draw(st.randoms(use_true_random=False))
+        share = rng.random()  # from no compaction to every request compacted
+        return [
+            RequestPoint(T0, rng.randrange(10**7), rng.randrange(10**7), rng.random() < share)
+            for _ in range(rng.randrange(MAX_VERTICES, 3 * MAX_VERTICES))
+        ]
+    return draw(
+        st.lists(
+            st.builds(
+                RequestPoint, st.just(T0), tokens, tokens, st.booleans(), st.text(max_size=8)
+            ),
+            max_size=40,
         )
-        for _ in range(count)
-    ]
+    )
 
 
 @given(

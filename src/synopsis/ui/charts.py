@@ -56,6 +56,8 @@ _PALETTE = ("#4e79a7", "#59a14f", "#f28e2b", "#e15759", "#76b7b2", "#b07aa1")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 # XML 1.0 forbids these characters even escaped: one in a label would make the page unparsable.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_ROOT: dict[str, str | float] = {"xmlns": "http://www.w3.org/2000/svg", "role": "img"}
+_ROOT |= {"font_family": "sans-serif", "font_size": 11}
 _DOTS_UP_TO = 60  # beyond this many requests, dots would merge into a thick line
 _LEFT, _RIGHT, _TOP, _BOTTOM = 52, 16, 30, 24  # margins: tick labels, legend, x labels
 
@@ -130,39 +132,29 @@ def tokens_chart(
     _check_size(width, height)
     if not points:
         return _empty(width, id_prefix, title, "No requests recorded yet")
-    figures = [p.before for p in points] + [p.after for p in points]
-    figures += [v for v in (window, trigger) if v is not None]
-    if min(figures) < 0:
-        raise ValueError("token counts, window and trigger must not be negative")
     n = len(points)
-    ticks = nice_ticks(max(*figures, 5))
-    frame = _Frame(_LEFT, _TOP, width - _RIGHT, height - _BOTTOM, n, ticks[-1])
-    largest = max(max(p.before, p.after) for p in points)
+    before, after = [p.before for p in points], [p.after for p in points]
+    limits = [(name, v) for name, v in (("window", window), ("trigger", trigger)) if v is not None]
+    if min(*before, *after, *(v for _, v in limits)) < 0:
+        raise ValueError("token counts, window and trigger must not be negative")
+    ticks = nice_ticks(max(*before, *after, *(v for _, v in limits), 5))
+    f = _Frame(_LEFT, _TOP, width - _RIGHT, height - _BOTTOM, n, ticks[-1])
     compacted = [i for i, p in enumerate(points) if p.compacted]
-    desc = f"{_plural(n, 'request')}; {len(compacted)} compacted; largest {largest:,} tokens"
-    body = _y_axis(frame, ticks)
+    desc = f"{_plural(n, 'request')}; {len(compacted)} compacted; largest {max(*before, *after):,}"
+    desc += " tokens" + "".join(f"; {name} {v:,}" for name, v in limits)
+    body = _y_axis(f, ticks)
     step = max(1, int(nice_ticks(n)[1]))  # whole request numbers only
-    for number in sorted({1, *range(step, n + 1, step)}):
-        body.append(_x_label(frame.x(number - 1), height, str(number)))
-    legend = [("s-before", "before synopsis"), ("s-after", "after synopsis")]
-    legend.append(("s-marker", "compaction"))
-    for name, value, css, below in (
-        ("window", window, "s-window", False),
-        ("trigger", trigger, "s-trigger", True),
-    ):
-        if value is not None:
-            desc += f"; {name} {value:,}"
-            legend.append((css, name))
-            y = frame.y(value)
-            body.append(
-                f'<line class="{css}" x1="{_n(frame.left)}" x2="{_n(frame.right)}" y1="{_n(y)}"'
-                f' y2="{_n(y)}" stroke="{_COLOURS[css]}" stroke-dasharray="6 4"/>'
-                f'<text class="legend" x="{_n(frame.right)}" y="{_n(y + 12 if below else y - 4)}"'
-                f' text-anchor="end" fill="{_COLOURS["legend"]}">{name} {_compact(value)}</text>'
-            )
-    kept = _kept([figures[:n], figures[n : 2 * n]], compacted, n)
-    for css, values in (("s-before", figures[:n]), ("s-after", figures[n : 2 * n])):
-        body.append(_polyline(frame, kept, values, css, _COLOURS[css]))
+    body += [_x_label(f.x(k - 1), height, str(k)) for k in sorted({1, *range(step, n + 1, step)})]
+    for name, value in limits:
+        y, css = f.y(value), f"s-{name}"
+        body.append(_el("line", css, x1=f.left, x2=f.right, y1=y, y2=y, stroke_dasharray="6 4"))
+        # the trigger's label goes under its line, the window's over it: close lines stay legible
+        label = f"{name} {_compact(value)}"
+        below = y + 12 if name == "trigger" else y - 4
+        body.append(_el("text", "legend", _esc(label), x=f.right, y=below, text_anchor="end"))
+    kept = _kept([before, after], compacted, n)
+    for css, values in (("s-before", before), ("s-after", after)):
+        body.append(_polyline(f, kept, values, css, _COLOURS[css]))
     tips = []
     for i in kept:
         p = points[i]
@@ -170,14 +162,14 @@ def tokens_chart(
         tip += " · compacted" * p.compacted + f" · {p.label}" * bool(p.label)
         dots: list[tuple[str, float]] = [("s-before", p.before), ("s-after", p.after)]
         tips.append((tip, dots if n <= _DOTS_UP_TO else []))
-    body += _hits(frame, kept, tips)
+    body += _hits(f, kept, tips)
     for i in compacted:
-        x, y = frame.x(i), frame.bottom
-        body.append(
-            f'<path class="marker s-marker" d="M{_n(x)} {_n(y + 1)}L{_n(x + 4)} {_n(y + 8)}'
-            f'L{_n(x - 4)} {_n(y + 8)}Z" fill="{_COLOURS["s-marker"]}"><title>request {i + 1}'
-            f" compacted: {points[i].before:,} → {points[i].after:,} tokens</title></path>"
-        )
+        x, y = f.x(i), f.bottom
+        tip = _el("title", "", _esc(f"request {i + 1} compacted: {before[i]:,} → {after[i]:,}"))
+        d = f"M{_n(x)} {_n(y + 1)}L{_n(x + 4)} {_n(y + 8)}L{_n(x - 4)} {_n(y + 8)}Z"
+        body.append(_el("path", "marker s-marker", tip, d=d))
+    legend = [("s-before", "before synopsis"), ("s-after", "after synopsis")]
+    legend += [("s-marker", "compaction"), *((f"s-{name}", name) for name, _ in limits)]
     body += _legend(legend, _COLOURS, width)
     return _svg(width, height, id_prefix, title=title, desc=desc, body=body)
 
@@ -205,7 +197,7 @@ def time_chart(
     n = len(times)
     utc = [t.astimezone(UTC) for t in times]
     ticks = nice_ticks(max(max(s.values) for s in series) or 1.0)
-    frame = _Frame(_LEFT, _TOP, width - _RIGHT, height - _BOTTOM, n, ticks[-1])
+    f = _Frame(_LEFT, _TOP, width - _RIGHT, height - _BOTTOM, n, ticks[-1])
     colours = {s.css: _PALETTE[i % len(_PALETTE)] for i, s in enumerate(series)}
     suffix = f" {unit}" if unit else ""
     span = f"from {utc[0]:%Y-%m-%d %H:%M} to {utc[-1]:%Y-%m-%d %H:%M}"
@@ -214,31 +206,27 @@ def time_chart(
         f"{s.name}: total {_figure(sum(s.values))}{suffix}, peak {_figure(max(s.values))}{suffix}"
         for s in series
     )
-    body = _y_axis(frame, ticks)
+    body = _y_axis(f, ticks)
     if unit:
-        body.append(f'<text class="legend" x="4" y="{_TOP - 8}" fill="#333">{_esc(unit)}</text>')
+        body.append(_el("text", "legend", _esc(unit), x=4, y=_TOP - 8))
     short = _time_format(utc)
-    for i in range(0, n, math.ceil(n / 6)):
-        body.append(_x_label(frame.x(i), height, short(utc[i])))
+    body += [_x_label(f.x(i), height, short(utc[i])) for i in range(0, n, math.ceil(n / 6))]
     if n == 1:  # a line through one point draws nothing
-        bar = min(40.0, (frame.right - frame.left) / (2 * len(series)))
-        start = frame.x(0) - bar * len(series) / 2
+        bar = min(40.0, (f.right - f.left) / (2 * len(series)))
+        start = f.x(0) - bar * len(series) / 2
         for k, s in enumerate(series):
-            y = frame.y(s.values[0])
-            body.append(
-                f'<rect class="bar {_esc(s.css)}" x="{_n(start + k * bar)}" y="{_n(y)}"'
-                f' width="{_n(bar * 0.9)}" height="{_n(frame.bottom - y)}"'
-                f' fill="{colours[s.css]}"><title>{_esc(s.name)}: {_figure(s.values[0])}'
-                f"{_esc(suffix)}</title></rect>"
-            )
+            y, tip = f.y(s.values[0]), f"{s.name}: {_figure(s.values[0])}{suffix}"
+            box = {"x": start + k * bar, "y": y, "width": bar * 0.9, "height": f.bottom - y}
+            tip = _el("title", "", _esc(tip))
+            body.append(_el("rect", f"bar {s.css}", tip, fill=colours[s.css], **box))
     else:
         kept = _kept([s.values for s in series], [], n)
-        body += [_polyline(frame, kept, s.values, _esc(s.css), colours[s.css]) for s in series]
+        body += [_polyline(f, kept, s.values, s.css, colours[s.css]) for s in series]
         tips: list[tuple[str, list[tuple[str, float]]]] = []
         for i in kept:
             figures = " · ".join(f"{s.name} {_figure(s.values[i])}{suffix}" for s in series)
             tips.append((f"{utc[i]:%Y-%m-%d %H:%M} UTC · {figures}", []))
-        body += _hits(frame, kept, tips)
+        body += _hits(f, kept, tips)
     body += _legend([(s.css, s.name) for s in series], colours, width)
     return _svg(width, height, id_prefix, title=title, desc=desc, body=body)
 
@@ -266,62 +254,47 @@ def _kept(columns: Sequence[Sequence[float]], flagged: Sequence[int], n: int) ->
     return sorted(keep)
 
 
-def _polyline(
-    frame: _Frame, kept: list[int], values: Sequence[float], css: str, colour: str
-) -> str:
-    points = " ".join(f"{_n(frame.x(i))},{_n(frame.y(values[i]))}" for i in kept)
-    return (
-        f'<polyline class="line {css}" points="{points}" fill="none" stroke="{colour}"'
-        ' stroke-width="1.5" stroke-linejoin="round"/>'
-    )
+def _polyline(f: _Frame, kept: list[int], values: Sequence[float], css: str, colour: str) -> str:
+    points = " ".join(f"{_n(f.x(i))},{_n(f.y(values[i]))}" for i in kept)
+    style: dict[str, str | float] = {
+        "fill": "none",
+        "stroke_width": 1.5,
+        "stroke_linejoin": "round",
+    }
+    return _el("polyline", f"line {css}", points=points, stroke=colour, **style)
 
 
-def _hits(
-    frame: _Frame, kept: list[int], tips: list[tuple[str, list[tuple[str, float]]]]
-) -> list[str]:
+def _hits(f: _Frame, kept: list[int], tips: list[tuple[str, list[tuple[str, float]]]]) -> list[str]:
     """A tooltip group per kept index: an invisible column from halfway to its neighbours, so
     hovering anywhere above a request shows its figures, and the dots, if any."""
-    xs = [frame.x(i) for i in kept]
-    edges = [frame.left, *((a + b) / 2 for a, b in pairwise(xs)), frame.right]
+    xs = [f.x(i) for i in kept]
+    edges = [f.left, *((a + b) / 2 for a, b in pairwise(xs)), f.right]
     groups = []
     for k, (tip, dots) in enumerate(tips):
-        shapes = "".join(
-            f'<circle class="dot {css}" cx="{_n(xs[k])}" cy="{_n(frame.y(v))}" r="2.5"'
-            f' fill="{_COLOURS[css]}"/>'
-            for css, v in dots
-        )
-        groups.append(
-            f'<g class="pt"><title>{_esc(tip)}</title><rect class="hit" x="{_n(edges[k])}"'
-            f' y="{_n(frame.top)}" width="{_n(edges[k + 1] - edges[k])}"'
-            f' height="{_n(frame.bottom - frame.top)}" fill="none" pointer-events="all"/>'
-            f"{shapes}</g>"
-        )
+        # fill none paints nothing, so the column would take no hover without pointer-events
+        box = {
+            "x": edges[k],
+            "y": f.top,
+            "width": edges[k + 1] - edges[k],
+            "height": f.bottom - f.top,
+        }
+        hit = _el("rect", "hit", fill="none", pointer_events="all", **box)
+        shapes = [_el("circle", f"dot {css}", cx=xs[k], cy=f.y(v), r=2.5) for css, v in dots]
+        groups.append(_el("g", "pt", "".join([_el("title", "", _esc(tip)), hit, *shapes])))
     return groups
 
 
-def _y_axis(frame: _Frame, ticks: list[float]) -> list[str]:
+def _y_axis(f: _Frame, ticks: list[float]) -> list[str]:
     parts = []
     for tick in ticks:
-        y = _n(frame.y(tick))
-        parts.append(
-            f'<line class="grid" x1="{_n(frame.left)}" x2="{_n(frame.right)}" y1="{y}" y2="{y}"'
-            f' stroke="{_COLOURS["grid"]}"/><text class="axis" x="{_n(frame.left - 6)}"'
-            f' y="{_n(frame.y(tick) + 4)}" text-anchor="end" fill="{_COLOURS["axis"]}">'
-            f"{_compact(tick)}</text>"
-        )
-    b = _n(frame.bottom)
-    parts.append(
-        f'<line class="axis" x1="{_n(frame.left)}" x2="{_n(frame.right)}" y1="{b}" y2="{b}"'
-        f' stroke="{_COLOURS["axis"]}"/>'
-    )
-    return parts
+        y = f.y(tick)
+        parts.append(_el("line", "grid", x1=f.left, x2=f.right, y1=y, y2=y))
+        parts.append(_el("text", "axis", _compact(tick), x=f.left - 6, y=y + 4, text_anchor="end"))
+    return [*parts, _el("line", "axis", x1=f.left, x2=f.right, y1=f.bottom, y2=f.bottom)]
 
 
 def _x_label(x: float, height: int, text: str) -> str:
-    return (
-        f'<text class="axis" x="{_n(x)}" y="{height - 6}" text-anchor="middle"'
-        f' fill="{_COLOURS["axis"]}">{_esc(text)}</text>'
-    )
+    return _el("text", "axis", _esc(text), x=x, y=height - 6, text_anchor="middle")
 
 
 def _legend(items: list[tuple[str, str]], colours: dict[str, str], width: int) -> list[str]:
@@ -332,18 +305,14 @@ def _legend(items: list[tuple[str, str]], colours: dict[str, str], width: int) -
         room = 16 + 6.5 * len(text) + 14  # an estimate: the page's font decides the real width
         if x + room > width:
             break
-        parts.append(
-            f'<rect class="swatch {_esc(css)}" x="{_n(x)}" y="6" width="12" height="8"'
-            f' fill="{colours[css]}"/><text class="legend" x="{_n(x + 16)}" y="14"'
-            f' fill="{_COLOURS["legend"]}">{_esc(text)}</text>'
-        )
+        parts.append(_el("rect", f"swatch {css}", fill=colours[css], x=x, y=6, width=12, height=8))
+        parts.append(_el("text", "legend", _esc(text), x=x + 16, y=14))
         x += room
     return parts
 
 
 def _time_format(utc: list[datetime]) -> Callable[[datetime], str]:
-    span = max(utc) - min(utc)
-    if span <= timedelta(days=1):
+    if max(utc) - min(utc) <= timedelta(days=1):
         return lambda t: f"{t:%H:%M}"
     if all(t.hour == 0 and t.minute == 0 for t in utc):
         return lambda t: f"{_MONTHS[t.month - 1]} {t.day}"
@@ -351,23 +320,36 @@ def _time_format(utc: list[datetime]) -> Callable[[datetime], str]:
 
 
 def _empty(width: int, prefix: str, title: str, note: str) -> str:
-    text = (
-        f'<text class="empty legend" x="{width / 2:.0f}" y="28" text-anchor="middle"'
-        f' fill="{_COLOURS["legend"]}">{note}</text>'
-    )
+    text = _el("text", "empty legend", note, x=width / 2, y=28, text_anchor="middle")
     return _svg(width, 48, prefix, title=title, desc=note, body=[text])
 
 
 def _svg(width: int, height: int, prefix: str, *, title: str, desc: str, body: list[str]) -> str:
     # No width or height attribute: the page's stylesheet sizes it, the viewBox keeps its shape.
-    p = _esc(prefix)
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img"'
-        f' aria-labelledby="{p}-title {p}-desc" font-family="sans-serif" font-size="11">'
-        f'<title id="{p}-title">{_esc(title)}</title><desc id="{p}-desc">{_esc(desc)}</desc>'
-        + "".join(body)
-        + "</svg>"
+    head = _el("title", "", _esc(title), id=f"{prefix}-title")
+    head += _el("desc", "", _esc(desc), id=f"{prefix}-desc")
+    box, labels = f"0 0 {width} {height}", f"{prefix}-title {prefix}-desc"
+    return _el("svg", "", head + "".join(body), viewBox=box, aria_labelledby=labels, **_ROOT)
+
+
+def _el(tag: str, css: str, inner: str = "", /, **attributes: str | float) -> str:
+    """One element of class ``css``. ``inner`` is markup already; every attribute is escaped
+    here, numbers rounded to one decimal, and ``stroke_width`` written ``stroke-width``.
+
+    A shape without its own ``fill`` (a line without its ``stroke``) gets the colour of its
+    last class, as the fallback the page's stylesheet overrides.
+    """
+    paint = "stroke" if tag in {"line", "polyline"} else "fill"
+    colour = _COLOURS.get(css.rpartition(" ")[2])
+    if colour and paint not in attributes:
+        attributes[paint] = colour
+    if css:
+        attributes = {"class": css, **attributes}
+    text = "".join(
+        f' {name.replace("_", "-")}="{_esc(v) if isinstance(v, str) else _n(v)}"'
+        for name, v in attributes.items()
     )
+    return f"<{tag}{text}>{inner}</{tag}>" if inner else f"<{tag}{text}/>"
 
 
 def _check_size(width: int, height: int) -> None:
@@ -380,9 +362,8 @@ def _esc(text: str) -> str:
 
 
 def _n(value: float) -> str:
-    """A coordinate to one decimal, without a trailing ``.0``: the output stays small."""
-    text = f"{value:.1f}"
-    return text.removesuffix(".0")
+    """A number to one decimal, without a trailing ``.0``: the output stays small."""
+    return f"{value:.1f}".removesuffix(".0")
 
 
 def _compact(value: float) -> str:
