@@ -179,3 +179,92 @@ def test_a_summarizer_call_outside_a_request_is_counted_only_in_the_metrics() ->
     noted(recorder, Line("GET", "/v1/models"))
     (queued,) = recorder.queue
     assert (queued.summarizer_calls, queued.summarizer_seconds) == (2, 1.5)
+
+
+# -- what a record says beyond the log line ---------------------------------------------------
+
+
+def leading(previous: list[Any], current: list[Any]) -> int:
+    count = 0
+    for old, new in zip(previous, current, strict=False):
+        if old != new:
+            break
+        count += 1
+    return count
+
+
+def test_a_record_says_what_it_shared_with_the_sessions_last_request(tmp_path: Path) -> None:
+    path = tmp_path / "records.db"
+    headers = {"x-synopsis-session": "cached"}
+    with proxied(summarizer=ScriptedSummarizer(), store=str(path), **COMPACTING) as (
+        fake,
+        _,
+        client,
+    ):
+        for messages in (HISTORY[:5], HISTORY[:7], HISTORY, [*HISTORY, *HISTORY[1:3]]):
+            answer = client.post(
+                CHAT, json={"model": "gpt-4o", "messages": messages}, headers=headers
+            )
+            assert answer.status_code == 200
+        sent = [r.body["messages"] for r in fake.requests]
+    with SQLiteStore(path) as store:
+        first, grown, compacted, after = store.requests(limit=10)[::-1]
+    assert (first.shared_messages, first.shared_tokens, first.client_shared_tokens) == (
+        None,
+        None,
+        None,
+    )
+    # Appended to: all of the last request is shared, as it was counted.
+    assert grown.shared_messages == 5
+    assert grown.shared_tokens == first.tokens_after == 500
+    assert grown.client_shared_tokens == first.tokens_before
+    # Compacted: what is sent shares only what came before the summary, counted afresh; the
+    # client's own history was appended to.
+    assert compacted.compacted
+    assert compacted.shared_messages == leading(sent[1], sent[2]) < len(sent[1])
+    assert compacted.shared_tokens == 100 * leading(sent[1], sent[2])
+    assert compacted.client_shared_tokens == grown.tokens_before
+    # The next request sends the compacted history with the new messages appended.
+    assert not after.compacted
+    assert after.shared_messages == len(sent[2]) == leading(sent[2], sent[3])
+    assert after.shared_tokens == compacted.tokens_after
+    assert compacted.tokens_before is not None
+    assert after.tokens_before is not None
+    assert after.client_shared_tokens == min(compacted.tokens_before, after.tokens_before)
+
+
+def test_a_record_says_its_error_and_its_compactions_events(tmp_path: Path) -> None:
+    path = tmp_path / "records.db"
+    orphan = {"role": "tool", "tool_call_id": "gone", "content": "orphaned output"}
+    repaired = [*HISTORY[:3], orphan, *HISTORY[3:]]
+    with proxied(summarizer=ScriptedSummarizer(), store=str(path), timeout=0.3, **COMPACTING) as (
+        fake,
+        _,
+        client,
+    ):
+        answer = client.post(
+            CHAT,
+            json={"model": "gpt-4o", "messages": repaired},
+            headers={"x-synopsis-session": "repaired"},
+        )
+        assert answer.status_code == 200
+        fake.add(chat_completion("too late"), delay=1.0)
+        late = client.post(
+            CHAT,
+            json={"model": "gpt-4o", "messages": HISTORY[:3]},
+            headers={"x-synopsis-session": "late"},
+        )
+        assert late.status_code == 504
+        samples = scrape(client)
+    assert value(samples, "synopsis_proxy_errors_total", kind="upstream_timeout") == 1
+    with SQLiteStore(path) as store:
+        (timed_out,) = store.requests("late")
+        (fixed,) = store.requests("repaired")
+        (errors,) = store.request_rollup("error")
+    assert (timed_out.error, timed_out.status, timed_out.events) == ("upstream_timeout", 504, ())
+    assert (errors.key, errors.requests) == ("upstream_timeout", 1)
+    assert fixed.error is None
+    assert fixed.compacted
+    (line,) = (e for e in fixed.events if e.startswith("history_repaired: "))
+    assert "orphaned" in line or "gone" in line
+    assert all(len(e) <= 200 for e in fixed.events)

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -19,10 +20,11 @@ from hypothesis import strategies as st
 from synopsis.errors import ConfigurationError, StoreError
 from synopsis.messages import Role
 from synopsis.stores import MemoryStore, PostgresStore, SessionState, open_store
+from synopsis.stores._pg_schema import MIGRATIONS
 from synopsis.stores._query import words
 from synopsis.stores.postgres import SCHEMA_VERSION, tsquery, tsvector
 from synopsis.stores.records import Compaction
-from tests.stores.helpers import compaction, record, stored, three
+from tests.stores.helpers import T0, compaction, record, stored, three
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -76,6 +78,68 @@ def test_replicas_starting_together_migrate_once(postgres_url: str) -> None:
     assert errors == []
     with _admin(postgres_url) as db:
         assert db.execute("SELECT count(*) FROM synopsis_schema").fetchone() == (SCHEMA_VERSION,)
+
+
+# The request records' table as schema 2 made it, verbatim.
+V2_REQUESTS = (
+    """CREATE TABLE synopsis_requests (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at timestamptz NOT NULL,
+        session_id text NOT NULL,
+        record text NOT NULL
+    )""",
+    "CREATE INDEX synopsis_requests_at ON synopsis_requests (at, seq)",
+    "CREATE INDEX synopsis_requests_session ON synopsis_requests (session_id, at, seq)",
+)
+
+
+def test_a_version_2_database_is_upgraded_and_keeps_its_records(postgres_url: str) -> None:
+    with _admin(postgres_url) as db, db.transaction():
+        db.execute("CREATE TABLE synopsis_schema (version integer NOT NULL)")
+        for statement in (*MIGRATIONS[0], *V2_REQUESTS):
+            db.execute(statement)
+        db.execute("INSERT INTO synopsis_schema (version) VALUES (1), (2)")
+        for minutes, session, tokens, compacted in (
+            (0, "a", 100, "true"),
+            (60, "b", 200, "false"),
+            (90, "a", 300, "false"),
+        ):
+            at = T0 + timedelta(minutes=minutes)
+            text = (
+                f'{{"at": "{at.isoformat()}", "session_id": "{session}", "model": "gpt-4o", '
+                '"route": "/r", "format": "openai", "status": 200, "messages_in": 3, '
+                f'"tokens_before": {tokens}, "tokens_after": 10, "compacted": {compacted}, '
+                '"code": null, "shared_messages": null, "summarizer_calls": 1, '
+                '"summarizer_seconds": 0.5, "ms_total": 1.5}'
+            )
+            db.execute(
+                "INSERT INTO synopsis_requests (at, session_id, record) VALUES (%s, %s, %s)",
+                (at, session, text),
+            )
+    with PostgresStore(postgres_url) as store:
+        assert [r.tokens_before for r in store.requests()] == [300, 200, 100]
+        assert store.requests()[0].events == ()
+        a, b = store.request_rollup("session")
+        assert (a.key, a.requests, a.compacted, a.tokens_before, a.tokens_after) == (
+            "a",
+            2,
+            1,
+            400,
+            20,
+        )
+        assert (a.summarizer_calls, a.summarizer_seconds, a.errors, a.model) == (
+            2,
+            1.0,
+            0,
+            "gpt-4o",
+        )
+        assert (b.key, b.requests, b.last_at) == ("b", 1, T0 + timedelta(minutes=60))
+        assert [(d.key, d.requests) for d in store.request_rollup("day")] == [
+            (T0.replace(hour=0, minute=0).isoformat(), 3)
+        ]
+    with _admin(postgres_url) as db:
+        versions = [r[0] for r in db.execute("SELECT version FROM synopsis_schema ORDER BY 1")]
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
 
 
 def test_a_newer_schema_is_refused(postgres_url: str) -> None:

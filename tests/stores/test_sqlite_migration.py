@@ -157,8 +157,8 @@ def test_a_version_1_file_opens_upgraded_with_its_data_whole(tmp_path: Path) -> 
     store = SQLiteStore(path)
     objects, versions = schema(path)
     assert versions == list(range(1, SCHEMA_VERSION + 1))
-    assert SCHEMA_VERSION == 3
-    assert {"forgetting", "messages_kept", "messages_unindexed", "requests"} <= {
+    assert SCHEMA_VERSION == 4
+    assert {"forgetting", "messages_kept", "messages_unindexed", "requests", "requests_rollup"} <= {
         name for name, _ in objects
     }
     a_messages = written[0][1] + written[1][1]
@@ -248,3 +248,64 @@ def test_a_forget_that_fails_takes_nothing(tmp_path: Path) -> None:
     assert store.stats() == []
     fts_is_sound(store)
     store.close()
+
+
+# The request records' table as schema 3 made it, verbatim.
+V3_REQUESTS = (
+    """CREATE TABLE requests (
+        seq INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        record TEXT NOT NULL
+    )""",
+    "CREATE INDEX requests_at ON requests (at, seq)",
+    "CREATE INDEX requests_session ON requests (session_id, at, seq)",
+)
+V3_RECORD = (
+    '{{"at": "{at}", "session_id": "{session}", "model": "gpt-4o", "route": "/r", '
+    '"format": "openai", "status": 200, "messages_in": 3, "tokens_before": {tokens}, '
+    '"tokens_after": 10, "compacted": {compacted}, "code": null, "shared_messages": null, '
+    '"summarizer_calls": 1, "summarizer_seconds": 0.5, "ms_total": 1.5}}'
+)
+
+
+def test_a_version_3_file_keeps_its_request_records_and_rolls_them_up(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    write_v1(path, [])
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("CREATE TABLE forgetting (session_id TEXT PRIMARY KEY)")
+        for statement in V3_REQUESTS:
+            db.execute(statement)
+        db.execute("INSERT INTO synopsis_schema (version) VALUES (2), (3)")
+        for at, session, tokens, compacted in (
+            ("2025-06-15T10:30:00.000000", "a", 100, "true"),
+            ("2025-06-15T11:30:00.000000", "b", 200, "false"),
+            ("2025-06-15T12:30:00.000000", "a", 300, "false"),
+        ):
+            text = V3_RECORD.format(
+                at=at + "+00:00", session=session, tokens=tokens, compacted=compacted
+            )
+            db.execute(
+                "INSERT INTO requests (at, session_id, record) VALUES (?, ?, ?)",
+                (at, session, text),
+            )
+    db.close()
+    with SQLiteStore(path) as store:
+        assert schema(path)[1] == [1, 2, 3, 4]
+        assert [r.tokens_before for r in store.requests()] == [300, 200, 100]
+        assert store.requests()[0].events == ()
+        a, b = store.request_rollup("session")
+        assert (a.key, a.requests, a.compacted, a.tokens_before, a.tokens_after) == (
+            "a",
+            2,
+            1,
+            400,
+            20,
+        )
+        assert (a.summarizer_calls, a.summarizer_seconds, a.errors, a.model) == (
+            2,
+            1.0,
+            0,
+            "gpt-4o",
+        )
+        assert (b.key, b.requests) == ("b", 1)

@@ -45,6 +45,7 @@ from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.recorder import (
     Recorder,
     counting,
+    heard,
     noted,
     tallied,
 )
@@ -122,6 +123,8 @@ def create_app(
     if auth_token == "":
         raise ValueError("auth_token is empty: give a token, or None for no authentication")
     metrics = Metrics()
+    # Each compactor tells the current request's record what happened inside its compaction.
+    options["listeners"] = (*options.get("listeners", ()), heard)
     state = ProxyState(
         compactors=Compactors(
             config=config,
@@ -148,7 +151,11 @@ def create_app(
     store = state.compactors.store
     if record_requests and isinstance(store, StoreBase):
         state.recorder = Recorder(
-            store, metrics, retention_days=records_retention, keep=records_max
+            store,
+            metrics,
+            retention_days=records_retention,
+            keep=records_max,
+            remembered_sessions=remembered_sessions,
         )
 
     @contextlib.asynccontextmanager
@@ -261,7 +268,7 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
         exchange = opened(state, route, request, raw, line=line, started=started)
         if not isinstance(exchange, Exchange):
             return _early(state, route.path, line, started, exchange)
-        counting(line)
+        counting(exchange)
         # Watched only once the body is read: the watch reads the same channel.
         departure = Departure(request.receive)
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["LOGGER", "Line"]
@@ -64,11 +64,10 @@ class Line:
     store, not logged."""
 
     def fields(self) -> dict[str, Any]:
-        out = {
-            k: v
-            for k, v in asdict(self).items()
-            if v is not None and v is not False and k != "tally"
-        }
+        # Read field by field, not with asdict(): the tally holds the request's exchange,
+        # which asdict would copy whole.
+        named = ((f.name, getattr(self, f.name)) for f in fields(self) if f.name != "tally")
+        out = {k: v for k, v in named if v is not None and v is not False}
         for key in ("ms_compaction", "ms_upstream", "ms_total"):
             out[key] = round(self.__getattribute__(key), 3)
         return out

@@ -8,9 +8,23 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-__all__ = ["Metrics"]
+from synopsis.proxy.recorder import failed
+
+__all__ = ["Errors", "Metrics"]
 
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class Errors:
+    """The errors counter: each kind counted is noted on the request it was counted for too,
+    as the error its record ends with."""
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+
+    def labels(self, kind: str) -> Counter:
+        failed(kind)
+        return self.counter.labels(kind)
 
 
 class Metrics:
@@ -55,9 +69,9 @@ class Metrics:
             "Seconds from sending a request upstream to its response headers.",
             ["route"], buckets=_LATENCY, registry=r,
         )  # fmt: skip
-        self.errors = Counter(
+        self.errors = Errors(Counter(
             "synopsis_proxy_errors", "Errors, by kind.", ["kind"], registry=r,
-        )  # fmt: skip
+        ))  # fmt: skip
         self.unknown_models = Counter(
             "synopsis_unknown_model",
             "Models a request named that the model table does not know, each counted at first "

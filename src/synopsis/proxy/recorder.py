@@ -7,6 +7,13 @@ failing store costs records, never a request's time or its answer. What is queue
 proxy stops is written before the store closes. The same task keeps the records within their
 retention (an age and a count), now and then, so a proxy that runs for months keeps a
 bounded table even if no one runs ``synopsis store prune``.
+
+What a record holds beyond the log line is gathered on the request's :class:`Tally`, which a
+context variable makes the current request's (:func:`counting`): the summarizer's calls
+(:func:`tallied`), the error kinds counted (:func:`failed`, from the errors counter), and what
+happened inside its compaction (:func:`heard`, a listener of every compactor's). The
+compaction's worker threads, and a relayed stream's task, run in copies of the request's
+context, which hold the same tally.
 """
 
 from __future__ import annotations
@@ -16,22 +23,41 @@ import contextlib
 import time
 from collections import deque
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from synopsis.events import (
+    ChainInvalidated,
+    CompactionCompleted,
+    CompactionFailed,
+    HistoryRepaired,
+    RefillBreakerOpened,
+    SummarizerFellBack,
+    SummaryFilledIn,
+)
+from synopsis.proxy import prefixes
 from synopsis.proxy.bodies import ROUTES
 from synopsis.proxy.logs import LOGGER
-from synopsis.stores.requests import RECORDS_MAX, RECORDS_RETENTION_DAYS, RequestRecord
+from synopsis.stores.requests import (
+    EVENT_CHARS,
+    EVENTS_MAX,
+    FELL_BACK,
+    RECORDS_MAX,
+    RECORDS_RETENTION_DAYS,
+    RequestRecord,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from synopsis.events import Event
+    from synopsis.proxy.exchange import Exchange
     from synopsis.proxy.logs import Line
     from synopsis.proxy.metrics import Metrics
     from synopsis.stores._base import StoreBase
 
-__all__ = ["Recorder", "Tally", "counting", "noted", "tallied"]
+__all__ = ["Recorder", "Tally", "counting", "failed", "heard", "noted", "tallied"]
 
 QUEUE_SIZE = 10_000
 """Records waiting to be written at most; beyond, the oldest is dropped."""
@@ -48,10 +74,15 @@ _FORMATS = {route.path: route.format for route in ROUTES}
 
 @dataclass(slots=True)
 class Tally:
-    """The summarizer's calls and seconds for one request."""
+    """What one request's record holds beyond its log line: the summarizer's calls and
+    seconds, the last error kind counted, the compaction's event lines, and the exchange
+    (for the prefix it shared with the session's previous request)."""
 
     calls: int = 0
     seconds: float = 0.0
+    error: str | None = None
+    events: list[str] = field(default_factory=list)
+    exchange: Exchange | None = None
 
 
 _TALLY: ContextVar[Tally | None] = ContextVar("synopsis_proxy_tally", default=None)
@@ -71,11 +102,52 @@ def tallied(observe: Callable[[str, float, bool], None]) -> Callable[[str, float
     return both
 
 
-def counting(line: Line) -> None:
-    """Count the summarizer's calls made from here on, in this request's context, on
-    ``line``."""
-    line.tally = Tally()
-    _TALLY.set(line.tally)
+def counting(exchange: Exchange) -> None:
+    """Gather what the exchange's record holds, from here on, in this request's context, on
+    its line."""
+    exchange.line.tally = tally = Tally(exchange=exchange)
+    _TALLY.set(tally)
+
+
+def failed(kind: str) -> None:
+    """An error of ``kind`` was counted: the current request (if any) ended with it, unless
+    a later one is counted."""
+    tally = _TALLY.get()
+    if tally is not None:
+        tally.error = kind
+
+
+def heard(event: Event) -> None:
+    """A compactor's listener: what the event says about the current request's compaction,
+    as a line of its record."""
+    tally = _TALLY.get()
+    if tally is None:
+        return
+    for line in _lines(event):
+        if len(tally.events) < EVENTS_MAX:
+            tally.events.append(line[:EVENT_CHARS])
+
+
+def _lines(event: Event) -> list[str]:
+    """The record's lines for ``event`` (none for the start or skip of a compaction)."""
+    if isinstance(event, SummarizerFellBack):
+        return [f"{FELL_BACK}: {event.reason} → {event.fallback}"]
+    if isinstance(event, HistoryRepaired):
+        return [f"history_repaired: {'; '.join(event.fixes)}"]
+    if isinstance(event, ChainInvalidated):
+        return [f"chain_invalidated: {event.reason}"]
+    if isinstance(event, RefillBreakerOpened):
+        return ["refill_breaker_opened"]
+    if isinstance(event, SummaryFilledIn):
+        return [f"summary_filled_in: {len(event.added)} items"]
+    if isinstance(event, CompactionFailed):
+        return [f"compaction_failed: {event.stage}: {event.error}"]
+    if isinstance(event, CompactionCompleted):
+        lines = [f"emergency: {event.emergency}"] if event.emergency else []
+        if event.cleared:
+            lines.append(f"cleared: {event.cleared} outputs, {event.tokens_cleared} tokens")
+        return lines
+    return []
 
 
 class Recorder:
@@ -91,8 +163,10 @@ class Recorder:
         queue_size: int = QUEUE_SIZE,
         pause: float = PAUSE,
         trim_every: float = TRIM_EVERY,
+        remembered_sessions: int = 256,
     ) -> None:
         self.store = store
+        self.prefixes = prefixes.Prefixes(remembered_sessions)
         self.metrics = metrics
         self.retention = timedelta(days=retention_days)
         self.keep = keep
@@ -169,10 +243,17 @@ class Recorder:
 
 def noted(recorder: Recorder | None, line: Line) -> None:
     """Queue the record of a request whose log line is being written: one on a compacting
-    route that carried a history (a session)."""
+    route that carried a history (a session). One sent upstream is compared with the
+    session's previous one (:mod:`.prefixes`)."""
     if recorder is None or not line.session or line.model is None:
         return
     tally = line.tally or Tally()
+    shared = prefixes.Shared()
+    exchange = tally.exchange
+    if exchange is not None and line.ms_upstream > 0:
+        sent, client = prefixes.seen(exchange)
+        count = prefixes.counting(exchange)
+        shared = recorder.prefixes.share(line.session, sent, client, count)
     recorder.add(
         RequestRecord(
             at=datetime.now(UTC),
@@ -186,8 +267,13 @@ def noted(recorder: Recorder | None, line: Line) -> None:
             tokens_after=line.tokens_after,
             compacted=line.compacted,
             code=line.code,
+            shared_messages=shared.messages,
             summarizer_calls=tally.calls,
             summarizer_seconds=tally.seconds,
             ms_total=line.ms_total,
+            error=tally.error,
+            events=tuple(tally.events),
+            shared_tokens=shared.tokens,
+            client_shared_tokens=shared.client_tokens,
         )
     )

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
         SessionStats,
         StoredMessage,
     )
-    from synopsis.stores.requests import RequestRecord
+    from synopsis.stores.requests import RequestRecord, RequestRollup, RollupBy
     from synopsis.summarizers.records import SummaryRecord
 
 
@@ -99,6 +99,10 @@ class StoreBase(ABC):
     def stats(self) -> list[SessionStats]:
         """What each session with a saved state keeps, by session id."""
 
+    @abstractmethod
+    def states(self) -> list[SessionState]:
+        """Every session's saved state, by session id, in one read."""
+
     # -- per-request records: the proxy's figures, kept apart from the sessions -------------
 
     @abstractmethod
@@ -123,6 +127,35 @@ class StoreBase(ABC):
     ) -> int:
         """Remove the records from before ``older_than`` (a moment, or that long ago), then
         all but the newest ``keep``; how many went."""
+
+    @abstractmethod
+    def request_rollup(
+        self,
+        by: RollupBy,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[RequestRollup]:
+        """The records (the session's, or every session's; at ``since`` or later and before
+        ``until``) grouped ``by`` their session, model, hour or day (UTC) or error kind, in
+        one query: by key, or for ``hour`` and ``day`` by time. ``"error"`` groups only the
+        records that ended with an error."""
+
+    async def arequest_rollup(
+        self,
+        by: RollupBy,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[RequestRollup]:
+        return await asyncio.to_thread(
+            self.request_rollup, by, session_id=session_id, since=since, until=until
+        )
+
+    async def astates(self) -> list[SessionState]:
+        return await asyncio.to_thread(self.states)
 
     async def asave_requests(self, records: Sequence[RequestRecord]) -> None:
         await asyncio.to_thread(self.save_requests, records)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+from synopsis.stores import _rollup
+
 __all__ = ["MIGRATIONS", "MIGRATION_KEY", "SCHEMA_VERSION"]
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -63,6 +65,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX synopsis_requests_at ON synopsis_requests (at, seq)",
         "CREATE INDEX synopsis_requests_session ON synopsis_requests (session_id, at, seq)",
+    ),
+    (  # 3: the figures a rollup sums, in columns of their own.
+        *(f"ALTER TABLE synopsis_requests ADD COLUMN {c}" for c in _rollup.PG_COLUMNS),
+        _rollup.pg_backfill(),
+        "DROP INDEX synopsis_requests_session",
+        "CREATE INDEX synopsis_requests_rollup ON synopsis_requests (session_id, at, seq) "
+        f"INCLUDE ({_rollup.LISTED})",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -14,7 +14,15 @@ from synopsis.errors import StoreError
 from synopsis.stores import _query
 from synopsis.stores._base import StoreBase, cutoff
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
-from synopsis.stores.requests import RequestRecord, check_read, check_retention
+from synopsis.stores.requests import (
+    RequestRecord,
+    RequestRollup,
+    RollupBy,
+    bucket,
+    check_read,
+    check_retention,
+    check_rollup,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -231,6 +239,15 @@ class MemoryStore(StoreBase):
             for sid, state, rows, records in kept
         ]
 
+    def states(self) -> list[SessionState]:
+        with self._lock:
+            self._check()
+            return [
+                entry.state
+                for _, entry in sorted(self._sessions.items())
+                if entry.state is not None
+            ]
+
     # -- per-request records ------------------------------------------------------------------
 
     def save_requests(self, records: Sequence[RequestRecord]) -> None:
@@ -261,6 +278,32 @@ class MemoryStore(StoreBase):
         )
         return [r for _, r in zip(range(limit), picked, strict=False)]
 
+    def request_rollup(
+        self,
+        by: RollupBy,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[RequestRollup]:
+        check_rollup(by, since, until)
+        with self._lock:
+            self._check()
+            rows = sorted(self._requests)
+        groups: dict[object, list[RequestRecord]] = {}
+        for at, _, record in rows:
+            if (
+                (session_id is None or record.session_id == session_id)
+                and (since is None or at >= since)
+                and (until is None or at < until)
+            ):
+                key = _key(record, by)
+                if key is not None:
+                    groups.setdefault(key, []).append(record)
+        named = {_name(key, records, by): records for key, records in groups.items()}
+        # Hour and day keys are ISO times in UTC, which sort as the times do.
+        return [_rollup(key, named[key]) for key in sorted(named)]
+
     def prune_requests(
         self, older_than: datetime | timedelta | None = None, *, keep: int | None = None
     ) -> int:
@@ -283,6 +326,47 @@ class MemoryStore(StoreBase):
 def _size(text: str) -> int:
     """What ``text`` takes as the SQLite store writes it: UTF-8, a lone surrogate kept."""
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _key(record: RequestRecord, by: RollupBy) -> object:
+    """The group of ``record`` in a rollup ``by`` (None: in none); a time's is its hour or
+    day as numbers, named once per group (:func:`_name`)."""
+    if by == "session":
+        return record.session_id
+    if by == "model":
+        return record.model
+    if by == "error":
+        return record.error
+    at = record.at
+    return (at.year, at.month, at.day, at.hour if by == "hour" else 0)
+
+
+def _name(key: object, records: list[RequestRecord], by: RollupBy) -> str:
+    if by == "hour" or by == "day":  # noqa: PLR1714 - narrows the literal for mypy
+        return bucket(records[0].at, by)
+    return str(key)
+
+
+def _rollup(key: str, records: list[RequestRecord]) -> RequestRollup:
+    """One group's rollup; ``records`` oldest first (the last is the newest)."""
+    newest = records[-1]
+    return RequestRollup(
+        key=key,
+        requests=len(records),
+        compacted=sum(r.compacted for r in records),
+        tokens_before=sum(r.tokens_before or 0 for r in records),
+        tokens_after=sum(r.tokens_after or 0 for r in records),
+        summarizer_calls=sum(r.summarizer_calls for r in records),
+        summarizer_seconds=sum(r.summarizer_seconds for r in records),
+        errors=sum(r.error is not None for r in records),
+        fallbacks=sum(r.fell_back for r in records),
+        first_at=records[0].at,
+        last_at=newest.at,
+        model=newest.model,
+        format=newest.format,
+        shared_tokens=sum(r.shared_tokens or 0 for r in records),
+        client_shared_tokens=sum(r.client_shared_tokens or 0 for r in records),
+    )
 
 
 def _before(state: SessionState | None, moment: datetime) -> bool:

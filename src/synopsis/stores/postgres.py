@@ -35,12 +35,19 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError, StoreError
-from synopsis.stores import _query
+from synopsis.stores import _query, _rollup
 from synopsis.stores._base import StoreBase, cutoff
 from synopsis.stores._pg_schema import MIGRATION_KEY, MIGRATIONS, SCHEMA_VERSION
 from synopsis.stores._pg_words import tsquery, tsvector
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
-from synopsis.stores.requests import RequestRecord, check_read, check_retention
+from synopsis.stores.requests import (
+    RequestRecord,
+    RequestRollup,
+    RollupBy,
+    check_read,
+    check_retention,
+    check_rollup,
+)
 from synopsis.summarizers.records import SummaryRecord
 
 if TYPE_CHECKING:
@@ -82,6 +89,11 @@ def _message(row: Sequence[Any]) -> StoredMessage:
         compaction_id=compaction_id,
         created_at=created_at,
     )
+
+
+def _aware(moment: datetime) -> datetime:
+    """A ``timestamptz`` as read (in UTC: every connection is set so)."""
+    return moment.astimezone(UTC)
 
 
 def _where(url: str) -> str:
@@ -488,14 +500,38 @@ class PostgresStore(StoreBase):
             for sid, n, k, size, updated in rows
         ]
 
+    def states(self) -> list[SessionState]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                'SELECT session_id, state FROM synopsis_sessions ORDER BY session_id COLLATE "C"'
+            ).fetchall()
+        return [SessionState.from_json(str(sid), json.loads(state)) for sid, state in rows]
+
     # -- per-request records ------------------------------------------------------------------
 
     def save_requests(self, records: Sequence[RequestRecord]) -> None:
-        rows = [(r.at, r.session_id, r.to_json()) for r in records]
+        rows = [(r.at, r.session_id, r.to_json(), *_rollup.figures(r)) for r in records]
+        marks = ", ".join(["%s"] * (3 + len(_rollup.NAMES)))
         with self._connection() as conn, conn.transaction(), conn.cursor() as cursor:
             cursor.executemany(
-                "INSERT INTO synopsis_requests (at, session_id, record) VALUES (%s, %s, %s)", rows
+                f"INSERT INTO synopsis_requests (at, session_id, record, {_rollup.LISTED}) "
+                f"VALUES ({marks})",
+                rows,
             )
+
+    def request_rollup(
+        self,
+        by: RollupBy,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[RequestRollup]:
+        check_rollup(by, since, until)
+        sql, params = _rollup.postgres_query(by, session_id=session_id, since=since, until=until)
+        with self._connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [_rollup.from_row(by, row, _aware) for row in rows]
 
     def requests(
         self,
