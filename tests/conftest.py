@@ -29,6 +29,7 @@ from tests.postgres import (  # noqa: F401 - fixtures
     postgres_url,
     server,
 )
+from tests.ui.artefacts import screenshots_note
 
 if TYPE_CHECKING:
     import pytest
@@ -75,3 +76,10 @@ def _trust_no_authority() -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         end_run()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The run ends by naming where the browser tests left their screenshots (tests/ui)."""
+    note = screenshots_note()
+    if note is not None:
+        terminalreporter.write_line(note)
