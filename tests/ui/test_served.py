@@ -118,6 +118,8 @@ def test_synopsis_ui_runs_and_says_where(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(15)
+        assert process.stderr is not None
+        process.stderr.close()
 
 
 @pytest.mark.parametrize(
