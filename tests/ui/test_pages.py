@@ -267,3 +267,24 @@ def test_the_static_files_are_served_and_nothing_else(signed: TestClient) -> Non
 
 def test_a_bad_page_number_is_the_first(signed: TestClient) -> None:
     assert "Sessions" in signed.get("/ui/sessions?page=x&sort=nothing&order=up").text
+
+
+def test_a_form_too_large_is_not_read(built: sample.Sample) -> None:
+    client = _client(built.store, auth_token=TOKEN)
+    answer = client.post("/ui/login", data={"token": TOKEN, "pad": "x" * 20_000})
+    assert answer.status_code == 401
+
+
+def test_without_limits_the_model_table_marks_the_chart(built: sample.Sample) -> None:
+    page = TestClient(Starlette(routes=[Mount("/ui", app=create_ui(built.store))]))
+    # gpt-4o-mini's window, from the model table, at the default 80% trigger.
+    text = _text(page.get(f"/ui/session?id={quote(sample.CODING)}").text)
+    assert "Window 128,000" in " ".join(text.split())
+    assert "Trigger 102,400" in " ".join(text.split())
+
+
+def test_sessions_sort_by_compactions(signed: TestClient, built: sample.Sample) -> None:
+    page = signed.get("/ui/sessions?sort=compactions&order=asc").text
+    shown = [unescape(m) for m in re.findall(r'<a href="/ui/session\?id=[^"]*">([^<]*)</a>', page)]
+    count = {sid: built.store.session(sid).compactions for sid in built.sessions}  # type: ignore[union-attr]
+    assert shown == sorted(count, key=lambda s: (count[s], s))

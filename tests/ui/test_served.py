@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -137,3 +139,42 @@ def test_synopsis_ui_refuses_in_one_line(
     err = capsys.readouterr().err
     assert said in err
     assert err.count("\n") == 1
+
+
+def test_without_jinja2_each_command_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "jinja2", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "synopsis.ui.app")
+    (tmp_path / "s.db").touch()
+    assert main(["ui", "--store", str(tmp_path / "s.db")]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'synopsis[ui]'" in err
+    assert main(["serve", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "needs Jinja2" in err
+    assert "--no-ui" in err
+
+
+def test_a_postgres_store_without_its_extra_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    monkeypatch.delitem(sys.modules, "synopsis.stores.postgres", raising=False)
+    assert main(["ui", "--store", "postgresql://u@127.0.0.1:9/db"]) == 2
+    assert 'pip install "synopsis[postgres]"' in capsys.readouterr().err
+
+
+def test_a_page_beyond_loopback_warns_and_a_busy_port_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sample.build(tmp_path / "w.db").store.close()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.2", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        flags = ["ui", "--store", str(tmp_path / "w.db"), "--host", "127.0.0.2"]
+        assert main([*flags, "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert "warning: listening on 127.0.0.2: anyone who can reach it can read" in err
+    assert f"synopsis: error: cannot listen on 127.0.0.2:{port}" in err

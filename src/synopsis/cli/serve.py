@@ -86,6 +86,13 @@ def app_for(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a Starlette app
         from synopsis.proxy import create_app  # noqa: PLC0415 - the proxy extra is optional
     except ImportError as error:
         raise UsageError(str(error)) from None
+    try:
+        return _created(create_app, args)
+    except ImportError as error:  # the page's Jinja2
+        raise UsageError(str(error)) from None
+
+
+def _created(create_app: Any, args: argparse.Namespace) -> Any:  # noqa: ANN401
     return create_app(
         upstream_openai=args.upstream_openai,
         upstream_anthropic=args.upstream_anthropic,

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.cli.common import UsageError, positive_int
 from synopsis.cli.serve import listening_socket, port_number, token_text
-from synopsis.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -37,12 +36,8 @@ def _store(value: str) -> StoreBase:
 
     if not is_postgres_url(value) and not Path(value).is_file():
         raise UsageError(f"no store at {value}: give a SQLite file or a postgresql:// URL")
-    try:
-        store = open_store(value)
-    except ImportError as error:
-        raise UsageError(str(error)) from None
-    if not isinstance(store, StoreBase):  # pragma: no cover - open_store gives only these
-        raise ConfigurationError(f"{value} is not a store this page can read")
+    store = open_store(value)
+    assert isinstance(store, StoreBase)  # a file or a URL opens one of synopsis's own
     return store
 
 
@@ -55,11 +50,8 @@ def app_for(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a Starlette app
 
         from synopsis.ui.app import create_ui  # noqa: PLC0415
     except ImportError as error:
-        name = getattr(error, "name", None) or "a package"
         raise UsageError(
-            f"synopsis ui needs {name}: pip install 'synopsis[ui]'"
-            if "pip install" not in str(error)
-            else str(error)
+            f"synopsis ui needs the ui extra: pip install 'synopsis[ui]' ({error})"
         ) from None
     from synopsis.planning.triggers import Trigger  # noqa: PLC0415
     from synopsis.ui.data import limits_for  # noqa: PLC0415

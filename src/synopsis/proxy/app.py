@@ -201,7 +201,10 @@ def _page(
 ) -> list[BaseRoute]:
     """The operator's page at ``/ui/``, over the proxy's own store, behind its token; it marks
     a session's chart with the window and trigger its compactor takes."""
-    from synopsis.ui.app import create_ui  # noqa: PLC0415 - Jinja2 is needed only here
+    try:
+        from synopsis.ui.app import create_ui  # noqa: PLC0415 - Jinja2 is needed only here
+    except ImportError as error:
+        raise ImportError(f"{error}; or serve without it: --no-ui") from None
     from synopsis.ui.data import limits_for  # noqa: PLC0415
 
     settings = state.compactors.settings

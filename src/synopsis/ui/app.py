@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 try:
     import jinja2
-except ImportError as error:  # pragma: no cover - exercised by the extras' install test
+except ImportError as error:
     raise ImportError(
         "the operator's page needs Jinja2: pip install 'synopsis[ui]' (or 'synopsis[proxy]')"
     ) from error

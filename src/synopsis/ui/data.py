@@ -221,7 +221,11 @@ def _rows(store: StoreBase) -> list[SessionRow]:
     rows = []
     for sid in sorted(states.keys() | rolled.keys()):
         state, stat, roll = states.get(sid), stats.get(sid), rolled.get(sid)
-        seen = [t for t in (roll and roll.last_at, state and state.updated_at) if t is not None]
+        seen = [
+            t
+            for t in (roll.last_at if roll else None, state.updated_at if state else None)
+            if t is not None
+        ]
         stored = stat.messages if stat else 0
         rows.append(
             SessionRow(
