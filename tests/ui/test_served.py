@@ -178,3 +178,18 @@ def test_a_page_beyond_loopback_warns_and_a_busy_port_is_one_line(
     err = capsys.readouterr().err
     assert "warning: listening on 127.0.0.2: anyone who can reach it can read" in err
     assert f"synopsis: error: cannot listen on 127.0.0.2:{port}" in err
+
+
+def test_every_replica_on_one_postgresql_store_shows_the_fleet(postgres_url: str) -> None:
+    options = {**COMPACTING, "store": postgres_url}
+    with proxied(**options) as (_, _a, first), proxied(**options) as (_, _b, second):
+        for client, name in ((first, "via-first"), (second, "via-second")):
+            headers = {"x-synopsis-session": name}
+            client.post(CHAT, json={"model": "gpt-4o", "messages": HISTORY}, headers=headers)
+
+        def both_shown(client: httpx2.Client) -> bool:
+            page = client.get("/ui/sessions").text
+            return "via-first" in page and "via-second" in page and "gpt-4o" in page
+
+        assert eventually(lambda: both_shown(first), within=5.0)
+        assert eventually(lambda: both_shown(second), within=5.0)
