@@ -13,11 +13,12 @@ import pytest
 from starlette.testclient import TestClient
 
 from synopsis.cli import build_parser, main
+from synopsis.cli.serve import _started as serve_started
+from synopsis.cli.serve import app_for as serve_app_for
 from synopsis.cli.ui import app_for
 from synopsis.proxy import create_app
 from synopsis.stores import MemoryStore
 from tests.cli.test_end_to_end import SCRIPT
-from tests.cli.test_serve import serving
 from tests.proxy.test_observability import CHAT, COMPACTING, HISTORY, eventually, proxied
 from tests.ui import sample
 
@@ -77,10 +78,15 @@ def test_a_store_of_another_kind_gets_no_page() -> None:
 
 
 def test_serve_names_its_page_and_no_ui_drops_it() -> None:
-    with serving("--no-ui") as (url, served):
-        assert httpx2.get(f"{url}/healthz").status_code == 200
-        served.stop()
-        assert "page:" not in served.stderr
+    for flags, page in (([], True), (["--no-ui"], False)):
+        args = build_parser().parse_args(["serve", *flags])
+        app = serve_app_for(args)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            line = serve_started(args, app.state.proxy, sock)
+        app.state.proxy.compactors.close()
+        assert ("· page: http://127.0.0.1:" in line) is page
+        assert any(getattr(r, "path", "") == "/ui" for r in app.routes) is page
 
 
 def test_synopsis_ui_serves_a_store_read_only(tmp_path: Path) -> None:
