@@ -177,3 +177,182 @@ def test_the_overview_shows_its_cards_and_two_drawn_charts(
             chart,
         )
         assert drawn is True
+
+
+# 3. Sessions
+
+
+def _listed(browser: Page) -> list[str]:
+    return [
+        cast("str", e.get_property("textContent"))
+        for e in browser.driver.find_elements(By.CSS_SELECTOR, "td[data-label=Session] a")
+    ]
+
+
+def test_sessions_are_found_by_typing_and_sorted_by_a_header(
+    browser: Page, root: str, built: sample.Sample
+) -> None:
+    _sign_in(browser, root, "/sessions")
+    assert set(_listed(browser)) == {*built.sessions, LONG}
+    field = browser.driver.find_element(By.ID, "q")
+    field.send_keys("CLEARED", Keys.ENTER)
+    _until(browser, lambda: "q=CLEARED" in browser.driver.current_url)
+    assert _listed(browser) == [sample.CLEARED]
+
+    browser.open(root + "/sessions")
+    for key, label in (("length", "Length"), ("saved", "Tokens saved")):
+        for order in ("desc", "asc"):
+            header = browser.driver.find_element(
+                By.XPATH, f"//thead//a[starts-with(normalize-space(.), '{label}')]"
+            )
+            header.click()
+            _until(browser, lambda k=key, o=order: f"sort={k}&order={o}" in browser.driver.current_url)  # type: ignore[misc]
+            expected = data.session_page(built.store, sort=key, order=order).rows
+            assert _listed(browser) == [r.id for r in expected]
+    # The two orders differ (the sample's sessions differ in both), so each click told.
+    assert [r.id for r in data.session_page(built.store, sort="saved", order="asc").rows] != [
+        r.id for r in data.session_page(built.store, sort="saved", order="desc").rows
+    ]
+
+    browser.driver.find_element(By.LINK_TEXT, sample.CODING).click()
+    heading = browser.wait_for("h1 code.sid")
+    assert heading.text == sample.CODING
+    assert parse_qs(urlsplit(browser.driver.current_url).query)["id"] == [sample.CODING]
+
+
+# 4. A session's compactions
+
+
+def _details(browser: Page) -> list[WebElement]:
+    return browser.driver.find_elements(By.CSS_SELECTOR, "details.compaction")
+
+
+def test_the_first_compaction_shows_its_summary_beside_its_originals(
+    browser: Page, root: str
+) -> None:
+    _sign_in(browser, root, _session_url("", sample.CODING))
+    first, *others = _details(browser)
+    assert first.get_property("open") is True
+    assert others
+    assert not any(d.get_property("open") for d in others)
+    summary = first.find_element(By.CSS_SELECTOR, "section.summary")
+    originals = first.find_element(By.CSS_SELECTOR, "section.originals")
+    assert summary.find_element(By.TAG_NAME, "pre").text.strip()
+    assert originals.find_elements(By.CSS_SELECTOR, "li.msg")
+    wide_s, wide_o = _rect(summary), _rect(originals)
+    assert wide_s["y"] == wide_o["y"]
+    assert wide_s["x"] + wide_s["width"] <= wide_o["x"]
+
+    browser.at_width(390)
+    narrow_s, narrow_o = _rect(summary), _rect(originals)
+    assert narrow_s["x"] == narrow_o["x"]
+    assert narrow_s["y"] + narrow_s["height"] <= narrow_o["y"]
+
+
+def test_a_closed_compaction_opens_from_the_keyboard(browser: Page, root: str) -> None:
+    _sign_in(browser, root, _session_url("", sample.CODING))
+    second = _details(browser)[1]
+    target = second.find_element(By.TAG_NAME, "summary")
+    originals = second.find_elements(By.CSS_SELECTOR, "section.originals li.msg")
+    assert originals
+    assert not originals[0].is_displayed()
+    for _ in range(60):
+        ActionChains(browser.driver).send_keys(Keys.TAB).perform()
+        if browser.driver.switch_to.active_element == target:
+            break
+    else:
+        pytest.fail("Tab never reached the second compaction's summary")
+    ActionChains(browser.driver).send_keys(Keys.ENTER).perform()
+    assert second.get_property("open") is True
+    assert originals[0].is_displayed()
+
+
+def test_originals_past_fifty_are_paged(browser: Page, root: str, built: sample.Sample) -> None:
+    stored = built.store.recall(LONG)
+    assert len(stored) > 2 * data.ORIGINALS_PER_PAGE
+    _sign_in(browser, root, _session_url("", LONG))
+    shown: list[str] = []
+    for page in range(1, 4):
+        first = _details(browser)[0]
+        assert first.get_property("open") is True
+        heading = first.find_element(By.CSS_SELECTOR, "section.originals h3").text
+        assert heading == f"Originals it replaced (page {page} of 3)"
+        shown += [e.text for e in first.find_elements(By.CSS_SELECTOR, "li.msg .meta code")]
+        if page < 3:
+            first.find_element(By.LINK_TEXT, "Next").click()
+            _until(browser, lambda p=page: f"page={p + 1}" in browser.driver.current_url)  # type: ignore[misc]
+    assert shown == [m.id for m in stored]
+    first = _details(browser)[0]
+    first.find_element(By.LINK_TEXT, "Previous").click()
+    _until(browser, lambda: "page=2" in browser.driver.current_url)
+    assert "page 2 of 3" in _details(browser)[0].find_element(By.CSS_SELECTOR, ".originals h3").text
+
+
+# 5. Search and export
+
+
+def test_search_marks_the_words_found(browser: Page, root: str, built: sample.Sample) -> None:
+    _sign_in(browser, root, _session_url("", sample.CODING))
+    browser.driver.find_element(By.ID, "sq").send_keys("ponyc", Keys.ENTER)
+    browser.wait_for("ol.hits")
+    hits = browser.driver.find_elements(By.CSS_SELECTOR, "ol.hits li")
+    expected = data.search(built.store, sample.CODING, "ponyc")
+    assert len(hits) == len(expected) > 0
+    marked = browser.driver.find_elements(By.CSS_SELECTOR, "ol.hits mark")
+    assert marked
+    assert all(m.text.casefold() == "ponyc" for m in marked)
+
+
+def test_export_answers_the_sessions_markdown(
+    browser: Page, root: str, built: sample.Sample
+) -> None:
+    _sign_in(browser, root, _session_url("", sample.CODING))
+    link = browser.driver.find_element(By.LINK_TEXT, "Export as Markdown")
+    href = link.get_attribute("href")
+    answer = browser.driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(arguments[0], {credentials: 'same-origin'})"
+        ".then(r => r.text().then(t => done([r.status, r.headers.get('content-type'), t])))"
+        ".catch(e => done([0, '', String(e)]));",
+        href,
+    )
+    status, kind, text = answer
+    assert (status, kind.split(";")[0]) == (200, "text/markdown")
+    assert text == export_markdown(built.store, sample.CODING)
+
+
+# 6. Forget
+
+
+def test_forgetting_is_confirmed_then_done(
+    browser: Page, served: Callable[[Starlette], str], own: sample.Sample
+) -> None:
+    root = served(_app(own.store)) + "/ui"
+    _sign_in(browser, root, _session_url("", sample.CODING))
+    browser.driver.find_element(By.XPATH, "//button[.='Forget this session…']").click()
+    confirm = browser.wait_for("input[name=confirm] ~ button.danger")
+    assert confirm.text == "Forget it"
+    assert sample.CODING in browser.driver.find_element(By.TAG_NAME, "h1").text
+    assert own.store.session(sample.CODING) is not None
+    assert own.store.recall(sample.CODING)
+    confirm.click()
+    notice = browser.wait_for(".notice[role=status]")
+    assert urlsplit(browser.driver.current_url).path == "/ui/sessions"
+    assert sample.CODING in notice.text
+    assert own.store.session(sample.CODING) is None
+    assert own.store.recall(sample.CODING) == []
+
+
+# 7. The planted markup
+
+
+@pytest.mark.parametrize("where", ["sessions", "session"])
+def test_planted_markup_is_shown_as_text_and_never_runs(
+    browser: Page, root: str, where: str
+) -> None:
+    path = "/sessions" if where == "sessions" else _session_url("", sample.CHAT)
+    _sign_in(browser, root, path)
+    shown = browser.driver.find_element(By.TAG_NAME, "main").get_property("textContent")
+    assert sample.PLANTED in cast("str", shown)
+    assert _js(browser, "return typeof window.__ran") == "undefined"
+    assert browser.driver.find_elements(By.CSS_SELECTOR, "main script, main img") == []
