@@ -10,7 +10,6 @@ Tests that only read share one store and one server per module; a test that chan
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, urlsplit
@@ -24,7 +23,6 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from synopsis import Compactor
-from synopsis.stores import SQLiteStore
 from synopsis.stores.export import export_markdown
 from synopsis.stores.requests import RequestRecord
 from synopsis.ui import data
@@ -99,7 +97,7 @@ def _sign_in(browser: Page, root: str, path: str = "/") -> None:
     WebDriverWait(browser.driver, 10).until(lambda d: "/login" not in d.current_url)
 
 
-def _js(browser: Page, script: str, *args: object) -> Any:  # noqa: ANN401 - what the page returns
+def _js(browser: Page, script: str, *args: object) -> Any:
     return browser.driver.execute_script(script, *args)
 
 
@@ -109,6 +107,11 @@ def _session_url(root: str, session_id: str) -> str:
 
 def _until(browser: Page, check: Callable[[], object], seconds: float = 10) -> None:
     WebDriverWait(browser.driver, seconds, poll_frequency=0.1).until(lambda _: check())
+
+
+def _url_holds(browser: Page, text: str) -> None:
+    """Once the next page has loaded: after a click on a link, Selenium returns at once."""
+    _until(browser, lambda: text in browser.driver.current_url)
 
 
 def _rect(element: WebElement) -> dict[str, float]:
@@ -196,7 +199,7 @@ def test_sessions_are_found_by_typing_and_sorted_by_a_header(
     assert set(_listed(browser)) == {*built.sessions, LONG}
     field = browser.driver.find_element(By.ID, "q")
     field.send_keys("CLEARED", Keys.ENTER)
-    _until(browser, lambda: "q=CLEARED" in browser.driver.current_url)
+    _url_holds(browser, "q=CLEARED")
     assert _listed(browser) == [sample.CLEARED]
 
     browser.open(root + "/sessions")
@@ -206,7 +209,7 @@ def test_sessions_are_found_by_typing_and_sorted_by_a_header(
                 By.XPATH, f"//thead//a[starts-with(normalize-space(.), '{label}')]"
             )
             header.click()
-            _until(browser, lambda k=key, o=order: f"sort={k}&order={o}" in browser.driver.current_url)  # type: ignore[misc]
+            _url_holds(browser, f"sort={key}&order={order}")
             expected = data.session_page(built.store, sort=key, order=order).rows
             assert _listed(browser) == [r.id for r in expected]
     # The two orders differ (the sample's sessions differ in both), so each click told.
@@ -280,11 +283,11 @@ def test_originals_past_fifty_are_paged(browser: Page, root: str, built: sample.
         shown += [e.text for e in first.find_elements(By.CSS_SELECTOR, "li.msg .meta code")]
         if page < 3:
             first.find_element(By.LINK_TEXT, "Next").click()
-            _until(browser, lambda p=page: f"page={p + 1}" in browser.driver.current_url)  # type: ignore[misc]
+            _url_holds(browser, f"page={page + 1}")
     assert shown == [m.id for m in stored]
     first = _details(browser)[0]
     first.find_element(By.LINK_TEXT, "Previous").click()
-    _until(browser, lambda: "page=2" in browser.driver.current_url)
+    _url_holds(browser, "page=2")
     assert "page 2 of 3" in _details(browser)[0].find_element(By.CSS_SELECTOR, ".originals h3").text
 
 
@@ -356,3 +359,171 @@ def test_planted_markup_is_shown_as_text_and_never_runs(
     assert sample.PLANTED in cast("str", shown)
     assert _js(browser, "return typeof window.__ran") == "undefined"
     assert browser.driver.find_elements(By.CSS_SELECTOR, "main script, main img") == []
+
+
+# 8. Every page: labelled controls, no overflow at 390 pixels, screenshots, the keyboard
+
+_OVERFLOWING = """
+const width = document.documentElement.clientWidth;
+const clipped = (el) => {
+  for (let p = el.parentElement; p; p = p.parentElement) {
+    const style = getComputedStyle(p);
+    if (style.overflowX !== 'visible' && p !== document.documentElement && p !== document.body) {
+      return true;
+    }
+  }
+  return false;
+};
+return Array.from(document.querySelectorAll('body *'))
+  .filter((el) => el.getBoundingClientRect().right > width + 0.5 && !clipped(el))
+  .map((el) => el.outerHTML.slice(0, 120));
+"""
+"""The elements that reach past the right edge of the viewport, other than those inside a
+box that scrolls or clips them (the sessions table's own scroller at a middle width)."""
+
+
+def _open_page(browser: Page, root: str, name: str) -> None:
+    """One of the page's views, signed in already."""
+    if name == "forget":
+        browser.open(_session_url(root, sample.CODING))
+        browser.driver.find_element(By.XPATH, "//button[.='Forget this session…']").click()
+        browser.wait_for("input[name=confirm]")
+        return
+    paths = {
+        "overview": "/",
+        "sessions": "/sessions",
+        "session": _session_url("", sample.CODING),
+        "search": f"/session/search?id={quote(sample.CODING)}&q=ponyc",
+    }
+    browser.open(root + paths[name])
+    browser.wait_for("main h1")
+
+
+VIEWS = ("overview", "sessions", "session", "forget", "search")
+
+
+def test_every_page_is_labelled_fits_a_phone_and_is_photographed(browser: Page, root: str) -> None:
+    browser.open(root + "/login")
+    assert browser.unlabelled_controls() == []
+    browser.screenshot("ui-login-1280")
+    _sign_in(browser, root)
+    for name in VIEWS:
+        browser.at_width(1280)
+        _open_page(browser, root, name)
+        assert browser.unlabelled_controls() == [], name
+        assert _js(browser, _OVERFLOWING) == [], name
+        browser.screenshot(f"ui-{name}-1280")
+        browser.at_width(390)
+        assert _js(browser, _OVERFLOWING) == [], name
+        assert _js(browser, "return document.documentElement.scrollWidth") <= 390, name
+        browser.screenshot(f"ui-{name}-390")
+
+
+def _stops(browser: Page) -> list[tuple[str, str]]:
+    return [(stop.tag, stop.name) for stop in browser.tab_order()]
+
+
+HEADER = [
+    ("a", "Skip to content"),
+    ("a", "synopsis"),
+    ("a", "Overview"),
+    ("a", "Sessions"),
+    ("button", "Sign out"),
+]
+
+
+def test_the_keyboard_goes_skip_link_navigation_then_the_page(browser: Page, root: str) -> None:
+    _sign_in(browser, root, "/sessions")
+    stops = _stops(browser)
+    assert stops[: len(HEADER)] == HEADER
+    assert stops[len(HEADER) : len(HEADER) + 3] == [
+        ("input", "Find a session"),
+        ("button", "Find"),
+        ("a", "Last seen, sorted descending"),
+    ]
+
+    browser.open(_session_url(root, sample.CODING))
+    stops = _stops(browser)
+    assert stops[: len(HEADER)] == HEADER
+    page = stops[len(HEADER) :]
+    assert page[:4] == [
+        ("input", "Search its originals"),
+        ("button", "Search"),
+        ("a", "Export as Markdown"),
+        ("button", "Forget this session…"),
+    ]
+    summaries = browser.driver.find_elements(By.CSS_SELECTOR, "details.compaction > summary")
+    assert [s for s in page if s[0] == "summary"] == [
+        ("summary", cast("str", s.get_property("innerText")).strip()) for s in summaries
+    ]
+
+    # The skip link takes focus past the header.
+    browser.tab_order(limit=1)
+    ActionChains(browser.driver).send_keys(Keys.ENTER).perform()
+    assert _js(browser, "return document.activeElement.id") == "main"
+
+
+# 9. The live refresh
+
+
+def _record(session_id: str, tokens: int = 1000) -> RequestRecord:
+    return RequestRecord(
+        at=datetime.now(UTC),
+        session_id=session_id,
+        model="gpt-4o-mini",
+        route="/v1/chat/completions",
+        format="openai",
+        status=200,
+        messages_in=2,
+        tokens_before=tokens,
+        tokens_after=tokens,
+    )
+
+
+def _updated(browser: Page) -> str:
+    return browser.driver.find_element(By.ID, "updated").text
+
+
+def test_the_open_page_updates_itself_without_a_reload(
+    browser: Page, served: Callable[[Starlette], str], own: sample.Sample
+) -> None:
+    root = served(_app(own.store, refresh=1)) + "/ui"
+    _sign_in(browser, root, "/sessions")
+    _js(browser, "window.__stayed = true")
+    assert "arrived-later" not in _listed(browser)
+    own.store.save_requests([_record("arrived-later")])
+    _until(browser, lambda: "arrived-later" in _listed(browser), seconds=6)
+    assert _js(browser, "return window.__stayed") is True
+    assert _js(browser, "return performance.getEntriesByType('navigation').length") == 1
+
+    # Not while someone types in the search field: its results would move under them.
+    browser.driver.find_element(By.ID, "q").click()
+    own.store.save_requests([_record("arrived-while-typing")])
+    time.sleep(2.5)
+    assert "arrived-while-typing" not in _listed(browser)
+    browser.driver.find_element(By.TAG_NAME, "h1").click()  # focus leaves the field
+    _until(browser, lambda: "arrived-while-typing" in _listed(browser), seconds=6)
+    assert _js(browser, "return window.__stayed") is True
+
+
+def test_a_compaction_opened_stays_open_across_a_refresh(
+    browser: Page, served: Callable[[Starlette], str], own: sample.Sample
+) -> None:
+    root = served(_app(own.store, refresh=1)) + "/ui"
+    _sign_in(browser, root, _session_url("", sample.CODING))
+    first, second = _details(browser)[:2]
+    second.find_element(By.TAG_NAME, "summary").click()
+    first.find_element(By.TAG_NAME, "summary").click()
+    assert (first.get_property("open"), second.get_property("open")) == (False, True)
+    _js(browser, "window.__stayed = true")
+    before = browser.driver.find_element(By.XPATH, "//dt[.='Requests']/../dd").text
+    own.store.save_requests([_record(sample.CODING)])
+    _until(
+        browser,
+        lambda: browser.driver.find_element(By.XPATH, "//dt[.='Requests']/../dd").text != before,
+        seconds=6,
+    )
+    first, second = _details(browser)[:2]
+    assert (first.get_property("open"), second.get_property("open")) == (False, True)
+    assert _js(browser, "return window.__stayed") is True
+    assert _updated(browser).startswith("Updated ")
