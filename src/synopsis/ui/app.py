@@ -51,7 +51,9 @@ _POLICY = (
 _HEADERS = {
     "content-security-policy": _POLICY,
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    # Not no-referrer: under it a browser sends "Origin: null" with a form's POST, and the
+    # forget form's origin check refuses it. same-origin keeps URLs from every other site.
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
 _FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
