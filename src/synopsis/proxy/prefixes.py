@@ -101,11 +101,14 @@ class Prefixes:
         self._last[session] = (sent, client)
         while len(self._last) > self.remembered:
             del self._last[next(iter(self._last))]
-        messages, tokens = _shared(previous and previous[0], sent, count)
-        # Sent as the client gave it, after a request sent so too: the items were compared.
-        alike = previous is not None and _same(sent, client) and _same(*previous)
-        known = messages if alike else None
-        _, client_tokens = _shared(previous and previous[1], client, count, known)
+        try:
+            messages, tokens = _shared(previous and previous[0], sent, count)
+            # Sent as the client gave it, after a request sent so too: the items were compared.
+            alike = previous is not None and _same(sent, client) and _same(*previous)
+            known = messages if alike else None
+            _, client_tokens = _shared(previous and previous[1], client, count, known)
+        except RecursionError:  # items nested deeper than Python compares: not known
+            return Shared()
         return Shared(messages, tokens, client_tokens)
 
 
