@@ -87,6 +87,21 @@ def test_unknown_tokens_stay_unknown() -> None:
     assert shared == Shared(1, None, None)
 
 
+def test_items_nested_deeper_than_python_compares_share_nothing_known() -> None:
+    def nested() -> list[Any]:
+        deep: list[Any] = []
+        for _ in range(100_000):
+            deep = [deep]
+        return [{"role": "user", "content": deep}]
+
+    prefixes = Prefixes()
+    first, second = nested(), nested()  # equal, but each compared to its bottom
+    prefixes.share("s", Seen(None, None, first, 5), Seen(None, None, first, 5), never)
+    assert prefixes.share("s", Seen(None, None, second, 5), Seen(None, None, second, 5), never) == (
+        Shared()
+    )
+
+
 def test_only_the_sessions_used_last_are_remembered() -> None:
     prefixes = Prefixes(remembered=1)
     for session in ("a", "b", "a"):

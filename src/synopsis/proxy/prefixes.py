@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from synopsis.formats import decode
 from synopsis.pricing import shared_prefix
+from synopsis.proxy.exchange import unchanged
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Sequence
@@ -63,13 +64,16 @@ def _leading(previous: list[Any], current: list[Any]) -> int:
     return shared_prefix(cast("Sequence[Hashable]", previous), cast("Sequence[Hashable]", current))
 
 
-def _shared(previous: Seen | None, current: Seen, count: Count) -> tuple[int | None, int | None]:
-    """The leading messages and tokens ``current`` shares with ``previous``."""
+def _shared(
+    previous: Seen | None, current: Seen, count: Count, known: int | None = None
+) -> tuple[int | None, int | None]:
+    """The leading messages and tokens ``current`` shares with ``previous`` (``known``: how
+    many leading items its items share with the previous ones, already compared)."""
     if previous is None:
         return None, None
     if previous.system != current.system or previous.tools != current.tools:
         return 0, 0
-    n = _leading(previous.items, current.items)
+    n = _leading(previous.items, current.items) if known is None else known
     tokens: int | None
     if n == len(previous.items) and previous.tokens is not None:
         tokens = previous.tokens
@@ -97,9 +101,19 @@ class Prefixes:
         self._last[session] = (sent, client)
         while len(self._last) > self.remembered:
             del self._last[next(iter(self._last))]
-        messages, tokens = _shared(previous and previous[0], sent, count)
-        _, client_tokens = _shared(previous and previous[1], client, count)
+        try:
+            messages, tokens = _shared(previous and previous[0], sent, count)
+            # Sent as the client gave it, after a request sent so too: the items were compared.
+            alike = previous is not None and _same(sent, client) and _same(*previous)
+            known = messages if alike else None
+            _, client_tokens = _shared(previous and previous[1], client, count, known)
+        except RecursionError:  # items nested deeper than Python compares: not known
+            return Shared()
         return Shared(messages, tokens, client_tokens)
+
+
+def _same(sent: Seen, client: Seen) -> bool:
+    return sent.items is client.items
 
 
 def seen(exchange: Exchange) -> tuple[Seen, Seen]:
@@ -111,6 +125,8 @@ def seen(exchange: Exchange) -> tuple[Seen, Seen]:
     )
     if result is None:  # sent as the client gave it (a compaction that failed open)
         return client, client
+    if unchanged(result, items, exchange.system):  # the usual request: the very items sent
+        return Seen(exchange.system, exchange.tools, items, result.tokens_after), client
     return Seen(result.system, exchange.tools, result.messages, result.tokens_after), client
 
 
