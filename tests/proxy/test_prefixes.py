@@ -4,6 +4,7 @@ compaction's events: the parts on their own, beside the real runs in ``test_reco
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from synopsis.events import (
@@ -21,8 +22,11 @@ from synopsis.proxy import create_app
 from synopsis.proxy.bodies import ROUTES
 from synopsis.proxy.exchange import Exchange
 from synopsis.proxy.logs import Line
+from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.prefixes import Prefixes, Seen, Shared, counting
-from synopsis.proxy.recorder import _TALLY, Tally, failed, heard
+from synopsis.proxy.recorder import _TALLY, PENDING, Recorder, Tally, _Pending, failed, heard
+from synopsis.stores import MemoryStore
+from synopsis.stores.requests import RequestRecord
 from synopsis.summarizers.records import Usage
 
 if TYPE_CHECKING:
@@ -183,3 +187,22 @@ def test_a_record_keeps_twenty_short_lines_and_outside_a_request_nothing_is_kept
     assert tally.events[0].startswith("chain_invalidated: 0 x")
     assert {len(line) for line in tally.events} == {200}
     assert tally.error is None
+
+
+def test_a_writer_far_behind_compares_the_oldest_as_new_records_come() -> None:
+    recorder = Recorder(MemoryStore(), Metrics(), queue_size=PENDING + 3)
+    history: list[Any] = []
+    for n in range(PENDING + 5):  # no writer runs: every record waits in the queue
+        history = [*history, {"role": "user", "content": str(n)}]
+        seen = Seen(None, None, history, 10 * len(history))
+        record = RequestRecord(
+            at=datetime.now(UTC), session_id="s", model="m", route="/r", format="openai", status=200
+        )
+        recorder.add(_Pending(record, seen, seen, lambda items, system, tools: None))
+    queued = list(recorder.queue)
+    assert len(queued) == PENDING + 3  # two dropped, the oldest
+    settled = [r for r in queued if isinstance(r, RequestRecord)]
+    # Beyond PENDING waiting, the oldest were compared at once, each with the one before.
+    assert len(settled) == 3
+    assert [r.shared_messages for r in settled] == [2, 3, 4]
+    assert [r.shared_tokens for r in settled] == [20, 30, 40]

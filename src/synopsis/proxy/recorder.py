@@ -23,7 +23,7 @@ import contextlib
 import time
 from collections import deque
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -150,6 +150,24 @@ def _lines(event: Event) -> list[str]:
     return []
 
 
+PENDING = 64
+"""Queued records whose shared prefix is still to be compared, at most: beyond, the oldest
+is compared as the next record is queued (the writer is behind, and each holds its
+request's histories until then)."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A record whose prefix shared with its session's previous request is compared once the
+    answer has gone: the comparison walks the whole history (milliseconds for ten thousand
+    messages), which the request's own time need not include."""
+
+    record: RequestRecord
+    sent: prefixes.Seen
+    client: prefixes.Seen
+    count: prefixes.Count
+
+
 class Recorder:
     """The queue and the task that writes it to ``store`` (see the module docstring)."""
 
@@ -170,7 +188,8 @@ class Recorder:
         self.metrics = metrics
         self.retention = timedelta(days=retention_days)
         self.keep = keep
-        self.queue: deque[RequestRecord] = deque()
+        self.queue: deque[RequestRecord | _Pending] = deque()
+        self._pending = 0
         self.queue_size = queue_size
         self.pause = pause
         self.trim_every = trim_every
@@ -180,14 +199,42 @@ class Recorder:
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def add(self, record: RequestRecord) -> None:
+    def add(self, record: RequestRecord | _Pending) -> None:
         """Queue a record; never waits, never fails."""
         if len(self.queue) >= self.queue_size:
-            self.queue.popleft()
+            self._pending -= isinstance(self.queue.popleft(), _Pending)
             self.metrics.records_dropped.inc()
         self.queue.append(record)
+        if isinstance(record, _Pending):
+            self._pending += 1
+            if self._pending > PENDING:
+                self._settle(self._pending - PENDING)
         if self._wake is not None:
             self._wake.set()
+
+    def _settle(self, count: int) -> None:
+        """Compare the oldest ``count`` pending records' prefixes, in the order their
+        requests came (each session's comparison is with the request before)."""
+        index = 0
+        while count:
+            item = self.queue[index]
+            if isinstance(item, _Pending):
+                self.queue[index] = self._complete(item)
+                count -= 1
+            index += 1
+
+    def _complete(self, item: RequestRecord | _Pending) -> RequestRecord:
+        if not isinstance(item, _Pending):
+            return item
+        self._pending -= 1
+        record = item.record
+        shared = self.prefixes.share(record.session_id, item.sent, item.client, item.count)
+        return replace(
+            record,
+            shared_messages=shared.messages,
+            shared_tokens=shared.tokens,
+            client_shared_tokens=shared.client_tokens,
+        )
 
     def start(self) -> None:
         self._wake, self._stop = asyncio.Event(), asyncio.Event()
@@ -216,7 +263,9 @@ class Recorder:
         """Write every queued record, in batches; a batch the store refuses is dropped and
         counted (the store's error is logged)."""
         while self.queue:
-            batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
+            batch = [
+                self._complete(self.queue.popleft()) for _ in range(min(BATCH, len(self.queue)))
+            ]
             try:
                 await self.store.asave_requests(batch)
             except Exception as error:
@@ -248,32 +297,27 @@ def noted(recorder: Recorder | None, line: Line) -> None:
     if recorder is None or not line.session or line.model is None:
         return
     tally = line.tally or Tally()
-    shared = prefixes.Shared()
+    record = RequestRecord(
+        at=datetime.now(UTC),
+        session_id=line.session,
+        model=line.model,
+        route=line.path,
+        format=_FORMATS.get(line.path, ""),
+        status=line.status,
+        messages_in=line.messages_in,
+        tokens_before=line.tokens_before,
+        tokens_after=line.tokens_after,
+        compacted=line.compacted,
+        code=line.code,
+        summarizer_calls=tally.calls,
+        summarizer_seconds=tally.seconds,
+        ms_total=line.ms_total,
+        error=tally.error,
+        events=tuple(tally.events),
+    )
     exchange = tally.exchange
     if exchange is not None and line.ms_upstream > 0:
         sent, client = prefixes.seen(exchange)
-        count = prefixes.counting(exchange)
-        shared = recorder.prefixes.share(line.session, sent, client, count)
-    recorder.add(
-        RequestRecord(
-            at=datetime.now(UTC),
-            session_id=line.session,
-            model=line.model,
-            route=line.path,
-            format=_FORMATS.get(line.path, ""),
-            status=line.status,
-            messages_in=line.messages_in,
-            tokens_before=line.tokens_before,
-            tokens_after=line.tokens_after,
-            compacted=line.compacted,
-            code=line.code,
-            shared_messages=shared.messages,
-            summarizer_calls=tally.calls,
-            summarizer_seconds=tally.seconds,
-            ms_total=line.ms_total,
-            error=tally.error,
-            events=tuple(tally.events),
-            shared_tokens=shared.tokens,
-            client_shared_tokens=shared.client_tokens,
-        )
-    )
+        recorder.add(_Pending(record, sent, client, prefixes.counting(exchange)))
+    else:
+        recorder.add(record)
