@@ -37,7 +37,9 @@ def tool_history(
             {"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": {"cmd": f"ls {i}"}}
         )
         out.append({"role": "assistant", "content": blocks})
-        result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": output(i)}
+        # One output in three as a list of text blocks, as clients send them too.
+        text: Any = output(i) if i % 3 else [{"type": "text", "text": output(i)}]
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": text}
         out.append({"role": "user", "content": [result]})
     return out
 
@@ -76,9 +78,15 @@ def blocks_of(item: dict[str, Any]) -> list[Any]:
 
 def result_texts(messages: list[dict[str, Any]]) -> list[str]:
     return [
-        b["content"]
+        _text(b["content"])
         for m in messages
         if m["role"] == "user"
         for b in blocks_of(m)
         if b["type"] == "tool_result"
     ]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b["text"] for b in content)

@@ -265,6 +265,16 @@ def test_pause_after_compaction(
     assert all(m not in sent for m in history[1:-2])
 
 
+def test_a_history_with_nothing_to_summarize_is_not_compacted(
+    client: anthropic.Anthropic, upstream: FakeLLMServer
+) -> None:
+    history = [{"role": "user", "content": "Hello."}]
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 0}}
+    answer = _create(client, history, [edit], session="nothing")
+    assert _only(upstream).body["messages"] == history
+    assert [b.type for b in answer.content] == ["text"]
+
+
 def test_a_failed_compaction_block_is_a_no_op(
     client: anthropic.Anthropic, upstream: FakeLLMServer
 ) -> None:

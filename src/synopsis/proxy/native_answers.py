@@ -36,7 +36,8 @@ def _management(native: Native) -> dict[str, Any]:
 
 
 def answered(native: Native, response: Response) -> Response:
-    """The upstream's successful answer with what the edits did; any other as it came."""
+    """The upstream's successful answer with what the edits did; any other as it came (and
+    every answer to a request that asked for no edit: a block sent back only)."""
     if response.status_code != 200 or not (native.asked or native.summary is not None):
         return response
     if isinstance(response, StreamingResponse):
@@ -50,8 +51,7 @@ def answered(native: Native, response: Response) -> Response:
         return response
     if native.summary is not None:
         body["content"] = [native.block(), *body["content"]]
-    if native.asked:
-        body["context_management"] = _management(native)
+    body["context_management"] = _management(native)
     out = Response(orjson.dumps(body), status_code=200)
     out.raw_headers.extend(h for h in response.raw_headers if h[0] != b"content-length")
     return out
@@ -82,7 +82,7 @@ def _event(native: Native, raw: bytes) -> bytes:
     kind = data.get("type") if isinstance(data, dict) else None
     if kind in _BLOCK_EVENTS and native.summary is not None and isinstance(data.get("index"), int):
         data["index"] += 1
-    elif kind == "message_delta" and native.asked:
+    elif kind == "message_delta":
         data["context_management"] = _management(native)
     elif kind == "message_start" and native.summary is not None:
         return raw + b"".join(_sse(e) for e in _block_events(native))
