@@ -327,8 +327,11 @@ def test_a_request_without_the_fields_goes_on_byte_for_byte(
 ) -> None:
     upstream.requests.clear()
     sent: list[httpx2.Request] = []
+    # A compaction block too: without the field the API does not read it, nor does the proxy.
+    block = {"role": "assistant", "content": [{"type": "compaction", "content": "Earlier."}]}
+    history = [*tool_history(2), block, {"role": "user", "content": "Go on."}]
     with anthropic_client(served, sent) as plain:
-        plain.messages.create(model=MODEL, max_tokens=64, messages=tool_history(2))
+        plain.messages.create(model=MODEL, max_tokens=64, messages=history)
     (recorded,) = upstream.requests
     assert recorded.raw == sent[0].content
 

@@ -221,7 +221,7 @@ def test_the_current_tool_loop_keeps_its_thinking() -> None:
 
 
 def test_a_block_with_no_summary_yet() -> None:
-    native = Native(asked=True)
+    native = Native()
     assert native.block() == {"type": "compaction", "content": None, "encrypted_content": None}
 
 
@@ -244,7 +244,7 @@ def _stream(chunks: list[bytes], native: Native) -> bytes:
 
 
 def test_events_that_say_nothing_of_it_pass_as_they_came() -> None:
-    native = Native(asked=True, summary="S", kept="k")
+    native = Native(summary="S", kept="k")
     events = [
         b": a comment\n\n",
         b"event: x\ndata: not json\n\n",
@@ -257,15 +257,13 @@ def test_events_that_say_nothing_of_it_pass_as_they_came() -> None:
 
 
 def test_answers_not_a_message_pass_as_they_came() -> None:
-    native = Native(asked=True)
+    native = Native()
     for response in (
         Response(b"{}", status_code=400),
         Response(b"not json", status_code=200),
         Response(b'{"content": "text"}', status_code=200),
     ):
         assert answered(native, response) is response
-    untouched = Response(b'{"content": []}')
-    assert answered(Native(asked=False), untouched) is untouched
     rewritten = answered(native, Response(b'{"content": []}'))
     assert orjson.loads(rewritten.body) == {
         "content": [],

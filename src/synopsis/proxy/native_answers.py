@@ -36,9 +36,8 @@ def _management(native: Native) -> dict[str, Any]:
 
 
 def answered(native: Native, response: Response) -> Response:
-    """The upstream's successful answer with what the edits did; any other as it came (and
-    every answer to a request that asked for no edit: a block sent back only)."""
-    if response.status_code != 200 or not (native.asked or native.summary is not None):
+    """The upstream's successful answer with what the edits did; any other as it came."""
+    if response.status_code != 200:
         return response
     if isinstance(response, StreamingResponse):
         response.body_iterator = _rewritten(native, response.body_iterator)  # type: ignore[arg-type]

@@ -1,9 +1,9 @@
 """Anthropic's context management done by the proxy, for an upstream that has none.
 
-A ``/v1/messages`` request that carries ``context_management`` (or a ``compaction`` block
-the proxy wrote) has it applied here, before the usual compaction: the blocks expanded (all
-before the last one dropped, as the API does), then each edit in the order given. The field
-and its ``anthropic-beta`` values are taken off the request; what was done is given back by
+A ``/v1/messages`` request that carries ``context_management`` has it applied here, before
+the usual compaction: its ``compaction`` blocks expanded (all before the last one dropped,
+as the API does), then each edit in the order given. The field and its ``anthropic-beta``
+values are taken off the request; what was done is given back by
 :mod:`.native_answers` (``context_management.applied_edits``, a ``compaction`` block).
 
 Tool outputs are cleared by synopsis's own clearing tier, with the request's ``keep``,
@@ -80,9 +80,6 @@ def emulates(mode: Mode, upstream: str) -> bool:
 class Native:
     """What the proxy did to one request, for its answer."""
 
-    asked: bool
-    """Whether the request carried ``context_management`` (its answer then says what was
-    applied)."""
     applied: list[dict[str, Any]] = field(default_factory=list)
     summary: str | None = None
     """The summary of a compaction made for this request (its ``compaction`` block)."""
@@ -111,15 +108,15 @@ async def prepare(
     exchange: Exchange, departure: Departure, *, counting: bool = False
 ) -> Native | None:
     """Apply the request's edits to ``exchange`` (its body, history and headers), or None
-    when it asks for none and holds no compaction block (it goes on untouched). Raises
+    when it has no ``context_management`` (it goes on untouched, compaction blocks and all:
+    the API reads them only with the field, which is then on every request). Raises
     :class:`~.native_edits.Refused` for edits the proxy cannot emulate faithfully.
     ``counting``: a ``count_tokens`` request, which never compacts (as the API's)."""
     body, items = exchange.body, exchange.items
-    asked = "context_management" in body
-    if items is None or not (asked or any(map(_holds_block, items))):
+    if items is None or "context_management" not in body:
         return None
-    edits = read_edits(body["context_management"]) if asked else []
-    native = Native(asked)
+    edits = read_edits(body["context_management"])
+    native = Native()
     items = expanded(items)
     for edit in edits:
         if isinstance(edit, ClearThinking):
