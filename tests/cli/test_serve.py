@@ -228,6 +228,31 @@ def test_forward_unreachable_reaches_the_compactors(flags: list[str], told: str)
     compactors.close()
 
 
+@pytest.mark.parametrize(
+    ("flags", "told"),
+    [
+        ([], True),
+        (["--context-management", "pass"], False),
+        (["--upstream-anthropic", "https://api.anthropic.com"], False),
+        (
+            [
+                "--upstream-anthropic",
+                "https://api.anthropic.com",
+                "--context-management",
+                "emulate",
+            ],
+            True,
+        ),
+    ],
+)
+def test_context_management_reaches_the_proxy(flags: list[str], told: bool) -> None:
+    app = app_for(
+        build_parser().parse_args(["serve", "--upstream-anthropic", "http://127.0.0.1:9", *flags])
+    )
+    assert app.state.proxy.native_anthropic is told
+    app.state.proxy.compactors.close()
+
+
 def test_without_the_proxy_extra_the_command_names_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["register", "worker_app"]
 
 _SUMMARIZERS = ("rules", "openai", "openai-responses", "anthropic")
+_CONTEXT_MANAGEMENT = ("auto", "emulate", "pass")
+"""The proxy's ``MODES`` (not imported here: the proxy extra is optional)."""
 _LOCAL = ("127.0.0.1", "localhost", "::1")
 _MAX_PORT = 65535
 _WORKER_ARGS = "_SYNOPSIS_SERVE_ARGS"
@@ -108,6 +110,7 @@ def _created(create_app: Any, args: argparse.Namespace) -> Any:  # noqa: ANN401
         max_compactors=args.max_compactors,
         max_body_size=args.max_body_size,
         record_requests=not args.no_records,
+        context_management=args.context_management,
         records_retention=args.records_retention,
         records_max=args.records_max,
         ui=not args.no_ui,
@@ -308,6 +311,14 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         "--fail-closed",
         action="store_true",
         help="answer 500 when a compaction fails (default: forward the request unchanged)",
+    )
+    cmd.add_argument(
+        "--context-management",
+        choices=_CONTEXT_MANAGEMENT,
+        default="auto",
+        help="who applies Anthropic's context_management edits on /v1/messages: the proxy "
+        "(emulate), the upstream (pass), or the proxy unless the upstream is Anthropic's own "
+        "API (auto, the default)",
     )
     cmd.add_argument(
         "--forward-unreachable",

@@ -42,6 +42,9 @@ from synopsis.proxy.guard import METHODS, Guard, api_of
 from synopsis.proxy.intake import TooLarge, read_body, too_large
 from synopsis.proxy.logs import LOGGER, Line
 from synopsis.proxy.metrics import Metrics
+from synopsis.proxy.native_answers import answered, paused
+from synopsis.proxy.native_anthropic import MODES, emulates, prepare
+from synopsis.proxy.native_edits import Refused
 from synopsis.proxy.recorder import (
     Recorder,
     counting,
@@ -67,6 +70,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from synopsis.proxy.errors import Api
+    from synopsis.proxy.native_anthropic import Mode
 
 __all__ = ["create_app"]
 
@@ -93,6 +97,7 @@ def create_app(
     records_retention: float = RECORDS_RETENTION_DAYS,
     records_max: int = RECORDS_MAX,
     ui: bool = True,
+    context_management: Mode = "auto",
     transport: httpx2.AsyncBaseTransport | None = None,
     config: str | PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -118,10 +123,15 @@ def create_app(
     own). Any other
     keyword is a compaction option (``trigger``, ``keep``, ``summarizer``, ``store``, …) as
     ``Compactor`` takes it; sessions need a store, ``"memory"`` unless one is given.
+    ``context_management``: who applies Anthropic's ``context_management`` edits on
+    ``/v1/messages``: the proxy (``"emulate"``), the upstream (``"pass"``), or the proxy
+    unless the upstream is Anthropic's own API (``"auto"``).
     ``transport``: an httpx2 transport for the upstream (tests).
     """
     if auth_token == "":
         raise ValueError("auth_token is empty: give a token, or None for no authentication")
+    if context_management not in MODES:
+        raise ValueError(f"context_management must be one of {', '.join(MODES)}")
     metrics = Metrics()
     # Each compactor tells the current request's record what happened inside its compaction.
     options["listeners"] = (*options.get("listeners", ()), heard)
@@ -147,6 +157,7 @@ def create_app(
         transport=transport,
         remembered_sessions=remembered_sessions,
         max_body_size=max_body_size,
+        native_anthropic=emulates(context_management, upstream_anthropic),
     )
     store = state.compactors.store
     if record_requests and isinstance(store, StoreBase):
@@ -318,10 +329,21 @@ async def _exchange(exchange: Exchange, departure: Departure) -> Response:
     state, route = exchange.state, exchange.route
     api = route.api
     try:
+        counting = route.path.endswith("/count_tokens")
+        native = (
+            await prepare(exchange, departure, counting=counting)
+            if state.native_anthropic and api == "anthropic"
+            else None
+        )
+        if native is not None and native.pause:
+            return paused(native, exchange.model, stream=exchange.line.stream)
         await exchange.compact(departure)
     except ConversationError as error:
         state.metrics.errors.labels("bad_request").inc()
         return json_error(api, 400, f"synopsis cannot read this history: {error}")
+    except Refused as error:
+        state.metrics.errors.labels("bad_request").inc()
+        return json_error(api, 400, f"synopsis cannot emulate this context_management: {error}")
     except BudgetUnreachableError as error:
         # The upstream would refuse it as it is: said here, in its own shape, at no cost.
         # (--forward-unreachable sends it on unchanged instead.)
@@ -336,9 +358,10 @@ async def _exchange(exchange: Exchange, departure: Departure) -> Response:
     payload = exchange.payload()
     if state.log_bodies:
         exchange.line.body = payload.decode("utf-8", "replace")
-    if route.path.endswith("/count_tokens"):
+    if counting:
         return await count(exchange, departure, payload)
-    return await forward(exchange, departure, payload)
+    response = await forward(exchange, departure, payload)
+    return response if native is None else answered(native, response)
 
 
 async def _passthrough(request: Request) -> Response:

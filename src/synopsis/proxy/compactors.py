@@ -167,6 +167,7 @@ class Compactors:
         self.store = root.setup.store
         self.settings = root.settings
         self._by_model: dict[tuple[str, str], Compactor] = {}
+        self._variants: dict[str, Compactor] = {}
         """Per model, and upstream for a window learnt there ("" for the usual one)."""
         self._scale: dict[str, float] = {}
         self._learned: dict[tuple[str, str], _Learnt] = {}
@@ -192,6 +193,34 @@ class Compactors:
                 # Made again if asked for again (a harmless rebuild at worst).
                 self._applied.pop(oldest[0], None)
         return found
+
+    def variant(self, model: str, **overrides: Any) -> Compactor:  # noqa: ANN401 - Settings options
+        """A compactor for ``model`` with ``overrides`` over the proxy's options (a request's
+        own clearing or compaction settings), sharing the store; made once per model and
+        overrides, the ``max_compactors`` used last kept."""
+        key = repr((model, sorted(overrides.items())))
+        with self._lock:
+            found = self._variants.pop(key, None)
+            if found is None:
+                options = {k: v for k, v in self._options.items() if k != "store"}
+                found = Compactor(
+                    config=self._config,
+                    environ=self._environ,
+                    store=self.store,
+                    **{**options, "model": model, **overrides},
+                )
+                found.remembered_sessions = self._remembered
+                self._timed(found)
+            self._variants[key] = found
+            while len(self._variants) > self._max_compactors:
+                del self._variants[next(iter(self._variants))]
+        return found
+
+    def _timed(self, compactor: Compactor) -> None:
+        if self._observe is not None:
+            setup = compactor.setup
+            timed = Timed(setup.summarizer, setup.summarizer_name, self._observe)
+            compactor.setup = replace(setup, summarizer=timed)
 
     def _make(self, model: str, learned: _Learnt | None) -> Compactor:
         # The root opened the store (or was given it): every model's compactor shares it.
@@ -219,10 +248,7 @@ class Compactors:
                     config=self._config, environ=self._environ, store=self.store, **options
                 )
         compactor.remembered_sessions = self._remembered
-        if self._observe is not None:
-            setup = compactor.setup
-            timed = Timed(setup.summarizer, setup.summarizer_name, self._observe)
-            compactor.setup = replace(setup, summarizer=timed)
+        self._timed(compactor)
         return compactor
 
     def _first_sight(self, model: str) -> None:

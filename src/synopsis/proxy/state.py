@@ -42,6 +42,9 @@ class ProxyState:
     """How many sessions ``stable`` keeps, as the compactors' fast path remembers."""
     max_body_size: int = MAX_BODY_SIZE
     """The largest request body read, in bytes (``--max-body-size``); larger gets a 413."""
+    native_anthropic: bool = False
+    """Whether the proxy applies Anthropic's ``context_management`` edits itself
+    (:mod:`.native_anthropic`)."""
     recorder: Recorder | None = None
     """Where each request's figures are queued for the store (None: not recorded)."""
 
