@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -92,12 +93,15 @@ def test_serve_names_its_page_and_no_ui_drops_it() -> None:
 def test_synopsis_ui_serves_a_store_read_only(tmp_path: Path) -> None:
     built = sample.build(tmp_path / "lib.db")
     built.store.close()
-    app = app_for(build_parser().parse_args(["ui", "--store", str(tmp_path / "lib.db")]))
+    flags = ["ui", "--store", str(tmp_path / "lib.db"), "--trigger", "0.5", "--window", "9000"]
+    app = app_for(build_parser().parse_args(flags))
     with TestClient(app) as client:
         assert client.get("/", follow_redirects=False).headers["location"] == "/ui/"
         page = client.get("/ui/session?id=" + sample.CODING).text
         assert "read-only" in page
         assert "Forget" not in page
+        # The window and trigger given mark the chart (9,000 at a half).
+        assert "4,500" in page
 
 
 def test_synopsis_ui_runs_and_says_where(tmp_path: Path) -> None:
@@ -124,8 +128,8 @@ def test_synopsis_ui_runs_and_says_where(tmp_path: Path) -> None:
                 time.sleep(0.1)
         assert sample.CODING in answer.text
     finally:
-        process.terminate()
-        process.wait(15)
+        process.send_signal(signal.SIGINT)  # as Ctrl-C: a clean stop, its coverage written
+        assert process.wait(15) == 0
         assert process.stderr is not None
         process.stderr.close()
 
