@@ -500,6 +500,18 @@ class PostgresStore(StoreBase):
             for sid, n, k, size, updated in rows
         ]
 
+    def message_counts(self) -> dict[str, int]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                """SELECT s.session_id, coalesce(m.n, 0) FROM synopsis_sessions s
+                LEFT JOIN (
+                    SELECT session_id, count(*) AS n FROM synopsis_messages GROUP BY session_id
+                ) m USING (session_id)
+                """
+                'ORDER BY s.session_id COLLATE "C"'
+            ).fetchall()
+        return {str(sid): int(n) for sid, n in rows}
+
     def states(self) -> list[SessionState]:
         with self._connection() as conn:
             rows = conn.execute(

@@ -402,6 +402,15 @@ class SQLiteStore(StoreBase):
             for sid, n, k, size, updated in rows
         ]
 
+    def message_counts(self) -> dict[str, int]:
+        with self._locked() as db:
+            rows = db.execute(
+                """SELECT s.session_id, coalesce(m.n, 0) FROM sessions s
+                LEFT JOIN (SELECT session_id, count(*) AS n FROM messages GROUP BY session_id) m
+                USING (session_id) ORDER BY s.session_id"""
+            ).fetchall()
+        return {str(sid): int(n) for sid, n in rows}
+
     def states(self) -> list[SessionState]:
         with self._locked() as db:
             rows = db.execute("SELECT session_id, state FROM sessions ORDER BY session_id")
