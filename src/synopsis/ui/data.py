@@ -222,7 +222,8 @@ def _rows(store: StoreBase) -> list[SessionRow]:
     rows = []
     for sid in sorted(states.keys() | rolled.keys()):
         state, roll = states.get(sid), rolled.get(sid)
-        seen = [t for t in (roll and roll.last_at, state and state.updated_at) if t is not None]
+        times = (roll.last_at if roll else None, state.updated_at if state else None)
+        seen = [t for t in times if t is not None]
         stored = counts.get(sid, 0)
         rows.append(
             SessionRow(
