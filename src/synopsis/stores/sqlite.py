@@ -287,7 +287,7 @@ class SQLiteStore(StoreBase):
             row = db.execute(
                 "SELECT state FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-        return None if row is None else SessionState.from_json(session_id, json.loads(row[0]))
+        return None if row is None else SessionState.from_text(session_id, row[0])
 
     def save_session(self, state: SessionState) -> None:
         with self._locked() as db:
@@ -415,7 +415,7 @@ class SQLiteStore(StoreBase):
         with self._locked() as db:
             rows = db.execute("SELECT session_id, state FROM sessions ORDER BY session_id")
             found = rows.fetchall()
-        return [SessionState.from_json(sid, json.loads(state)) for sid, state in found]
+        return [SessionState.from_text(sid, state) for sid, state in found]
 
     # -- per-request records ------------------------------------------------------------------
 
