@@ -324,11 +324,17 @@ class PageTiming:
     holds: str
     samples: list[float] = field(default_factory=list)
     """Seconds per request."""
+    cpu: list[float] = field(default_factory=list)
+    """CPU seconds this process spent per request (the server thread's and the client's):
+    what the machine's other work does not stretch, as it stretches the time."""
     size: int = 0
     """Bytes of the page."""
 
     def ms(self, q: float) -> float:
         return quantile(self.samples, q) * 1e3
+
+    def cpu_ms(self, q: float) -> float:
+        return quantile(self.cpu, q) * 1e3
 
 
 @dataclass
@@ -338,12 +344,13 @@ class StoreRun:
     pages: list[PageTiming]
 
 
-def _fetch(client: httpx2.Client, url: str) -> tuple[float, httpx2.Response]:
+def _fetch(client: httpx2.Client, url: str) -> tuple[float, float, httpx2.Response]:
+    """Seconds and CPU seconds of this process to get ``url``, and the answer."""
     gc.disable()
     try:
-        started = time.perf_counter()
+        cpu, started = time.process_time(), time.perf_counter()
         response = client.get(url)
-        return time.perf_counter() - started, response
+        return time.perf_counter() - started, time.process_time() - cpu, response
     finally:
         gc.enable()
 
@@ -357,11 +364,12 @@ def time_pages(store: StoreBase, built: Built, plan: Plan, name: str, filled: fl
         for n in range(plan.warmup + plan.rounds):
             for i in range(len(timings)):
                 timing = timings[(n + i) % len(timings)]
-                took, response = _fetch(client, served.url + timing.path)
+                took, cpu, response = _fetch(client, served.url + timing.path)
                 if response.status_code != 200 or timing.holds not in response.text:
                     raise RuntimeError(f"{timing.path}: {response.status_code}")
                 if n >= plan.warmup:
                     timing.samples.append(took)
+                    timing.cpu.append(cpu)
                     timing.size = len(response.content)
     return StoreRun(name, filled, timings)
 
@@ -375,13 +383,10 @@ class Results:
     load: tuple[float, float] = (0.0, 0.0)
     seconds: float = 0.0
 
-    def over(self) -> list[tuple[str, str, float]]:
-        """(store, page, p95 ms) of every page over the target."""
+    def over(self, q: float = 0.5) -> list[tuple[str, str, float]]:
+        """(store, page, milliseconds) of every page over the target at the quantile ``q``."""
         return [
-            (r.name, t.name, t.ms(0.95))
-            for r in self.runs
-            for t in r.pages
-            if t.ms(0.95) >= TARGET_MS
+            (r.name, t.name, t.ms(q)) for r in self.runs for t in r.pages if t.ms(q) >= TARGET_MS
         ]
 
 
@@ -420,15 +425,15 @@ def _rows(results: Results) -> list[list[str]]:
         worst = 0.0
         for r in results.runs:
             t = r.pages[i]
-            row += [ms(t.ms(0.5)), ms(t.ms(0.95))]
-            worst = max(worst, t.ms(0.95))
+            row += [ms(t.ms(0.5)), ms(t.ms(0.95)), ms(t.cpu_ms(0.5))]
+            worst = max(worst, t.ms(0.5))
         rows.append([*row, "yes" if worst < TARGET_MS else "**no**"])
     return rows
 
 
 def _columns(results: Results) -> list[str]:
-    names = [f"{r.name} {q}" for r in results.runs for q in ("p50", "p95")]
-    return ["page", "path", "size", *names, f"p95 < {TARGET_MS:.0f} ms"]
+    names = [f"{r.name} {q}" for r in results.runs for q in ("p50", "p95", "CPU p50")]
+    return ["page", "path", "size", *names, f"p50 < {TARGET_MS:.0f} ms"]
 
 
 def markdown(results: Results) -> str:
@@ -455,8 +460,10 @@ def markdown(results: Results) -> str:
         "",
         "Each page is served by `create_ui` on uvicorn at 127.0.0.1, in a thread of the "
         "benchmark's process, and fetched by an httpx2 client: milliseconds from sending the "
-        "request to the answer's last byte. The pages take turns, "
-        f"{p.rounds} timed rounds after {p.warmup} untimed.",
+        "request to the answer's last byte, and the CPU time this process spent on it (the "
+        "server thread's work and the client's; with PostgreSQL, the database server's own "
+        "work is not in it), which the machine's other work does not stretch as it stretches "
+        f"the time. The pages take turns, {p.rounds} timed rounds after {p.warmup} untimed.",
         "",
         *table(_columns(results), _rows(results), left=2),
         "",
@@ -467,15 +474,14 @@ def markdown(results: Results) -> str:
         "this store in SQLite.",
         "",
     ]
-    over = results.over()
-    if over:
+    for q, label in ((0.5, "p50"), (0.95, "p95")):
+        over = results.over(q)
+        listed_over = "; ".join(f"{page} with {store} ({ms(v)} ms)" for store, page, v in over)
         out.append(
-            "Over the target: "
-            + "; ".join(f"{page} with {store} ({ms(p95)} ms at p95)" for store, page, p95 in over)
-            + "."
+            f"Over {TARGET_MS:.0f} ms at {label}: {listed_over}."
+            if over
+            else f"Every page is under {TARGET_MS:.0f} ms at {label} with every store."
         )
-    else:
-        out.append(f"Every page is under {TARGET_MS:.0f} ms at p95 with every store.")
     return "\n".join(out) + "\n"
 
 
