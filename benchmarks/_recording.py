@@ -23,9 +23,11 @@ if TYPE_CHECKING:
 STORES = (
     ("memory", "recorded", "unrecorded"),
     ("SQLite file", "recorded-sqlite", "unrecorded-sqlite"),
+    ("SQLite file, control", "control-sqlite", "unrecorded-sqlite"),
 )
-"""(the store, the path with records, the path without)."""
-KINDS = tuple(kind for _, *kinds in STORES for kind in kinds)
+"""(the store, the path with records, the path without). The control is a second proxy
+without records in the first's place: how far two alike processes differ."""
+KINDS = tuple(dict.fromkeys(kind for _, *kinds in STORES for kind in kinds))
 """The proxies this part starts."""
 PATHS = ("direct", *KINDS)
 BLOCKS = 10
@@ -107,12 +109,13 @@ def section(r: Recording, warmup: int) -> list[str]:
         "## Recording's cost",
         "",
         "The same proxy with request records on and off (`create_app(record_requests=...)`, "
-        "`synopsis serve --no-records`), four of them side by side in this run: with the "
-        "memory store (the default) and with a SQLite file (`--store`), each in a process "
-        "of its own, in front of the same upstream. The five paths (the upstream called "
-        "directly too) take turns with the same bytes, a session growing by one message a "
-        f"request, at {r.latency.messages:,} messages; n timed requests per path, after "
-        f"{warmup} untimed. The recorder queues a request's figures when its log line is "
+        "`synopsis serve --no-records`), side by side in this run: with the memory store "
+        "(the default) and with a SQLite file (`--store`), and a second SQLite proxy without "
+        "records as a control, each in a process of its own, in front of the same upstream. "
+        "The six paths (the upstream called directly too) take turns with the same bytes, "
+        "a session growing by one message a request, at "
+        f"{r.latency.messages:,} messages; n timed requests per path, after {warmup} "
+        "untimed. The recorder queues a request's figures when its log line is "
         "written and a background task writes them in batches (every half second at most): "
         "nothing on the request's path waits for the store.",
         "",
@@ -131,6 +134,13 @@ def section(r: Recording, warmup: int) -> list[str]:
 
 def verdict(r: Recording, store: str, on: str, off: str) -> str:
     """What the blocks say of one store: a difference resolved only if every block shows it."""
+    if on.startswith("control"):
+        spread = r.blocks(on, off)
+        return (
+            f"{store}: two proxies without records, {r.ratio(on, off, 0.5):.3f} at p50 "
+            f"({min(spread):.3f} to {max(spread):.3f} in the blocks): what two alike "
+            "processes differ by here, with no recording in either."
+        )
     spread = r.blocks(on, off)
     low, high = min(spread), max(spread)
     if low <= 1 <= high:

@@ -180,7 +180,7 @@ def proxy_app(upstream_url: str, kind: str = "proxy", folder: str = "") -> Any:
         windows={MODEL: WINDOW},
         remembered_sessions=REMEMBERED,
         environ={},
-        record_requests=not kind.startswith("unrecorded"),
+        record_requests=kind.startswith(("proxy", "recorded")),
         store=str(Path(folder) / f"{kind}.db") if sqlite else "memory",
     )
 

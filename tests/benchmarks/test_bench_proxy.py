@@ -86,7 +86,7 @@ def test_recording_is_timed_on_and_off_and_only_the_recording_proxies_write(
     assert all(len(s) == 6 and min(s) > 0 for s in found.latency.samples.values())
     # every request reached the SQLite file of the proxy that records, none the other's
     assert found.written["recorded-sqlite"] >= 6 + TINY.warmup
-    assert found.written["unrecorded-sqlite"] == 0
+    assert found.written["unrecorded-sqlite"] == found.written["control-sqlite"] == 0
     for _, on, off in _recording.STORES:
         assert len(found.blocks(on, off)) == 6  # fewer requests than blocks: one a block
         assert found.ratio(on, off, 0.5) > 0
@@ -95,7 +95,7 @@ def test_recording_is_timed_on_and_off_and_only_the_recording_proxies_write(
 def test_the_verdict_resolves_a_difference_only_when_every_block_shows_it() -> None:
     def recording(on: list[float]) -> _recording.Recording:
         off = [1.0] * len(on)
-        samples = {"direct": off, "recorded": on, "unrecorded": off}
+        samples = {"direct": off, "recorded": on, "unrecorded": off, "control-sqlite": on}
         return _recording.Recording(bench.Latency(100, samples=samples), {})
 
     mixed = recording([1.1, 0.9] * 10)
@@ -104,6 +104,8 @@ def test_the_verdict_resolves_a_difference_only_when_every_block_shows_it() -> N
     said = _recording.verdict(slower, "memory", "recorded", "unrecorded")
     assert said.startswith("memory: records on is slower in every block (1.100 to 1.200)")
     assert "by 150.000 ms a request" in said
+    control = _recording.verdict(mixed, "c", "control-sqlite", "unrecorded")
+    assert control.startswith("c: two proxies without records, 1.000 at p50")
     faster = recording([0.9] * 20)
     assert "faster in every block" in _recording.verdict(faster, "m", "recorded", "unrecorded")
 
