@@ -27,9 +27,12 @@ change in the machine's load falls on all of them alike.
 4. Memory an idle session keeps: tracemalloc growth of the process serving the proxy (this
    part serves it in the benchmark's own process) after N sessions of M messages are sent
    once each.
+5. What recording each request's figures costs: the proxy with request records on and off,
+   with the memory store and with a SQLite file, side by side (:mod:`benchmarks._recording`).
 
-Run: ``python -m benchmarks.bench_proxy`` (about two minutes); it writes
-``benchmarks/results/proxy.md``.
+Run: ``python -m benchmarks.bench_proxy`` (about three minutes); it writes
+``benchmarks/results/proxy.md``. ``--recording [messages [requests]]`` runs part 5 alone and
+prints it.
 """
 
 from __future__ import annotations
@@ -46,17 +49,18 @@ import platform
 import pstats
 import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 import orjson
 
-from benchmarks import _upstream
+from benchmarks import _recording, _upstream
 from benchmarks._harness import Child, load_average, ms, now, quantile, timed
 from benchmarks._upstream import (
     CHECK_HEADER,
@@ -74,7 +78,7 @@ from benchmarks.compare.inputs import build_history, load_transcripts
 from synopsis.testing.server import chat_completion
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Sequence
 
     from starlette.types import Message, Receive, Scope, Send
 
@@ -115,6 +119,8 @@ class Plan:
     """(messages, timed rounds) of the proxy's own work, in process."""
     yardstick_repeats: int = 7
     warmup: int = 5
+    recording: tuple[int, int] = (100, 2_000)
+    """(messages, timed rounds) of the proxies with request records on and off."""
 
 
 FULL = Plan(
@@ -161,35 +167,40 @@ def relay_app(upstream_url: str) -> Any:
     return app
 
 
-def proxy_app(upstream_url: str) -> Any:
-    """The proxy as ``synopsis serve`` makes it, with a window that never compacts."""
+def proxy_app(upstream_url: str, kind: str = "proxy", folder: str = "") -> Any:
+    """The proxy as ``synopsis serve`` makes it, with a window that never compacts. ``kind``
+    (one of ``_recording.KINDS``, else ``proxy``) says whether it records each request and
+    whether its store is a SQLite file in ``folder`` (else the default, memory)."""
     from synopsis.proxy import create_app  # noqa: PLC0415 - the extra, needed only here
 
+    sqlite = kind.endswith("-sqlite")
     return create_app(
         upstream_openai=upstream_url,
         upstream_anthropic=upstream_url,
         windows={MODEL: WINDOW},
         remembered_sessions=REMEMBERED,
         environ={},
+        record_requests=kind.startswith(("proxy", "recorded")),
+        store=str(Path(folder) / f"{kind}.db") if sqlite else "memory",
     )
 
 
-def serve(kind: str, upstream_url: str = "") -> None:
+def serve(kind: str, upstream_url: str = "", folder: str = "") -> None:
     """A child process's life: serve ``kind``, print its root, stop when stdin closes."""
-    apps: dict[str, Callable[[str], Any]] = {
-        "upstream": lambda _: upstream,
-        "relay": relay_app,
-        "proxy": proxy_app,
+    apps: dict[str, Callable[[], Any]] = {
+        "upstream": lambda: upstream,
+        "relay": lambda: relay_app(upstream_url),
     }
-    with Served(apps[kind](upstream_url)) as served:
+    app = apps.get(kind, lambda: proxy_app(upstream_url, kind, folder))
+    with Served(app()) as served:
         print(served.url, flush=True)
         sys.stdin.read()
 
 
-def server(kind: str, upstream_url: str = "") -> Child:
+def server(kind: str, upstream_url: str = "", folder: str = "") -> Child:
     """``with server("proxy", upstream_url) as url:``: that server in a process of its own
     (this module run with ``--serve``)."""
-    return Child("benchmarks.bench_proxy", "--serve", kind, upstream_url, name=kind)
+    return Child("benchmarks.bench_proxy", "--serve", kind, upstream_url, folder, name=kind)
 
 
 def stack() -> str:
@@ -244,7 +255,7 @@ class Latency:
 
     @property
     def count(self) -> int:
-        return len(self.samples["proxy"])
+        return min(len(taken) for taken in self.samples.values())
 
     @property
     def body_bytes(self) -> int:
@@ -297,6 +308,7 @@ def latency(
     warmup: int,
     *,
     stream: bool = False,
+    paths: Sequence[str] = PATHS,
 ) -> Latency:
     """``rounds`` timed requests of sessions that each grow by one message a request, sent on
     every path in turn (each round starting with another path). A session takes at most a
@@ -306,8 +318,8 @@ def latency(
     base = build_history(transcripts, size)
     span = max(1, size // 10) + 1
     timer = first_byte if stream else whole
-    out = Latency(size)
-    clients = {path: httpx2.Client(timeout=120.0) for path in PATHS}
+    out = Latency(size, samples={p: [] for p in paths}, first={p: [] for p in paths})
+    clients = {path: httpx2.Client(timeout=120.0) for path in paths}
     history: Items = []
     headers: dict[str, str] = {}
     n = 0
@@ -320,8 +332,8 @@ def latency(
                 history = list(base)
             history.append(appended("latency", n))
             body = request_body(history, stream=stream)
-            for i in range(len(PATHS)):
-                path = PATHS[(n + i) % len(PATHS)]
+            for i in range(len(paths)):
+                path = paths[(n + i) % len(paths)]
                 took = timer(clients[path], urls[path] + PATH, body, headers)
                 if n >= warmup:
                     (out.first if opens else out.samples)[path].append(took)
@@ -771,6 +783,7 @@ class Results:
     concurrency: Concurrency
     memories: list[Memory]
     breakdowns: list[Breakdown]
+    recording: _recording.Recording
     seconds: float = 0.0
     load: tuple[float, float] = (0.0, 0.0)
     """The machine's one-minute load average when the run began and when it ended: the
@@ -833,6 +846,34 @@ class Results:
         ]
 
 
+def recording_cost(transcripts: dict[str, Items], direct: str, plan: Plan) -> _recording.Recording:
+    """The proxies of ``_recording.KINDS`` (records on and off, memory and SQLite) timed side
+    by side, then the records each SQLite file holds once they have stopped."""
+    from synopsis.stores import SQLiteStore  # noqa: PLC0415 - read after the run only
+
+    size, rounds = plan.recording
+    with tempfile.TemporaryDirectory(prefix="bench-records-") as folder:
+        children = [server(kind, direct, folder) for kind in _recording.KINDS]
+        with contextlib.ExitStack() as stack:
+            for child in children:
+                stack.push(child.__exit__)
+            urls = {"direct": direct}
+            urls |= {
+                kind: child.__enter__()
+                for kind, child in zip(_recording.KINDS, children, strict=True)
+            }
+            timed_paths = latency(
+                transcripts, urls, size, rounds, plan.warmup, paths=_recording.PATHS
+            )
+        written = {}
+        for kind in _recording.KINDS:
+            path = Path(folder) / f"{kind}.db"
+            if path.exists():
+                with SQLiteStore(path) as store:
+                    written[kind] = sum(r.requests for r in store.request_rollup("model"))
+    return _recording.Recording(timed_paths, written)
+
+
 def run(plan: Plan) -> Results:
     started = time.perf_counter()
     load = load_average()
@@ -851,10 +892,11 @@ def run(plan: Plan) -> Results:
             size, rounds = plan.first_byte
             first = latency(transcripts, urls, size, rounds, plan.warmup, stream=True)
             crowd = concurrent(transcripts, proxy, plan)
+        recording = recording_cost(transcripts, direct, plan)
         stick = yardstick(transcripts, plan.latency[-1][0], plan.yardstick_repeats)
         memories = [memory(transcripts, direct, m, n) for m, n in plan.memory]
     parts = [breakdown(transcripts, m, n, plan.warmup) for m, n in plan.breakdown]
-    results = Results(plan, latencies, stick, first, crowd, memories, parts)
+    results = Results(plan, latencies, stick, first, crowd, memories, parts, recording)
     results.seconds = time.perf_counter() - started
     results.load = (load, load_average())
     return results
@@ -946,6 +988,7 @@ def table(results: Results) -> list[str]:
         f"{len(c.mixups)} mix-ups"
     )
     lines += [f"  {text}" for text in (c.errors + c.mixups)[:5]]
+    lines += _recording.lines(results.recording)
     head = (
         f"{'msgs/session':>13} {'sessions':>9} {'body MB':>8} {'kept MB/session':>16} "
         f"{'x body':>7} {f'x {REMEMBERED} sessions':>16}"
@@ -1064,6 +1107,8 @@ def markdown(results: Results) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
         *("| " + " | ".join(row) + " |" for row in _where(results)),
         "",
+        *_recording.section(results.recording, plan.warmup),
+        "",
         "## Concurrent streaming sessions",
         "",
         f"{c.sessions} sessions, each with its own `x-synopsis-session` and history "
@@ -1113,7 +1158,16 @@ def main(plan: Plan = FULL, results_path: Path | None = RESULTS) -> Results:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        serve(*sys.argv[2:4])
+        serve(*sys.argv[2:5])
+    elif sys.argv[1:2] == ["--recording"]:
+        # python -m benchmarks.bench_proxy --recording [messages [requests]]: printed only
+        given = [int(a) for a in sys.argv[2:4]]
+        size, rounds = (*given, *FULL.recording[len(given) :])
+        with server("upstream") as direct:
+            found = recording_cost(
+                load_transcripts(), direct, replace(FULL, recording=(size, rounds))
+            )
+        print("\n".join(_recording.lines(found)))
     elif sys.argv[1:2] == ["--profile"]:
         # python -m benchmarks.bench_proxy --profile [messages [requests]]: printed only
         given = [int(a) for a in sys.argv[2:4]]

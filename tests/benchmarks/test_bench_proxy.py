@@ -15,6 +15,7 @@ import httpx2
 import pytest
 from benchmarks.compare.inputs import load_transcripts
 
+from benchmarks import _recording
 from benchmarks import bench_proxy as bench
 
 # Three servers start in processes of their own (under coverage when the suite measures it),
@@ -32,6 +33,7 @@ TINY = bench.Plan(
     breakdown=((20, 4), (200, 2)),
     yardstick_repeats=2,
     warmup=2,
+    recording=(20, 6),
 )
 
 
@@ -73,6 +75,39 @@ def test_each_path_is_timed_once_a_round_after_the_warm_up(results: bench.Result
     assert results.yardstick.messages == 200
     assert results.yardstick.orjson_ms > 0
     assert results.yardstick.json_ms > 0
+
+
+def test_recording_is_timed_on_and_off_and_only_the_recording_proxies_write(
+    results: bench.Results,
+) -> None:
+    found = results.recording
+    assert set(found.latency.samples) == {"direct", *_recording.KINDS}
+    assert found.latency.count == 6
+    assert all(len(s) == 6 and min(s) > 0 for s in found.latency.samples.values())
+    # every request reached the SQLite file of the proxy that records, none the other's
+    assert found.written["recorded-sqlite"] >= 6 + TINY.warmup
+    assert found.written["unrecorded-sqlite"] == found.written["control-sqlite"] == 0
+    for _, on, off in _recording.STORES:
+        assert len(found.blocks(on, off)) == 6  # fewer requests than blocks: one a block
+        assert found.ratio(on, off, 0.5) > 0
+
+
+def test_the_verdict_resolves_a_difference_only_when_every_block_shows_it() -> None:
+    def recording(on: list[float]) -> _recording.Recording:
+        off = [1.0] * len(on)
+        samples = {"direct": off, "recorded": on, "unrecorded": off, "control-sqlite": on}
+        return _recording.Recording(bench.Latency(100, samples=samples), {})
+
+    mixed = recording([1.1, 0.9] * 10)
+    assert "no difference resolved" in _recording.verdict(mixed, "memory", "recorded", "unrecorded")
+    slower = recording([1.1] * 10 + [1.2] * 10)
+    said = _recording.verdict(slower, "memory", "recorded", "unrecorded")
+    assert said.startswith("memory: records on is slower in every block (1.100 to 1.200)")
+    assert "by 150.000 ms a request" in said
+    control = _recording.verdict(mixed, "c", "control-sqlite", "unrecorded")
+    assert control.startswith("c: two proxies without records, 1.000 at p50")
+    faster = recording([0.9] * 20)
+    assert "faster in every block" in _recording.verdict(faster, "m", "recorded", "unrecorded")
 
 
 def test_every_concurrent_session_gets_its_own_answers(results: bench.Results) -> None:
@@ -154,6 +189,8 @@ def test_the_run_prints_its_figures_and_writes_them_down(ran: Run) -> None:
     assert "| 20 messages, first byte | " in text
     assert "\n| 200 | 2 | " in text
     assert "A session's first request at 20 messages" in text
+    assert "## Recording's cost" in text
+    assert re.search(r"^\| SQLite file \| 6 \| ", text, re.M)
     # where the time goes: a row per size, opening with the added milliseconds
     assert len(re.findall(r"^\| (20|200) messages \| [-0-9.]+ \| ", text, re.M)) == 2
     lines = ran.printed.splitlines()

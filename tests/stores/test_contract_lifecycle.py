@@ -166,10 +166,14 @@ def test_stats_count_what_each_session_keeps(harness: Harness) -> None:
         expected_stats("é", rows, [first, second], late),
     ]
     assert store.stats()[2].bytes > sum(len(m.data) + len(m.text) for m in rows)
+    # The counts alone, as the operator's page reads them: a session with a state and no
+    # originals counts none.
+    assert store.message_counts() == {"B": 0, "a": len(others), "é": len(rows)}
 
 
 def test_stats_of_an_empty_store_are_empty(harness: Harness) -> None:
     assert harness.reader().stats() == []
+    assert harness.reader().message_counts() == {}
 
 
 def test_prune_forgets_the_sessions_last_saved_before_the_cutoff(harness: Harness) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -103,6 +104,26 @@ def test_session_state_json_round_trips() -> None:
     state = SessionState("s", {"armed": True}, "a" * 32, 2, 900, "text", 14, T0)
     assert SessionState.from_json("s", state.to_json()) == state
     assert SessionState.from_json("s", {}) == SessionState("s")
+
+
+def test_a_state_read_from_a_stores_text_equals_the_state_saved() -> None:
+    state = SessionState(
+        "s",
+        {"armed": True, "turns": [1, {"a": None}]},
+        "a" * 32,
+        2,
+        900,
+        "text",
+        14,
+        T0,
+        projection={"start": 1, "text": "é 🙂"},
+    )
+    read = SessionState.from_text("s", json.dumps(state.to_json()))
+    assert read == state
+    assert read.projection["text"] == "é 🙂"
+    with pytest.raises(TypeError):
+        read.governor["armed"] = False  # type: ignore[index]
+    assert SessionState.from_text("s", "{}") == SessionState("s")
 
 
 def test_a_compaction_holds_one_session_and_its_records() -> None:

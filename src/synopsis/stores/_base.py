@@ -103,6 +103,13 @@ class StoreBase(ABC):
     def states(self) -> list[SessionState]:
         """Every session's saved state, by session id, in one read."""
 
+    def message_counts(self) -> dict[str, int]:
+        """The originals each session with a saved state keeps, by session id: what
+        :meth:`stats` counts, without the sizes, which read every stored byte (the
+        operator's page lists the sessions on every visit). This default takes them from
+        :meth:`stats`; the bundled SQL stores count from an index."""
+        return {s.session_id: s.messages for s in self.stats()}
+
     # -- per-request records: the proxy's figures, kept apart from the sessions -------------
 
     @abstractmethod

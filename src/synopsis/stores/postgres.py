@@ -381,7 +381,7 @@ class PostgresStore(StoreBase):
             row = conn.execute(
                 "SELECT state FROM synopsis_sessions WHERE session_id = %s", (session_id,)
             ).fetchone()
-        return None if row is None else SessionState.from_json(session_id, json.loads(row[0]))
+        return None if row is None else SessionState.from_text(session_id, row[0])
 
     def save_session(self, state: SessionState) -> None:
         with self._connection() as conn:
@@ -500,12 +500,24 @@ class PostgresStore(StoreBase):
             for sid, n, k, size, updated in rows
         ]
 
+    def message_counts(self) -> dict[str, int]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                """SELECT s.session_id, coalesce(m.n, 0) FROM synopsis_sessions s
+                LEFT JOIN (
+                    SELECT session_id, count(*) AS n FROM synopsis_messages GROUP BY session_id
+                ) m USING (session_id)
+                """
+                'ORDER BY s.session_id COLLATE "C"'
+            ).fetchall()
+        return {str(sid): int(n) for sid, n in rows}
+
     def states(self) -> list[SessionState]:
         with self._connection() as conn:
             rows = conn.execute(
                 'SELECT session_id, state FROM synopsis_sessions ORDER BY session_id COLLATE "C"'
             ).fetchall()
-        return [SessionState.from_json(str(sid), json.loads(state)) for sid, state in rows]
+        return [SessionState.from_text(str(sid), state) for sid, state in rows]
 
     # -- per-request records ------------------------------------------------------------------
 

@@ -287,7 +287,7 @@ class SQLiteStore(StoreBase):
             row = db.execute(
                 "SELECT state FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-        return None if row is None else SessionState.from_json(session_id, json.loads(row[0]))
+        return None if row is None else SessionState.from_text(session_id, row[0])
 
     def save_session(self, state: SessionState) -> None:
         with self._locked() as db:
@@ -402,11 +402,20 @@ class SQLiteStore(StoreBase):
             for sid, n, k, size, updated in rows
         ]
 
+    def message_counts(self) -> dict[str, int]:
+        with self._locked() as db:
+            rows = db.execute(
+                """SELECT s.session_id, coalesce(m.n, 0) FROM sessions s
+                LEFT JOIN (SELECT session_id, count(*) AS n FROM messages GROUP BY session_id) m
+                USING (session_id) ORDER BY s.session_id"""
+            ).fetchall()
+        return {str(sid): int(n) for sid, n in rows}
+
     def states(self) -> list[SessionState]:
         with self._locked() as db:
             rows = db.execute("SELECT session_id, state FROM sessions ORDER BY session_id")
             found = rows.fetchall()
-        return [SessionState.from_json(sid, json.loads(state)) for sid, state in found]
+        return [SessionState.from_text(sid, state) for sid, state in found]
 
     # -- per-request records ------------------------------------------------------------------
 

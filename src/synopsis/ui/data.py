@@ -23,7 +23,7 @@ from synopsis.ui.charts import RequestPoint, Series
 if TYPE_CHECKING:
     from synopsis.planning.triggers import Trigger
     from synopsis.stores._base import StoreBase
-    from synopsis.stores.records import SessionState, SessionStats, StoredMessage
+    from synopsis.stores.records import SessionState, StoredMessage
     from synopsis.stores.requests import RequestRecord, RequestRollup
     from synopsis.summarizers.records import SummaryRecord
 
@@ -216,17 +216,15 @@ class SessionPage:
 
 def _rows(store: StoreBase) -> list[SessionRow]:
     states = {s.session_id: s for s in store.states()}
-    stats: dict[str, SessionStats] = {s.session_id: s for s in store.stats()}
+    # The counts alone: stats() reads every stored byte to size the sessions.
+    counts = store.message_counts()
     rolled = {r.key: r for r in store.request_rollup("session")}
     rows = []
     for sid in sorted(states.keys() | rolled.keys()):
-        state, stat, roll = states.get(sid), stats.get(sid), rolled.get(sid)
-        seen = [
-            t
-            for t in (roll.last_at if roll else None, state.updated_at if state else None)
-            if t is not None
-        ]
-        stored = stat.messages if stat else 0
+        state, roll = states.get(sid), rolled.get(sid)
+        times = (roll.last_at if roll else None, state.updated_at if state else None)
+        seen = [t for t in times if t is not None]
+        stored = counts.get(sid, 0)
         rows.append(
             SessionRow(
                 id=sid,
