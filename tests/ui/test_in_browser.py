@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -106,7 +107,13 @@ def _session_url(root: str, session_id: str) -> str:
 
 
 def _until(browser: Page, check: Callable[[], object], seconds: float = 10) -> None:
-    WebDriverWait(browser.driver, seconds, poll_frequency=0.1).until(lambda _: check())
+    # A live refresh may replace what the check reads as it reads it: then it reads again.
+    WebDriverWait(
+        browser.driver,
+        seconds,
+        poll_frequency=0.1,
+        ignored_exceptions=(StaleElementReferenceException,),
+    ).until(lambda _: check())
 
 
 def _url_holds(browser: Page, text: str) -> None:
@@ -186,10 +193,14 @@ def test_the_overview_shows_its_cards_and_two_drawn_charts(
 
 
 def _listed(browser: Page) -> list[str]:
-    return [
-        cast("str", e.get_property("textContent"))
-        for e in browser.driver.find_elements(By.CSS_SELECTOR, "td[data-label=Session] a")
-    ]
+    """The sessions listed, read in one script: the live refresh may replace the rows between
+    two WebDriver calls (a stale element)."""
+    found = _js(
+        browser,
+        "return Array.from(document.querySelectorAll('td[data-label=Session] a'),"
+        " (e) => e.textContent)",
+    )
+    return cast("list[str]", found)
 
 
 def test_sessions_are_found_by_typing_and_sorted_by_a_header(
