@@ -25,7 +25,7 @@ CHAT = "aider-census" + PLANTED
 CLEARED = "cleared-only"
 
 
-def _read(name: str) -> list[dict[str, object]]:
+def transcript(name: str) -> list[dict[str, object]]:
     text = (TRANSCRIPTS / f"{name}.jsonl").read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
@@ -83,14 +83,14 @@ def build(path: Path, now: datetime | None = None) -> Sample:
     markup, one compacted by clearing alone) and a failed request."""
     store = SQLiteStore(path)
     now = now or datetime.now(UTC)
-    chat = _read("aider-census")
+    chat = transcript("aider-census")
     chat[0] = {**chat[0], "content": f"{PLANTED} {chat[0]['content']}"}
-    records = _replay(store, CODING, _read(CODING), now - timedelta(hours=5))
+    records = _replay(store, CODING, transcript(CODING), now - timedelta(hours=5))
     records += _replay(store, CHAT, chat, now - timedelta(hours=3))
     records += _replay(
         store,
         CLEARED,
-        _read("sweagent-marshmallow-1867-fc"),
+        transcript("sweagent-marshmallow-1867-fc"),
         now - timedelta(hours=2),
         strategy=("clear",),
     )

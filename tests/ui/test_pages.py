@@ -12,6 +12,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
+from synopsis import Compactor
 from synopsis.stores import SQLiteStore
 from synopsis.stores.export import export_markdown
 from synopsis.stores.records import SessionState
@@ -288,3 +289,25 @@ def test_sessions_sort_by_compactions(signed: TestClient, built: sample.Sample) 
     shown = [unescape(m) for m in re.findall(r'<a href="/ui/session\?id=[^"]*">([^<]*)</a>', page)]
     count = {sid: built.store.session(sid).compactions for sid in built.sessions}  # type: ignore[union-attr]
     assert shown == sorted(count, key=lambda s: (count[s], s))
+
+
+def test_a_placeholder_in_the_history_is_shown_above_its_original(tmp_path: Path) -> None:
+    """The newest compaction's placeholders, as the session's state keeps them."""
+    with SQLiteStore(tmp_path / "cleared.db") as store:
+        compactor = Compactor(
+            model="gpt-4o-mini", context_window=sample.WINDOW, store=store, strategy=("clear",)
+        )
+        start = sample.transcript("sweagent-marshmallow-1867-fc")[:12]
+        result = compactor.compact(start, session_id="s")
+        compactor.close()
+        assert result.compacted
+        assert not store.summaries("s")
+        state = store.session("s")
+        assert state is not None
+        hashes = {original for _, original, _ in state.projection["smaller"]}  # type: ignore[attr-defined]
+        cleared = [m for m in store.recall("s") if m.sha256 in hashes]
+        assert cleared
+        text = " ".join(_text(_client(store).get("/ui/session?id=s").text).split())
+        for message in cleared:
+            after = text.split(f"id {message.id}")[1].lstrip()
+            assert after.startswith("· cleared In the history now: [synopsis: cleared")

@@ -8,13 +8,17 @@ where a proxy wrote them; a library's store shows its sessions, summaries and or
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
+from synopsis.compaction.projection import Projection
+from synopsis.formats import decode
+from synopsis.messages import message_text
 from synopsis.models import context_window, lookup
 from synopsis.pricing import ANTHROPIC, OPENAI, Prices
 from synopsis.summarizers.render import render_compact
@@ -284,6 +288,8 @@ class Original:
     role: str
     text: str
     cleared: bool
+    placeholder: str = ""
+    """What stands in its place in the history now, where the session's state still says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,15 +324,36 @@ class SessionView:
     recorded: bool = field(default=False)
 
 
-def _originals(messages: Sequence[StoredMessage], *, summarized: bool) -> list[Original]:
+def _originals(
+    messages: Sequence[StoredMessage], *, summarized: bool, smaller: Mapping[str, str]
+) -> list[Original]:
     """A compaction without a summary cleared or shortened its messages in place: its tool
-    outputs (stored under ``r-<call id>``) stand in the history as placeholders."""
+    outputs (stored under ``r-<call id>``) stand in the history as placeholders, whose text
+    the session's projection keeps for the messages its newest compaction made smaller."""
     return [
         Original(
-            m.position, m.id, m.role, m.text, not summarized and m.id.startswith(_CLEARED_PREFIX)
+            m.position,
+            m.id,
+            m.role,
+            m.text,
+            not summarized and m.id.startswith(_CLEARED_PREFIX),
+            smaller.get(m.sha256, ""),
         )
         for m in messages
     ]
+
+
+def _smaller(state: SessionState | None) -> dict[str, str]:
+    """The text standing in the history for each original the newest compaction made
+    smaller, by the original's content hash."""
+    projection = Projection.of(state.projection) if state is not None else None
+    if projection is None:
+        return {}
+    out = {}
+    for _, original, item in projection.smaller:
+        (message,) = decode([json.loads(item)], projection.format).messages  # type: ignore[arg-type]
+        out[original] = message_text(message)
+    return out
 
 
 def _replaced(
@@ -334,6 +361,7 @@ def _replaced(
     messages: Sequence[StoredMessage],
     opened: str | None,
     page: int,
+    smaller: Mapping[str, str],
 ) -> list[Replaced]:
     """Each compaction, newest first, with a page of its originals (``page`` of the one
     ``opened``, the first page of the others)."""
@@ -359,7 +387,9 @@ def _replaced(
                 summary=record,
                 summary_text=render_compact(record) if record is not None else "",
                 originals=_originals(
-                    mine[start : start + ORIGINALS_PER_PAGE], summarized=record is not None
+                    mine[start : start + ORIGINALS_PER_PAGE],
+                    summarized=record is not None,
+                    smaller=smaller,
                 ),
                 total=len(mine),
                 page=shown,
@@ -416,7 +446,7 @@ def session_view(
         trigger=trigger,
         points=points,
         figures=Figures.of(store.request_rollup("session", session_id=session_id)),
-        compactions=_replaced(summaries, messages, opened, page),
+        compactions=_replaced(summaries, messages, opened, page, _smaller(state)),
         events=_events(records),
         stored=len(messages),
         recorded=bool(records),
