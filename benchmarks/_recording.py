@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from benchmarks._harness import ms, table
 
-if TYPE_CHECKING:
-    from benchmarks.bench_proxy import Latency
+
+class Latency(Protocol):
+    """What this part reads of ``bench_proxy.Latency`` (named here, not imported: that
+    module imports this one)."""
+
+    messages: int
+    samples: dict[str, list[float]]
+
+    def at(self, path: str, q: float) -> float: ...
+
+    @property
+    def count(self) -> int: ...
 
 STORES = (
     ("memory", "recorded", "unrecorded"),

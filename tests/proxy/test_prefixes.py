@@ -20,11 +20,12 @@ from synopsis.events import (
 )
 from synopsis.proxy import create_app
 from synopsis.proxy.bodies import ROUTES
-from synopsis.proxy.exchange import Exchange
+from synopsis.proxy.exchange import Exchange, counting
 from synopsis.proxy.logs import Line
 from synopsis.proxy.metrics import Metrics
-from synopsis.proxy.prefixes import Prefixes, Seen, Shared, counting
-from synopsis.proxy.recorder import _TALLY, PENDING, Recorder, Tally, _Pending, failed, heard
+from synopsis.proxy.prefixes import Prefixes, Seen, Shared
+from synopsis.proxy.recorder import PENDING, Recorder, _Pending
+from synopsis.proxy.tally import _TALLY, Tally, failed, heard
 from synopsis.stores import MemoryStore
 from synopsis.stores.requests import RequestRecord
 from synopsis.summarizers.records import Usage

@@ -11,7 +11,8 @@ from synopsis.errors import StoreError
 from synopsis.proxy import create_app
 from synopsis.proxy.logs import Line
 from synopsis.proxy.metrics import Metrics
-from synopsis.proxy.recorder import Recorder, Tally, noted, tallied
+from synopsis.proxy.recorder import Recorder, noted
+from synopsis.proxy.tally import Tally, tallied
 from synopsis.stores import MemoryStore, SQLiteStore
 from synopsis.stores.requests import RequestRecord
 from synopsis.testing import ScriptedSummarizer, conversation

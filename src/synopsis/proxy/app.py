@@ -28,7 +28,7 @@ from synopsis.proxy.compactors import Compactors
 from synopsis.proxy.defaults import MAX_BODY_SIZE
 from synopsis.proxy.defaults import UPSTREAMS as DEFAULT_UPSTREAMS
 from synopsis.proxy.errors import json_error
-from synopsis.proxy.exchange import Exchange, opened
+from synopsis.proxy.exchange import Exchange, compared, opened
 from synopsis.proxy.forward import (
     count,
     ended,
@@ -45,13 +45,7 @@ from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.native_answers import answered, paused
 from synopsis.proxy.native_anthropic import MODES, emulates, prepare
 from synopsis.proxy.native_edits import Refused
-from synopsis.proxy.recorder import (
-    Recorder,
-    counting,
-    heard,
-    noted,
-    tallied,
-)
+from synopsis.proxy.recorder import Recorder, noted
 from synopsis.proxy.relay import (
     ClientGone,
     Departure,
@@ -59,6 +53,7 @@ from synopsis.proxy.relay import (
     returned_headers,
 )
 from synopsis.proxy.state import ProxyState
+from synopsis.proxy.tally import counting, heard, tallied
 from synopsis.stores._base import StoreBase
 from synopsis.stores.requests import RECORDS_MAX, RECORDS_RETENTION_DAYS
 from synopsis.tokens import counter_for_model
@@ -282,7 +277,7 @@ def _compacting(route: Route) -> Any:  # noqa: ANN401 - a Starlette endpoint
         exchange = opened(state, route, request, raw, line=line, started=started)
         if not isinstance(exchange, Exchange):
             return _early(state, route.path, line, started, exchange)
-        counting(exchange)
+        counting(exchange.line, functools.partial(compared, exchange))
         # Watched only once the body is read: the watch reads the same channel.
         departure = Departure(request.receive)
         try:

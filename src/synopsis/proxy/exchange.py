@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from synopsis.errors import BudgetUnreachableError, ConversationError
+from synopsis.formats import decode
 from synopsis.proxy.encoding import dumps, exact, inexact
 from synopsis.proxy.errors import json_error
+from synopsis.proxy.prefixes import Seen
 from synopsis.proxy.relay import ClientGone
 from synopsis.proxy.sessions import session_key
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from synopsis.compaction.compactor import Threaded
     from synopsis.proxy.bodies import Route
     from synopsis.proxy.logs import Line
+    from synopsis.proxy.prefixes import Count
     from synopsis.proxy.relay import Departure
     from synopsis.proxy.state import ProxyState
 
@@ -223,3 +226,37 @@ def stable(state: ProxyState, session: str, system: object, tools: object) -> tu
     while len(state.stable) > state.remembered_sessions:
         del state.stable[next(iter(state.stable))]
     return system, tools
+
+
+def compared(exchange: Exchange) -> tuple[Seen, Seen, Count]:
+    """What ``exchange`` sent upstream and what its client gave (its history read), and how
+    to count their items, for the prefix its request shared with the session's previous one
+    (:mod:`.prefixes`)."""
+    result, items = exchange.result, exchange.items
+    assert items is not None  # only an exchange with a history is compared
+    client = Seen(
+        exchange.system, exchange.tools, items, None if result is None else result.tokens_before
+    )
+    count = counting(exchange)
+    if result is None:  # sent as the client gave it (a compaction that failed open)
+        return client, client, count
+    if unchanged(result, items, exchange.system):  # the usual request: the very items sent
+        return Seen(exchange.system, exchange.tools, items, result.tokens_after), client, count
+    sent = Seen(result.system, exchange.tools, result.messages, result.tokens_after)
+    return sent, client, count
+
+
+def counting(exchange: Exchange) -> Count:
+    """Counts items as the compaction of ``exchange`` counts a history: decoded in the
+    route's format, with the system prompt and the tools, by the model's counter."""
+
+    def count(items: list[Any], system: object, tools: object) -> int | None:
+        compactor = exchange.state.compactors.for_model(exchange.model, exchange.upstream)
+        listed = tools if isinstance(tools, list) else None
+        try:
+            messages = decode(items, exchange.route.format, system=system).messages
+            return int(compactor.setup.counter.count_messages(messages, tools=listed))
+        except Exception:  # a history the compaction read cannot fail here; if it does, unknown
+            return None
+
+    return count

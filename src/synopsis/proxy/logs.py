@@ -60,7 +60,7 @@ class Line:
     usage: int | None = None
     body: str | None = field(default=None)
     tally: Any = field(default=None, repr=False)
-    """The summarizer's calls for this request (:class:`~.recorder.Tally`): recorded in the
+    """The summarizer's calls for this request (:class:`~.tally.Tally`): recorded in the
     store, not logged."""
 
     def fields(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from synopsis.proxy.recorder import failed
+from synopsis.proxy.tally import failed
 
 __all__ = ["Errors", "Metrics"]
 

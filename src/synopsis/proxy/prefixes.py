@@ -21,16 +21,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-from synopsis.formats import decode
 from synopsis.pricing import shared_prefix
-from synopsis.proxy.exchange import unchanged
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Sequence
 
-    from synopsis.proxy.exchange import Exchange
 
-__all__ = ["Count", "Prefixes", "Seen", "Shared", "counting", "seen"]
+__all__ = ["Count", "Prefixes", "Seen", "Shared"]
 
 Count: TypeAlias = "Callable[[list[Any], object, object], int | None]"
 """Counts the tokens of items with a system prompt and tools (None: it could not)."""
@@ -114,33 +111,3 @@ class Prefixes:
 
 def _same(sent: Seen, client: Seen) -> bool:
     return sent.items is client.items
-
-
-def seen(exchange: Exchange) -> tuple[Seen, Seen]:
-    """What ``exchange`` sent upstream and what its client gave (its history read)."""
-    result, items = exchange.result, exchange.items
-    assert items is not None  # only an exchange with a history is compared
-    client = Seen(
-        exchange.system, exchange.tools, items, None if result is None else result.tokens_before
-    )
-    if result is None:  # sent as the client gave it (a compaction that failed open)
-        return client, client
-    if unchanged(result, items, exchange.system):  # the usual request: the very items sent
-        return Seen(exchange.system, exchange.tools, items, result.tokens_after), client
-    return Seen(result.system, exchange.tools, result.messages, result.tokens_after), client
-
-
-def counting(exchange: Exchange) -> Count:
-    """Counts items as the compaction of ``exchange`` counts a history: decoded in the
-    route's format, with the system prompt and the tools, by the model's counter."""
-
-    def count(items: list[Any], system: object, tools: object) -> int | None:
-        compactor = exchange.state.compactors.for_model(exchange.model, exchange.upstream)
-        listed = tools if isinstance(tools, list) else None
-        try:
-            messages = decode(items, exchange.route.format, system=system).messages
-            return int(compactor.setup.counter.count_messages(messages, tools=listed))
-        except Exception:  # a history the compaction read cannot fail here; if it does, unknown
-            return None
-
-    return count

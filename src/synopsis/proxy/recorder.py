@@ -22,42 +22,22 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from synopsis.events import (
-    ChainInvalidated,
-    CompactionCompleted,
-    CompactionFailed,
-    HistoryRepaired,
-    RefillBreakerOpened,
-    SummarizerFellBack,
-    SummaryFilledIn,
-)
 from synopsis.proxy import prefixes
 from synopsis.proxy.bodies import ROUTES
 from synopsis.proxy.logs import LOGGER
-from synopsis.stores.requests import (
-    EVENT_CHARS,
-    EVENTS_MAX,
-    FELL_BACK,
-    RECORDS_MAX,
-    RECORDS_RETENTION_DAYS,
-    RequestRecord,
-)
+from synopsis.proxy.tally import Tally
+from synopsis.stores.requests import RECORDS_MAX, RECORDS_RETENTION_DAYS, RequestRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from synopsis.events import Event
-    from synopsis.proxy.exchange import Exchange
     from synopsis.proxy.logs import Line
     from synopsis.proxy.metrics import Metrics
     from synopsis.stores._base import StoreBase
 
-__all__ = ["Recorder", "Tally", "counting", "failed", "heard", "noted", "tallied"]
+__all__ = ["Recorder", "noted"]
 
 QUEUE_SIZE = 10_000
 """Records waiting to be written at most; beyond, the oldest is dropped."""
@@ -70,84 +50,6 @@ TRIM_EVERY = 3600.0
 """Seconds between two trims of the stored records to their retention."""
 
 _FORMATS = {route.path: route.format for route in ROUTES}
-
-
-@dataclass(slots=True)
-class Tally:
-    """What one request's record holds beyond its log line: the summarizer's calls and
-    seconds, the last error kind counted, the compaction's event lines, and the exchange
-    (for the prefix it shared with the session's previous request)."""
-
-    calls: int = 0
-    seconds: float = 0.0
-    error: str | None = None
-    events: list[str] = field(default_factory=list)
-    exchange: Exchange | None = None
-
-
-_TALLY: ContextVar[Tally | None] = ContextVar("synopsis_proxy_tally", default=None)
-
-
-def tallied(observe: Callable[[str, float, bool], None]) -> Callable[[str, float, bool], None]:
-    """``observe``, counting each summarizer call on the request it was made for too (the
-    compaction's worker threads run in a copy of the request's context)."""
-
-    def both(name: str, seconds: float, ok: bool) -> None:
-        observe(name, seconds, ok)
-        tally = _TALLY.get()
-        if tally is not None:
-            tally.calls += 1
-            tally.seconds += seconds
-
-    return both
-
-
-def counting(exchange: Exchange) -> None:
-    """Gather what the exchange's record holds, from here on, in this request's context, on
-    its line."""
-    exchange.line.tally = tally = Tally(exchange=exchange)
-    _TALLY.set(tally)
-
-
-def failed(kind: str) -> None:
-    """An error of ``kind`` was counted: the current request (if any) ended with it, unless
-    a later one is counted."""
-    tally = _TALLY.get()
-    if tally is not None:
-        tally.error = kind
-
-
-def heard(event: Event) -> None:
-    """A compactor's listener: what the event says about the current request's compaction,
-    as a line of its record."""
-    tally = _TALLY.get()
-    if tally is None:
-        return
-    for line in _lines(event):
-        if len(tally.events) < EVENTS_MAX:
-            tally.events.append(line[:EVENT_CHARS])
-
-
-def _lines(event: Event) -> list[str]:
-    """The record's lines for ``event`` (none for the start or skip of a compaction)."""
-    if isinstance(event, SummarizerFellBack):
-        return [f"{FELL_BACK}: {event.reason} → {event.fallback}"]
-    if isinstance(event, HistoryRepaired):
-        return [f"history_repaired: {'; '.join(event.fixes)}"]
-    if isinstance(event, ChainInvalidated):
-        return [f"chain_invalidated: {event.reason}"]
-    if isinstance(event, RefillBreakerOpened):
-        return ["refill_breaker_opened"]
-    if isinstance(event, SummaryFilledIn):
-        return [f"summary_filled_in: {len(event.added)} items"]
-    if isinstance(event, CompactionFailed):
-        return [f"compaction_failed: {event.stage}: {event.error}"]
-    if isinstance(event, CompactionCompleted):
-        lines = [f"emergency: {event.emergency}"] if event.emergency else []
-        if event.cleared:
-            lines.append(f"cleared: {event.cleared} outputs, {event.tokens_cleared} tokens")
-        return lines
-    return []
 
 
 PENDING = 64
@@ -315,9 +217,7 @@ def noted(recorder: Recorder | None, line: Line) -> None:
         error=tally.error,
         events=tuple(tally.events),
     )
-    exchange = tally.exchange
-    if exchange is not None and line.ms_upstream > 0:
-        sent, client = prefixes.seen(exchange)
-        recorder.add(_Pending(record, sent, client, prefixes.counting(exchange)))
+    if tally.compared is not None and line.ms_upstream > 0:
+        recorder.add(_Pending(record, *tally.compared()))
     else:
         recorder.add(record)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from synopsis.errors import StoreError
 from synopsis.stores import _query
-from synopsis.stores._base import StoreBase, cutoff
+from synopsis.stores._base import StoreBase
+from synopsis.stores._cutoff import cutoff
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
 from synopsis.stores.requests import (
     RequestRecord,

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import ConfigurationError, StoreError
 from synopsis.stores import _query, _rollup
-from synopsis.stores._base import StoreBase, cutoff
+from synopsis.stores._base import StoreBase
+from synopsis.stores._cutoff import cutoff
 from synopsis.stores._pg_schema import MIGRATION_KEY, MIGRATIONS, SCHEMA_VERSION
 from synopsis.stores._pg_words import tsquery, tsvector
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage

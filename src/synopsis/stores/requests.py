@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeAlias, get_args
 
 from synopsis.errors import ConfigurationError
-from synopsis.stores._base import cutoff
+from synopsis.stores._cutoff import cutoff
 
 __all__ = [
     "EVENTS_MAX",

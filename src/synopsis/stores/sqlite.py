@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from synopsis.errors import StoreError
 from synopsis.stores import _query, _rollup
-from synopsis.stores._base import StoreBase, cutoff
+from synopsis.stores._base import StoreBase
+from synopsis.stores._cutoff import cutoff
 from synopsis.stores._paths import default_database_path
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
 from synopsis.stores.requests import (
