@@ -45,6 +45,8 @@ class ProxyState:
     native_anthropic: bool = False
     """Whether the proxy applies Anthropic's ``context_management`` edits itself
     (:mod:`.native_anthropic`)."""
+    native_openai: bool = False
+    """Whether the proxy does OpenAI's Responses compaction itself (:mod:`.native_openai`)."""
     recorder: Recorder | None = None
     """Where each request's figures are queued for the store (None: not recorded)."""
 
