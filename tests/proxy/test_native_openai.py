@@ -426,3 +426,17 @@ def test_expanded_drops_what_the_client_changed(
     out = expanded([*before, *changed, item, *after])
     assert out == [{"role": "user", "content": "<synopsis-summary>s"}, *after]
     assert expanded([*before, *after]) == [*before, *after]
+
+
+def test_auto_sends_openais_own_items_on_and_answers_compact(upstream: FakeLLMServer) -> None:
+    """In front of a host that is not OpenAI's (it may be a gateway to it), OpenAI's own items
+    go on as they came; the compact endpoint is synopsis's."""
+    sent: list[httpx2.Request] = []
+    foreign: Any = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA"}
+    with _served(upstream, "auto") as served, openai_client(served, sent) as client:
+        upstream.requests.clear()
+        client.responses.create(model=MODEL, input=[foreign, {"role": "user", "content": "hi"}])
+        compacted = client.responses.compact(model=MODEL, input=history(8))
+    (recorded,) = upstream.requests
+    assert recorded.raw == sent[0].content
+    assert _mark(compacted.output[-1].model_dump())["kept"] == len(compacted.output) - 1

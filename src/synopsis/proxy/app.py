@@ -164,6 +164,7 @@ def create_app(
         max_body_size=max_body_size,
         native_anthropic=emulates(context_management, upstream_anthropic),
         native_openai=emulates(context_management, upstream_openai, "openai"),
+        strict_openai=context_management == "emulate",
     )
     store = state.compactors.store
     if record_requests and isinstance(store, StoreBase):
@@ -346,7 +347,7 @@ async def _exchange(exchange: Exchange, departure: Departure) -> Response:
             else None
         )
         compaction = (
-            await openai_prepare(exchange, departure)
+            await openai_prepare(exchange, departure, strict=state.strict_openai)
             if state.native_openai and route.format == "responses"
             else None
         )

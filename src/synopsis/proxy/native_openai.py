@@ -79,10 +79,15 @@ def _canon(items: list[Any]) -> str:
     return hashlib.sha256(dumps(plain, sort_keys=True)).hexdigest()[:16]
 
 
+def _foreign(item: dict[str, Any]) -> bool:
+    content = item.get("encrypted_content")
+    return not isinstance(content, str) or not content.startswith(MARK)
+
+
 def _read(item: dict[str, Any], where: str) -> dict[str, Any]:
     """The JSON a synopsis item carries; OpenAI's own is refused."""
     content = item.get("encrypted_content")
-    if not isinstance(content, str) or not content.startswith(MARK):
+    if not isinstance(content, str) or _foreign(item):
         raise Refused(
             f"{where} is a compaction item of OpenAI's own: only OpenAI's API can read its "
             "encrypted_content, and this upstream is not it (compact with synopsis instead)"
@@ -96,13 +101,14 @@ def _read(item: dict[str, Any], where: str) -> dict[str, Any]:
     return mark
 
 
-def expanded(items: list[Any]) -> list[Any]:
+def expanded(items: list[Any], *, strict: bool = True) -> list[Any]:
     """``items`` as the upstream can read them: everything before the last compaction item
     dropped but the items it says were kept whole (when the client still has them as they
     were), the item itself a user message holding its summary. ``items`` itself when it
-    holds none."""
+    holds none, or (``strict`` false) when the last is OpenAI's own: an upstream that is not
+    OpenAI's host may still be a gateway to it."""
     at = next((i for i in range(len(items) - 1, -1, -1) if _is_item(items[i])), None)
-    if at is None:
+    if at is None or (not strict and _foreign(items[at])):
         return items
     mark = _read(items[at], f"input.{at}")
     kept: list[Any] = []
@@ -227,10 +233,11 @@ def _tokens(exchange: Exchange, items: list[Any]) -> int:
     return int(counter.count_messages(messages, tools=tools))
 
 
-async def prepare(exchange: Exchange, departure: Departure) -> Native | None:
+async def prepare(exchange: Exchange, departure: Departure, *, strict: bool) -> Native | None:
     """A ``/v1/responses`` request made readable by the upstream: its synopsis compaction
     item expanded, its ``context_management`` applied and taken off. None (the request goes
-    on untouched) when it has neither."""
+    on untouched) when it has neither. ``strict``: OpenAI's own compaction items are
+    refused (else they go on as they came, with what follows them)."""
     body, items = exchange.body, exchange.items
     managed = "context_management" in body
     if items is None:
@@ -242,7 +249,7 @@ async def prepare(exchange: Exchange, departure: Departure) -> Native | None:
         if managed:
             _replace(exchange, None)
         return None
-    out = expanded(items)
+    out = expanded(items, strict=strict)
     native = None
     if managed:
         threshold = _threshold(body["context_management"])
