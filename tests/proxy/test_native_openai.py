@@ -5,6 +5,7 @@ upstream. The upstream gets valid requests without the field; the client gets a
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from synopsis.messages import is_summary_text
 from synopsis.proxy import create_app
@@ -25,7 +26,7 @@ from tests.proxy.sdk_clients import TEXT, answer, openai_client
 from tests.proxy.servers import Served
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import AsyncIterator, Iterator
 
     import httpx2
 
@@ -282,15 +283,61 @@ def test_a_stored_response_cannot_be_compacted(
     assert upstream.requests == []
 
 
-def test_a_streamed_response_over_the_threshold_is_refused(
+def test_a_streamed_response_over_the_threshold_carries_the_item(
     client: openai.OpenAI, upstream: FakeLLMServer
 ) -> None:
-    with pytest.raises(openai.BadRequestError) as raised:
-        client.responses.create(
-            model=MODEL, input=history(8), context_management=_managed(1000), stream=True
-        )
-    assert "stream=false" in raised.value.message
-    assert upstream.requests == []
+    items = history(8)
+    options: Any = {"model": MODEL, "input": items, "context_management": _managed(1000)}
+    with client.responses.stream(**options) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    (recorded,) = upstream.requests
+    assert_valid(recorded.body)
+    assert len(recorded.body["input"]) < len(items)
+    item, reply = final.output
+    assert (item.type, reply.type) == ("compaction", "message")
+    assert is_summary_text(_mark(item.model_dump())["summary"])
+    assert final.output_text == TEXT
+    numbers = [e.sequence_number for e in events]
+    assert numbers == list(range(len(events)))
+    added = [e for e in events if e.type == "response.output_item.added"]
+    assert [(e.output_index, e.item.type) for e in added] == [(0, "compaction"), (1, "message")]
+    assert events[0].type == "response.created"
+    assert events[-1].type == "response.completed"
+
+
+async def _chunks(*chunks: bytes) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+def _rewrite(*chunks: bytes) -> bytes:
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": MARK + "{}"}
+    response = StreamingResponse(_chunks(*chunks))
+    out = answered(Native(item), response)
+    assert isinstance(out, StreamingResponse)
+
+    async def read() -> bytes:
+        found = [c async for c in out.body_iterator]
+        assert all(isinstance(c, bytes) for c in found)
+        return b"".join(c for c in found if isinstance(c, bytes))
+
+    return asyncio.run(read())
+
+
+def test_a_stream_keeps_what_it_cannot_read() -> None:
+    kept = b": ping\n\ndata: not json\n\ndata: [1]\n\n"
+    assert _rewrite(kept[:7], kept[7:], b"data: {") == kept + b"data: {"
+
+
+def test_a_stream_without_sequence_numbers_gets_the_item_from_zero() -> None:
+    out = _rewrite(b'data: {"type": "response.created"}\n\n')
+    events = [json.loads(line[6:]) for line in out.split(b"\n") if line.startswith(b"data: ")]
+    assert [(e["type"], e.get("sequence_number")) for e in events] == [
+        ("response.created", None),
+        ("response.output_item.added", 1),
+        ("response.output_item.done", 2),
+    ]
 
 
 @pytest.mark.parametrize(

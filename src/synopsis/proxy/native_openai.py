@@ -21,15 +21,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from synopsis.formats import decode
 from synopsis.messages import is_summary
 from synopsis.proxy.bodies import Route
 from synopsis.proxy.encoding import dumps, exact, inexact
+from synopsis.proxy.native_answers import DATA, EVENT_END
 from synopsis.proxy.native_edits import Refused
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from synopsis.compaction import CompactionResult
     from synopsis.proxy.exchange import Exchange
     from synopsis.proxy.relay import Departure
@@ -256,11 +259,6 @@ async def prepare(exchange: Exchange, departure: Departure, *, strict: bool) -> 
         if _tokens(exchange, out) >= threshold:
             made = await _compacted(exchange, departure, out)
             if made is not None:
-                if exchange.line.stream:
-                    raise Refused(
-                        "synopsis emulates compaction on a response that is not streamed: "
-                        "this one crossed compact_threshold (send it with stream=false)"
-                    )
                 out, _, item, _ = made
                 native = Native(item)
     if out is items and not managed:
@@ -286,6 +284,9 @@ def answered(native: Native, response: Response) -> Response:
     puts it (the compaction came before the model's reply); any other answer as it came."""
     if response.status_code != 200:
         return response
+    if isinstance(response, StreamingResponse):
+        response.body_iterator = _rewritten(native, response.body_iterator)  # type: ignore[arg-type]
+        return response
     try:
         body = orjson.loads(response.body)
     except orjson.JSONDecodeError:
@@ -296,3 +297,58 @@ def answered(native: Native, response: Response) -> Response:
     out = Response(orjson.dumps(body), status_code=200)
     out.raw_headers.extend(h for h in response.raw_headers if h[0] != b"content-length")
     return out
+
+
+_FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+async def _rewritten(native: Native, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The stream with the compaction item's ``response.output_item.added`` and ``.done``
+    just after ``response.created`` (at output index 0), every later event's
+    ``output_index`` and ``sequence_number`` moved on to make room, and the item first in
+    the final response's output."""
+    shift = [0]  # the sequence numbers inserted so far
+    pending = b""
+    async for chunk in chunks:
+        pending += chunk
+        start = 0
+        for end in EVENT_END.finditer(pending):
+            yield _event(native, pending[start : end.end()], shift)
+            start = end.end()
+        pending = pending[start:]
+    if pending:
+        yield pending
+
+
+def _event(native: Native, raw: bytes, shift: list[int]) -> bytes:
+    found = DATA.search(raw)
+    if found is None:
+        return raw
+    try:
+        data = orjson.loads(found.group(1))
+    except orjson.JSONDecodeError:
+        return raw
+    if not isinstance(data, dict):
+        return raw
+    kind, number = data.get("type"), data.get("sequence_number")
+    if isinstance(number, int):
+        data["sequence_number"] = number + shift[0]
+    if isinstance(data.get("output_index"), int):
+        data["output_index"] += 1
+    final = data.get("response")
+    if kind in _FINAL and isinstance(final, dict) and isinstance(final.get("output"), list):
+        final["output"] = [native.item, *final["output"]]
+    out = raw[: found.start(1)] + orjson.dumps(data) + raw[found.end(1) :]
+    if kind != "response.created":
+        return out
+    base = data["sequence_number"] if isinstance(number, int) else 0
+    shift[0] += 2
+    added = {"type": "response.output_item.added", "output_index": 0, "item": native.item}
+    done = {**added, "type": "response.output_item.done"}
+    return out + b"".join(
+        _sse({**event, "sequence_number": base + i}) for i, event in enumerate((added, done), 1)
+    )
+
+
+def _sse(data: dict[str, Any]) -> bytes:
+    return b"event: " + str(data["type"]).encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
