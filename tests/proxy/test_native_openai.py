@@ -185,6 +185,7 @@ def test_compact_after_compact_summarizes_the_summary(
             {"input": [{"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA"}]},
             "OpenAI's own",
         ),
+        ({"input": [{"type": "compaction_trigger"}]}, "compaction_trigger"),
         (
             {"input": [{"type": "compaction", "id": "c", "encrypted_content": MARK + "{"}]},
             "not a compaction item synopsis wrote",

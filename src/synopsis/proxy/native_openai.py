@@ -109,7 +109,14 @@ def expanded(items: list[Any], *, strict: bool = True) -> list[Any]:
     dropped but the items it says were kept whole (when the client still has them as they
     were), the item itself a user message holding its summary. ``items`` itself when it
     holds none, or (``strict`` false) when the last is OpenAI's own: an upstream that is not
-    OpenAI's host may still be a gateway to it."""
+    OpenAI's host may still be a gateway to it. ``strict``: OpenAI's own items, and its
+    ``compaction_trigger``, are refused."""
+    if strict and any(isinstance(i, dict) and i.get("type") == "compaction_trigger" for i in items):
+        # The API compacts the context there, with no documented answer to emulate.
+        raise Refused(
+            "synopsis does not emulate the compaction_trigger item: compact with "
+            "POST /v1/responses/compact, or context_management"
+        )
     at = next((i for i in range(len(items) - 1, -1, -1) if _is_item(items[i])), None)
     if at is None or (not strict and _foreign(items[at])):
         return items
