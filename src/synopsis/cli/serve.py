@@ -316,9 +316,10 @@ def register(sub: argparse._SubParsersAction[Parser]) -> None:
         "--context-management",
         choices=_CONTEXT_MANAGEMENT,
         default="auto",
-        help="who applies Anthropic's context_management edits on /v1/messages: the proxy "
-        "(emulate), the upstream (pass), or the proxy unless the upstream is Anthropic's own "
-        "API (auto, the default)",
+        help="who does the providers' own context management (Anthropic's context_management "
+        "edits, OpenAI's Responses compaction and /v1/responses/compact): the proxy "
+        "(emulate), the upstream (pass), or the proxy unless the upstream is the provider's "
+        "own API (auto, the default)",
     )
     cmd.add_argument(
         "--forward-unreachable",

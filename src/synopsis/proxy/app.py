@@ -45,6 +45,9 @@ from synopsis.proxy.metrics import Metrics
 from synopsis.proxy.native_answers import answered, paused
 from synopsis.proxy.native_anthropic import MODES, emulates, prepare
 from synopsis.proxy.native_edits import Refused
+from synopsis.proxy.native_openai import COMPACT, compact_answer
+from synopsis.proxy.native_openai import answered as openai_answered
+from synopsis.proxy.native_openai import prepare as openai_prepare
 from synopsis.proxy.recorder import Recorder, noted
 from synopsis.proxy.relay import (
     ClientGone,
@@ -118,9 +121,11 @@ def create_app(
     own). Any other
     keyword is a compaction option (``trigger``, ``keep``, ``summarizer``, ``store``, …) as
     ``Compactor`` takes it; sessions need a store, ``"memory"`` unless one is given.
-    ``context_management``: who applies Anthropic's ``context_management`` edits on
-    ``/v1/messages``: the proxy (``"emulate"``), the upstream (``"pass"``), or the proxy
-    unless the upstream is Anthropic's own API (``"auto"``).
+    ``context_management``: who does the providers' own context management (Anthropic's
+    ``context_management`` edits on ``/v1/messages``; OpenAI's Responses compaction,
+    ``context_management`` and ``POST /v1/responses/compact``): the proxy (``"emulate"``),
+    the upstream (``"pass"``), or the proxy unless the upstream is the provider's own API
+    (``"auto"``).
     ``transport``: an httpx2 transport for the upstream (tests).
     """
     if auth_token == "":
@@ -153,6 +158,8 @@ def create_app(
         remembered_sessions=remembered_sessions,
         max_body_size=max_body_size,
         native_anthropic=emulates(context_management, upstream_anthropic),
+        native_openai=emulates(context_management, upstream_openai, "openai"),
+        strict_openai=context_management == "emulate",
     )
     store = state.compactors.store
     if record_requests and isinstance(store, StoreBase):
@@ -190,6 +197,8 @@ def create_app(
         Endpoint("/metrics", _metrics, methods=["GET"]),
         *(Endpoint(r.path, _compacting(r), methods=["POST"]) for r in ROUTES),
     ]
+    if state.native_openai:
+        routes.append(Endpoint(COMPACT.path, _compacting(COMPACT), methods=["POST"]))
     if ui and isinstance(store, StoreBase):
         routes += _page(state, store, windows)
     routes.append(Endpoint("/{path:path}", _passthrough, methods=_METHODS))
@@ -325,9 +334,16 @@ async def _exchange(exchange: Exchange, departure: Departure) -> Response:
     api = route.api
     try:
         counting = route.path.endswith("/count_tokens")
+        if route is COMPACT:
+            return await compact_answer(exchange, departure)
         native = (
             await prepare(exchange, departure, counting=counting)
             if state.native_anthropic and api == "anthropic"
+            else None
+        )
+        compaction = (
+            await openai_prepare(exchange, departure, strict=state.strict_openai)
+            if state.native_openai and route.format == "responses"
             else None
         )
         if native is not None and native.pause:
@@ -356,6 +372,8 @@ async def _exchange(exchange: Exchange, departure: Departure) -> Response:
     if counting:
         return await count(exchange, departure, payload)
     response = await forward(exchange, departure, payload)
+    if compaction is not None:
+        return openai_answered(compaction, response)
     return response if native is None else answered(native, response)
 
 

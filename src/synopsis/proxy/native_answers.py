@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 
     from synopsis.proxy.native_anthropic import Native
 
-__all__ = ["answered", "paused"]
+__all__ = ["DATA", "EVENT_END", "answered", "paused"]
 
-_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 """Where one server-sent event ends."""
-_DATA = re.compile(rb"^data: ?(.*)$", re.MULTILINE)
+DATA = re.compile(rb"^data: ?(.*)$", re.MULTILINE)
 _BLOCK_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
 
 
@@ -62,7 +62,7 @@ async def _rewritten(native: Native, chunks: AsyncIterator[bytes]) -> AsyncItera
     async for chunk in chunks:
         pending += chunk
         start = 0
-        for end in _END.finditer(pending):
+        for end in EVENT_END.finditer(pending):
             yield _event(native, pending[start : end.end()])
             start = end.end()
         pending = pending[start:]
@@ -71,7 +71,7 @@ async def _rewritten(native: Native, chunks: AsyncIterator[bytes]) -> AsyncItera
 
 
 def _event(native: Native, raw: bytes) -> bytes:
-    found = _DATA.search(raw)
+    found = DATA.search(raw)
     if found is None:
         return raw
     try:

@@ -35,6 +35,7 @@ from synopsis.proxy.native_edits import (
 )
 
 if TYPE_CHECKING:
+    from synopsis.proxy.errors import Api
     from synopsis.proxy.exchange import Exchange
     from synopsis.proxy.relay import Departure
 
@@ -51,7 +52,6 @@ __all__ = [
 
 Mode = Literal["emulate", "pass", "auto"]
 MODES: tuple[Mode, ...] = ("emulate", "pass", "auto")
-_OWN_HOST = urlsplit(UPSTREAMS["anthropic"]).hostname
 _KEPT = "synopsis:kept="
 """How a compaction block's ``encrypted_content`` (opaque to the client) names the messages
 kept whole after the summary: their count and a digest of them."""
@@ -68,11 +68,11 @@ _AS_ASKED = {
 }
 
 
-def emulates(mode: Mode, upstream: str) -> bool:
-    """Whether the proxy applies the edits itself for an Anthropic upstream at ``upstream``:
-    always, never, or (``auto``) unless it is Anthropic's own API."""
+def emulates(mode: Mode, upstream: str, api: Api = "anthropic") -> bool:
+    """Whether the proxy does ``api``'s context management itself for its upstream at
+    ``upstream``: always, never, or (``auto``) unless it is that provider's own API."""
     if mode == "auto":
-        return urlsplit(upstream).hostname != _OWN_HOST
+        return urlsplit(upstream).hostname != urlsplit(UPSTREAMS[api]).hostname
     return mode == "emulate"
 
 

@@ -45,6 +45,11 @@ class ProxyState:
     native_anthropic: bool = False
     """Whether the proxy applies Anthropic's ``context_management`` edits itself
     (:mod:`.native_anthropic`)."""
+    native_openai: bool = False
+    """Whether the proxy does OpenAI's Responses compaction itself (:mod:`.native_openai`)."""
+    strict_openai: bool = False
+    """Whether OpenAI's own compaction items are refused on ``/v1/responses`` (``emulate``:
+    the upstream is not OpenAI's), not sent on (``auto``: it may be a gateway to it)."""
     recorder: Recorder | None = None
     """Where each request's figures are queued for the store (None: not recorded)."""
 
