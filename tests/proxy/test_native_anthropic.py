@@ -373,3 +373,29 @@ def test_pass_through_forwards_untouched(upstream: FakeLLMServer) -> None:
     assert recorded.raw == sent[0].content
     assert recorded.headers["anthropic-beta"] == f"{BETA},{OTHER_BETA}"
     assert answer.context_management is None
+
+
+def test_on_demand_compaction_is_refused_and_count_tokens_ignores_it(
+    client: anthropic.Anthropic, upstream: FakeLLMServer
+) -> None:
+    upstream.requests.clear()
+    on_demand = {"compaction": {"type": "summarize"}}
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        client.messages.create(
+            model=MODEL,
+            max_tokens=64,
+            messages=tool_history(1),
+            extra_body=on_demand,
+            extra_headers={"anthropic-beta": "compact-2026-09-04"},
+        )
+    body = raised.value.body
+    assert isinstance(body, dict)
+    assert body["error"]["type"] == "invalid_request_error"
+    assert "compact-2026-09-04" in body["error"]["message"]
+    assert upstream.requests == []
+    counted = client.messages.count_tokens(
+        model=MODEL, messages=tool_history(1), extra_body=on_demand
+    )
+    assert counted.input_tokens > 0
+    (recorded,) = upstream.requests
+    assert "compaction" not in recorded.body

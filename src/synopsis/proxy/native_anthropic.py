@@ -31,6 +31,7 @@ from synopsis.proxy.native_edits import (
     ClearThinking,
     ClearToolUses,
     Compact,
+    Refused,
     read_edits,
 )
 
@@ -104,6 +105,13 @@ def _tokens(exchange: Exchange, items: list[Any]) -> int:
     return int(counter.count_messages(messages, tools=tools))
 
 
+ON_DEMAND = (
+    "on-demand compaction (the top-level compaction field, beta compact-2026-09-04) is not "
+    "emulated by synopsis in front of this upstream: use context_management with "
+    "compact_20260112, or send it to Anthropic's own API"
+)
+
+
 async def prepare(
     exchange: Exchange, departure: Departure, *, counting: bool = False
 ) -> Native | None:
@@ -113,6 +121,12 @@ async def prepare(
     :class:`~.native_edits.Refused` for edits the proxy cannot emulate faithfully.
     ``counting``: a ``count_tokens`` request, which never compacts (as the API's)."""
     body, items = exchange.body, exchange.items
+    if "compaction" in body:
+        if not counting:
+            raise Refused(ON_DEMAND)
+        # count_tokens accepts it and ignores it, as the API's does: not sent on.
+        body = exchange.body = {k: v for k, v in body.items() if k != "compaction"}
+        exchange.raw = dumps(body)
     if items is None or "context_management" not in body:
         return None
     edits = read_edits(body["context_management"])
