@@ -30,6 +30,7 @@ class Latency(Protocol):
     @property
     def count(self) -> int: ...
 
+
 STORES = (
     ("memory", "recorded", "unrecorded"),
     ("SQLite file", "recorded-sqlite", "unrecorded-sqlite"),
