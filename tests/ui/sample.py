@@ -3,7 +3,10 @@ records as a proxy writes them, and text planted to try the page's escaping."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -78,11 +81,29 @@ def _replay(
     return records
 
 
-def build(path: Path, now: datetime | None = None) -> Sample:
+_MADE: list[tuple[Path, list[RequestRecord]]] = []
+"""This process's first sample, which later ones copy: its compactions are the same each time,
+and replaying them again cost each test that wants a store of its own a second."""
+
+
+def build(path: Path) -> Sample:
     """A SQLite file with three compacted sessions (one whose name and first message hold
-    markup, one compacted by clearing alone) and a failed request."""
+    markup, one compacted by clearing alone) and a failed request; a copy of the first one
+    this process built."""
+    if not _MADE:
+        folder = Path(tempfile.mkdtemp(prefix="synopsis-ui-sample-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        made = _made(folder / "sample.db")
+        made.store.close()  # its log written into the file: a copy holds everything
+        _MADE.append((folder / "sample.db", made.records))
+    template, records = _MADE[0]
+    shutil.copyfile(template, path)
+    return Sample(SQLiteStore(path), list(records), [CODING, CHAT, CLEARED])
+
+
+def _made(path: Path) -> Sample:
     store = SQLiteStore(path)
-    now = now or datetime.now(UTC)
+    now = datetime.now(UTC)
     chat = transcript("aider-census")
     chat[0] = {**chat[0], "content": f"{PLANTED} {chat[0]['content']}"}
     records = _replay(store, CODING, transcript(CODING), now - timedelta(hours=5))
