@@ -18,7 +18,8 @@ from synopsis.cli.serve import _started as serve_started
 from synopsis.cli.serve import app_for as serve_app_for
 from synopsis.cli.ui import app_for
 from synopsis.proxy import create_app
-from synopsis.stores import MemoryStore
+from synopsis.stores import MemoryStore, PostgresStore
+from synopsis.stores.records import SessionState
 from tests.cli.test_end_to_end import SCRIPT
 from tests.proxy.test_observability import CHAT, COMPACTING, HISTORY, eventually, proxied
 from tests.ui import sample
@@ -203,3 +204,11 @@ def test_every_replica_on_one_postgresql_store_shows_the_fleet(postgres_url: str
 
         assert eventually(lambda: both_shown(first), within=5.0)
         assert eventually(lambda: both_shown(second), within=5.0)
+
+
+def test_synopsis_ui_reads_a_postgresql_store(postgres_url: str) -> None:
+    with PostgresStore(postgres_url) as store:
+        store.save_session(SessionState(session_id="kept-in-postgres"))
+    app = app_for(build_parser().parse_args(["ui", "--store", postgres_url]))
+    with TestClient(app) as client:
+        assert "kept-in-postgres" in client.get("/ui/sessions").text
