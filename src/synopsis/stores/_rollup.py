@@ -199,3 +199,27 @@ def from_row(by: RollupBy, row: Sequence[Any], when: Callable[[Any], datetime]) 
         shared_tokens=int(row[11]),
         client_shared_tokens=int(row[12]),
     )
+
+
+def read_query(
+    table: str, mark: str, bounds: tuple[object, object, object], limit: int
+) -> tuple[str, list[object]]:
+    """The newest records of ``table`` within ``bounds`` (session id, first and end moment,
+    each None for no bound, as the store writes them), ``limit`` at most; ``mark`` is the
+    driver's placeholder."""
+    sql, params = f"SELECT record FROM {table} WHERE 1 = 1", list[object]()
+    for column, op, value in zip(("session_id", "at", "at"), ("=", ">=", "<"), bounds, strict=True):
+        if value is not None:
+            sql += f" AND {column} {op} {mark}"
+            params.append(value)
+    return f"{sql} ORDER BY at DESC, seq DESC LIMIT {mark}", [*params, limit]
+
+
+def prune_statements(table: str, mark: str) -> tuple[str, str]:
+    """The statements that remove ``table``'s records from before a moment, and all but the
+    newest N."""
+    return (
+        f"DELETE FROM {table} WHERE at < {mark}",
+        f"DELETE FROM {table} WHERE seq NOT IN "
+        f"(SELECT seq FROM {table} ORDER BY at DESC, seq DESC LIMIT {mark})",
+    )

@@ -24,12 +24,9 @@ text holds neither a NUL nor a lone surrogate, and a tool's output may hold eith
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import threading
-import time
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -38,6 +35,7 @@ from synopsis.errors import ConfigurationError, StoreError
 from synopsis.stores import _query, _rollup
 from synopsis.stores._base import StoreBase
 from synopsis.stores._cutoff import cutoff
+from synopsis.stores._pg_lock import SessionLocks
 from synopsis.stores._pg_schema import MIGRATION_KEY, MIGRATIONS, SCHEMA_VERSION
 from synopsis.stores._pg_words import tsquery, tsvector
 from synopsis.stores.records import SearchHit, SessionState, SessionStats, StoredMessage
@@ -52,7 +50,7 @@ from synopsis.stores.requests import (
 from synopsis.summarizers.records import SummaryRecord
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator, Sequence
+    from collections.abc import Iterator, Sequence
 
     import psycopg
     from psycopg_pool import ConnectionPool
@@ -67,9 +65,6 @@ _INSERT = (
     "VALUES (%s, %s, %s, %s, %b, %s, %s, %b, %s, %s, %s::tsvector) "
     "ON CONFLICT (session_id, id, sha256) DO NOTHING"
 )
-_LOCK_POLL = (0.005, 0.2)
-"""An async waiter asks for the lock again after this long, doubling up to the second value:
-it waits on the event loop, not in a thread that a long wait would take from the pool."""
 
 
 def _bytes(text: str) -> bytes:
@@ -111,7 +106,7 @@ def _where(url: str) -> str:
     return f"postgresql://{user}{parts.get('host') or ''}{port}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore(StoreBase):
+class PostgresStore(SessionLocks, StoreBase):
     """A store in the PostgreSQL database at ``url`` (``postgresql://user:password@host/db``;
     any libpq URL or key-value string). Thread-safe: a pool of up to ``pool_size``
     connections, each compaction in flight holding one for its session's lock. The lock's
@@ -244,92 +239,6 @@ class PostgresStore(StoreBase):
         session id (one holding a NUL too) has one."""
         digest = hashlib.sha256(f"{self._schema}\x1f{session_id}".encode("utf-8", "surrogatepass"))
         return int.from_bytes(digest.digest()[:8], signed=True)
-
-    # -- the session lock --------------------------------------------------------------------
-
-    @contextmanager
-    def session_lock(self, session_id: str) -> Iterator[None]:
-        """Held on a connection of its own until the block ends (see the module docstring)."""
-        key = self._key(session_id)
-        pool = self._live()
-        with self._failures():
-            conn = pool.getconn()
-            try:
-                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-            except BaseException:
-                pool.putconn(conn)
-                raise
-        try:
-            yield
-        finally:
-            self._unlock(conn, key)
-
-    def _unlock(self, conn: psycopg.Connection[Any], key: int) -> None:
-        import psycopg  # noqa: PLC0415
-
-        try:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        except psycopg.Error:
-            conn.close()  # a connection that ends lets go of its locks
-        finally:
-            pool = self._pool
-            if pool is not None:
-                pool.putconn(conn)
-            else:
-                conn.close()
-
-    def _try_lock(self, key: int) -> psycopg.Connection[Any] | None:
-        pool = self._live()
-        with self._failures():
-            conn = pool.getconn()
-            try:
-                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-            except BaseException:
-                pool.putconn(conn)
-                raise
-        if row == (True,):
-            return conn
-        pool.putconn(conn)
-        return None
-
-    @asynccontextmanager
-    async def asession_lock(self, session_id: str) -> AsyncIterator[None]:
-        """:meth:`session_lock` for a task: it asks again at growing intervals rather than
-        wait in a thread, and a task cancelled at any point leaves no lock held."""
-        key = self._key(session_id)
-        loop = asyncio.get_running_loop()
-        deadline = time.monotonic() + self.lock_timeout
-        pause = _LOCK_POLL[0]
-        while True:
-            attempt = loop.run_in_executor(None, self._try_lock, key)
-            try:
-                conn = await asyncio.shield(attempt)
-            except asyncio.CancelledError:
-                attempt.add_done_callback(lambda done: self._let_go(done, key))
-                raise
-            if conn is not None:
-                break
-            if time.monotonic() >= deadline:
-                raise StoreError(
-                    f"the store {self.url} waited {self.lock_timeout:g} s for session "
-                    f"{session_id!r}: another compaction of it is still running"
-                )
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, _LOCK_POLL[1])
-        try:
-            yield
-        finally:
-            release = loop.run_in_executor(None, self._unlock, conn, key)
-            await asyncio.shield(release)
-
-    def _let_go(self, done: asyncio.Future[Any], key: int) -> None:
-        """The lock a cancelled waiter's last attempt took after all, released: in a thread
-        of its own, since the loop's executor refuses work once the loop is closing (a
-        waiter cancelled by ``asyncio.run`` ending)."""
-        failed = done.cancelled() or done.exception() is not None
-        conn = None if failed else done.result()
-        if conn is not None:
-            threading.Thread(target=self._unlock, args=(conn, key), daemon=True).start()
 
     # -- the store -----------------------------------------------------------------------------
 
@@ -555,35 +464,23 @@ class PostgresStore(StoreBase):
         limit: int = 100,
     ) -> list[RequestRecord]:
         check_read(since, until, limit)
-        sql, params = "SELECT record FROM synopsis_requests WHERE true", list[object]()
-        for clause, value in (
-            (" AND session_id = %s", session_id),
-            (" AND at >= %s", since),
-            (" AND at < %s", until),
-        ):
-            if value is not None:
-                sql += clause
-                params.append(value)
+        sql, params = _rollup.read_query(
+            "synopsis_requests", "%s", (session_id, since, until), limit
+        )
         with self._connection() as conn:
-            rows = conn.execute(sql + " ORDER BY at DESC, seq DESC LIMIT %s", [*params, limit])
-            return [RequestRecord.from_json(r[0]) for r in rows.fetchall()]
+            return [RequestRecord.from_json(r[0]) for r in conn.execute(sql, params).fetchall()]
 
     def prune_requests(
         self, older_than: datetime | timedelta | None = None, *, keep: int | None = None
     ) -> int:
         moment = check_retention(older_than, keep)
+        before, beyond = _rollup.prune_statements("synopsis_requests", "%s")
         gone = 0
         with self._connection() as conn, conn.transaction():
             if moment is not None:
-                gone += conn.execute(
-                    "DELETE FROM synopsis_requests WHERE at < %s", (moment,)
-                ).rowcount
+                gone += conn.execute(before, (moment,)).rowcount
             if keep is not None:
-                gone += conn.execute(
-                    "DELETE FROM synopsis_requests WHERE seq NOT IN (SELECT seq FROM "
-                    "synopsis_requests ORDER BY at DESC, seq DESC LIMIT %s)",
-                    (keep,),
-                ).rowcount
+                gone += conn.execute(beyond, (keep,)).rowcount
         return gone
 
     def close(self) -> None:

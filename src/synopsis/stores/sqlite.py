@@ -457,33 +457,26 @@ class SQLiteStore(StoreBase):
         limit: int = 100,
     ) -> list[RequestRecord]:
         check_read(since, until, limit)
-        sql, params = "SELECT record FROM requests WHERE 1", list[object]()
-        for clause, value in (
-            (" AND session_id = ?", session_id),
-            (" AND at >= ?", None if since is None else stamp(since)),
-            (" AND at < ?", None if until is None else stamp(until)),
-        ):
-            if value is not None:
-                sql += clause
-                params.append(value)
+        bounds = (
+            session_id,
+            None if since is None else stamp(since),
+            None if until is None else stamp(until),
+        )
+        sql, params = _rollup.read_query("requests", "?", bounds, limit)
         with self._locked() as db:
-            rows = db.execute(sql + " ORDER BY at DESC, seq DESC LIMIT ?", [*params, limit])
-            return [RequestRecord.from_json(r[0]) for r in rows.fetchall()]
+            return [RequestRecord.from_json(r[0]) for r in db.execute(sql, params).fetchall()]
 
     def prune_requests(
         self, older_than: datetime | timedelta | None = None, *, keep: int | None = None
     ) -> int:
         moment = check_retention(older_than, keep)
+        before, beyond = _rollup.prune_statements("requests", "?")
         gone = 0
         with self._locked() as db, _transaction(db):
             if moment is not None:
-                gone += db.execute("DELETE FROM requests WHERE at < ?", (stamp(moment),)).rowcount
+                gone += db.execute(before, (stamp(moment),)).rowcount
             if keep is not None:
-                gone += db.execute(
-                    "DELETE FROM requests WHERE seq NOT IN "
-                    "(SELECT seq FROM requests ORDER BY at DESC, seq DESC LIMIT ?)",
-                    (keep,),
-                ).rowcount
+                gone += db.execute(beyond, (keep,)).rowcount
         return gone
 
     def close(self) -> None:
