@@ -19,11 +19,11 @@ import orjson
 from starlette.responses import Response, StreamingResponse
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from synopsis.proxy.native_anthropic import Native
 
-__all__ = ["DATA", "EVENT_END", "answered", "paused"]
+__all__ = ["DATA", "EVENT_END", "amended", "answered", "paused"]
 
 EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 """Where one server-sent event ends."""
@@ -35,25 +35,42 @@ def _management(native: Native) -> dict[str, Any]:
     return {"applied_edits": native.applied}
 
 
-def answered(native: Native, response: Response) -> Response:
-    """The upstream's successful answer with what the edits did; any other as it came."""
+def amended(
+    response: Response,
+    stream: Callable[[AsyncIterator[bytes]], AsyncIterator[bytes]],
+    amend: Callable[[dict[str, Any]], bool],
+) -> Response:
+    """The upstream's successful answer told what the proxy did in its place: a stream
+    through ``stream``, a JSON body changed by ``amend`` (which says False for a body not in
+    the answer's shape, left as it came); any other answer as it came."""
     if response.status_code != 200:
         return response
     if isinstance(response, StreamingResponse):
-        response.body_iterator = _rewritten(native, response.body_iterator)  # type: ignore[arg-type]
+        response.body_iterator = stream(response.body_iterator)  # type: ignore[arg-type]
         return response
     try:
         body = orjson.loads(response.body)
     except orjson.JSONDecodeError:
-        return response  # not a message: nothing to add to
-    if not isinstance(body, dict) or not isinstance(body.get("content"), list):
+        return response  # not an answer: nothing to add to
+    if not isinstance(body, dict) or not amend(body):
         return response
-    if native.summary is not None:
-        body["content"] = [native.block(), *body["content"]]
-    body["context_management"] = _management(native)
     out = Response(orjson.dumps(body), status_code=200)
     out.raw_headers.extend(h for h in response.raw_headers if h[0] != b"content-length")
     return out
+
+
+def answered(native: Native, response: Response) -> Response:
+    """The upstream's successful answer with what the edits did; any other as it came."""
+
+    def amend(body: dict[str, Any]) -> bool:
+        if not isinstance(body.get("content"), list):
+            return False
+        if native.summary is not None:
+            body["content"] = [native.block(), *body["content"]]
+        body["context_management"] = _management(native)
+        return True
+
+    return amended(response, lambda chunks: _rewritten(native, chunks), amend)
 
 
 async def _rewritten(native: Native, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from synopsis.formats import decode
 from synopsis.messages import is_summary
 from synopsis.proxy.bodies import Route
 from synopsis.proxy.encoding import dumps, exact, inexact
-from synopsis.proxy.native_answers import DATA, EVENT_END
+from synopsis.proxy.native_answers import DATA, EVENT_END, amended
 from synopsis.proxy.native_edits import Refused
 
 if TYPE_CHECKING:
@@ -289,21 +289,14 @@ def _replace(exchange: Exchange, items: list[Any] | None) -> None:
 def answered(native: Native, response: Response) -> Response:
     """The upstream's answer with the compaction item first in its output, as OpenAI's API
     puts it (the compaction came before the model's reply); any other answer as it came."""
-    if response.status_code != 200:
-        return response
-    if isinstance(response, StreamingResponse):
-        response.body_iterator = _rewritten(native, response.body_iterator)  # type: ignore[arg-type]
-        return response
-    try:
-        body = orjson.loads(response.body)
-    except orjson.JSONDecodeError:
-        return response
-    if not isinstance(body, dict) or not isinstance(body.get("output"), list):
-        return response
-    body["output"] = [native.item, *body["output"]]
-    out = Response(orjson.dumps(body), status_code=200)
-    out.raw_headers.extend(h for h in response.raw_headers if h[0] != b"content-length")
-    return out
+
+    def amend(body: dict[str, Any]) -> bool:
+        if not isinstance(body.get("output"), list):
+            return False
+        body["output"] = [native.item, *body["output"]]
+        return True
+
+    return amended(response, lambda chunks: _rewritten(native, chunks), amend)
 
 
 _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
